@@ -1,0 +1,101 @@
+# rowq: plain GNU make.  `make` builds ./rowq, `make check` runs every test
+# (installing what is missing on Debian first), `make demo` shows it working.
+
+PREFIX	?= /usr/local
+BINDIR	?= $(PREFIX)/bin
+MANDIR	?= $(PREFIX)/share/man
+UNITDIR	?= $(PREFIX)/lib/systemd/system
+DESTDIR	?=
+
+CC	?= cc
+PKGS	 = libmariadb yaml-0.1 libsystemd
+WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wpointer-arith -Wformat=2 -Wno-format-nonliteral
+CFLAGS	?= -O2 -g
+CFLAGS	+= -std=c11 -D_GNU_SOURCE $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS	+= $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+# Everything but main.o, so that the tests can link it.
+OBJS =	build/backoff.o \
+	build/buf.o \
+	build/check.o \
+	build/config.o \
+	build/db.o \
+	build/duration.o \
+	build/handler.o \
+	build/json.o \
+	build/log.o \
+	build/notify.o \
+	build/proc.o \
+	build/sql.o \
+	build/supervisor.o \
+	build/worker.o
+
+UNIT_TESTS = \
+	check_backoff \
+	check_config \
+	check_duration \
+	check_json \
+	check_sql
+
+ASAN_OBJS = $(OBJS:build/%=build/asan/%)
+HDRS = src/rowq.h
+
+all: rowq
+
+rowq: build/main.o $(OBJS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+build/%.o: src/%.c $(HDRS) | build
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+build/asan/%.o: src/%.c $(HDRS) | build/asan
+	$(CC) $(CFLAGS) $(SANITIZE) -c -o $@ $<
+
+build/asan/rowq: build/asan/main.o $(ASAN_OBJS)
+	$(CC) $(CFLAGS) $(SANITIZE) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+build/unit/%: tests/unit/%.c $(OBJS) | build/unit
+	$(CC) $(CFLAGS) -Isrc -o $@ $< $(OBJS) $(LDLIBS) $(CHECK_LIBS)
+
+build/asan/unit/%: tests/unit/%.c $(ASAN_OBJS) | build/asan/unit
+	$(CC) $(CFLAGS) $(SANITIZE) -Isrc -o $@ $< $(ASAN_OBJS) $(LDLIBS) $(CHECK_LIBS)
+
+build/handlers/%: tests/handlers/%.c | build/handlers
+	$(CC) $(CFLAGS) -o $@ $<
+
+build build/asan build/unit build/asan/unit build/handlers:
+	mkdir -p $@
+
+HANDLERS = $(patsubst tests/handlers/%.c,build/handlers/%,$(wildcard tests/handlers/*.c))
+
+# `make check` may be the first command on a fresh machine: deps first,
+# then build, in a second make so that pkg-config flags are read afresh.
+check:
+	@sh tests/deps.sh
+	@$(MAKE) --no-print-directory check-run
+
+check-run: rowq build/asan/rowq $(UNIT_TESTS:%=build/unit/%) \
+		$(UNIT_TESTS:%=build/asan/unit/%) $(HANDLERS)
+	@sh tests/run-unit.sh $(UNIT_TESTS:%=build/unit/%) $(UNIT_TESTS:%=build/asan/unit/%)
+	@ROWQ=$(CURDIR)/build/asan/rowq sh tests/run-integration.sh
+
+demo:
+	@sh tests/deps.sh
+	@$(MAKE) --no-print-directory rowq
+	@sh tests/demo.sh
+
+install: rowq
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR)
+	install -m 755 rowq $(DESTDIR)$(BINDIR)/rowq
+	install -m 644 man/rowq.8 $(DESTDIR)$(MANDIR)/man8/rowq.8
+	install -m 644 man/rowq.yaml.5 $(DESTDIR)$(MANDIR)/man5/rowq.yaml.5
+	install -m 644 contrib/systemd/rowq.service contrib/systemd/rowq@.service $(DESTDIR)$(UNITDIR)/
+
+clean:
+	rm -rf build rowq
+
+.PHONY: all check check-run demo install clean
+.SECONDARY:

@@ -1,0 +1,525 @@
+/*
+ * db.c: everything rowq says to MariaDB, and the only includer of <mysql.h>.
+ *
+ * Each worker owns one connection, opened after the fork, in READ COMMITTED
+ * with autocommit off: the claim opens a transaction implicitly, and READ
+ * COMMITTED takes no gap locks, so an application's INSERT into the queue
+ * table never waits for a worker.  Errors are sorted into the classes of
+ * enum db_status here, and nowhere else looks at error numbers.
+ */
+#include "rowq.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <errmsg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Client timeouts, so that a frozen server cannot hang a worker forever. */
+#define DB_CONNECT_TIMEOUT_S	10
+#define DB_READ_TIMEOUT_S	60
+#define DB_WRITE_TIMEOUT_S	60
+/* A finishing UPDATE waits at most this long for an application's lock. */
+#define DB_LOCK_WAIT_TIMEOUT_S	10
+/* Fetch buffer per column; longer values are fetched a second time. */
+#define DB_FETCH_CHUNK		256
+
+struct db {
+	MYSQL		*mysql;
+	char		 error[512];
+	unsigned	 errnum;
+};
+
+struct db_stmt {
+	struct db	*db;
+	MYSQL_STMT	*stmt;
+	size_t		 nparams;
+	MYSQL_BIND	*params;
+	size_t		 ncols;
+	struct column	*cols;
+	MYSQL_BIND	*results;
+	char		*fetchbuf;	/* ncols * DB_FETCH_CHUNK */
+	unsigned long	*lengths;
+	my_bool		*nulls;
+	my_bool		*errors;
+	bool		*is_bit;
+};
+
+static enum db_status
+db_classify(unsigned err)
+{
+	switch (err) {
+	case 0:
+		return DB_OK;
+	case ER_LOCK_DEADLOCK:
+	case ER_LOCK_WAIT_TIMEOUT:
+	case ER_QUERY_INTERRUPTED:
+	case ER_STATEMENT_TIMEOUT:
+		return DB_RETRY;
+	case ER_ACCESS_DENIED_ERROR:
+	case ER_DBACCESS_DENIED_ERROR:
+	case ER_BAD_DB_ERROR:
+		return DB_CONFIG;
+	case ER_SERVER_SHUTDOWN:
+	case ER_CONNECTION_KILLED:
+	case ER_NEW_ABORTING_CONNECTION:
+		return DB_RECONNECT;
+	default:
+		/* 2000-2999 are the client library's: the link is suspect. */
+		if (err >= 2000 && err < 3000)
+			return DB_RECONNECT;
+		return DB_FATAL;
+	}
+}
+
+static enum db_status
+db_fail(struct db *db, unsigned err, const char *msg)
+{
+	db->errnum = err;
+	snprintf(db->error, sizeof(db->error), "%s (%u)", msg, err);
+	return db_classify(err);
+}
+
+static enum db_status
+db_fail_mysql(struct db *db)
+{
+	return db_fail(db, mysql_errno(db->mysql), mysql_error(db->mysql));
+}
+
+static enum db_status
+db_fail_stmt(struct db_stmt *s)
+{
+	return db_fail(s->db, mysql_stmt_errno(s->stmt), mysql_stmt_error(s->stmt));
+}
+
+const char *
+db_error(const struct db *db)
+{
+	return db->error;
+}
+
+unsigned
+db_errno(const struct db *db)
+{
+	return db->errnum;
+}
+
+/* libmariadb does not promise SOCK_CLOEXEC: a handler must not get the link. */
+static void
+db_cloexec(struct db *db)
+{
+	int fd = (int)mysql_get_socket(db->mysql);
+
+	if (fd >= 0)
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+static void
+db_set_options(MYSQL *m, const struct db_options *o)
+{
+	unsigned int connect_timeout = DB_CONNECT_TIMEOUT_S;
+	unsigned int read_timeout = DB_READ_TIMEOUT_S;
+	unsigned int write_timeout = DB_WRITE_TIMEOUT_S;
+	my_bool off = 0;
+
+	mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+	mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &read_timeout);
+	mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &write_timeout);
+	mysql_optionsv(m, MYSQL_OPT_RECONNECT, &off);
+	mysql_optionsv(m, MYSQL_OPT_LOCAL_INFILE, &off);
+	mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	if (o->option_file)
+		mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, o->option_file);
+	if (o->option_group)
+		mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, o->option_group);
+}
+
+struct db *
+db_open(const struct db_options *o, enum db_status *status)
+{
+	struct db *db = xcalloc(1, sizeof(*db));
+	static const char session[] =
+	    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+	char lockwait[64];
+
+	db->mysql = mysql_init(NULL);
+	if (db->mysql == NULL)
+		fatalx("mysql_init: out of memory");
+	db_set_options(db->mysql, o);
+	if (mysql_real_connect(db->mysql, o->socket ? NULL : o->host, o->user,
+	    o->password, o->name, o->socket ? 0 : o->port, o->socket,
+	    CLIENT_FOUND_ROWS) == NULL) {
+		*status = db_fail_mysql(db);
+		/* Any failure to connect is a reconnect, unless it is the config. */
+		if (*status != DB_CONFIG)
+			*status = DB_RECONNECT;
+		return db;
+	}
+	db_cloexec(db);
+	snprintf(lockwait, sizeof(lockwait),
+	    "SET SESSION innodb_lock_wait_timeout = %d", DB_LOCK_WAIT_TIMEOUT_S);
+	if (mysql_query(db->mysql, session) != 0 ||
+	    mysql_query(db->mysql, lockwait) != 0 ||
+	    mysql_autocommit(db->mysql, 0) != 0) {
+		*status = db_fail_mysql(db);
+		return db;
+	}
+	*status = DB_OK;
+	return db;
+}
+
+void
+db_close(struct db *db)
+{
+	if (db == NULL)
+		return;
+	if (db->mysql)
+		mysql_close(db->mysql);
+	free(db);
+}
+
+enum db_status
+db_commit(struct db *db)
+{
+	return mysql_commit(db->mysql) == 0 ? DB_OK : db_fail_mysql(db);
+}
+
+enum db_status
+db_rollback(struct db *db)
+{
+	return mysql_rollback(db->mysql) == 0 ? DB_OK : db_fail_mysql(db);
+}
+
+static enum column_kind
+db_column_kind(const MYSQL_FIELD *f)
+{
+	switch (f->type) {
+	case MYSQL_TYPE_TINY:
+	case MYSQL_TYPE_SHORT:
+	case MYSQL_TYPE_INT24:
+	case MYSQL_TYPE_LONG:
+	case MYSQL_TYPE_LONGLONG:
+	case MYSQL_TYPE_YEAR:
+	case MYSQL_TYPE_BIT:
+		return COLUMN_INTEGER;
+	case MYSQL_TYPE_DECIMAL:
+	case MYSQL_TYPE_NEWDECIMAL:
+	case MYSQL_TYPE_FLOAT:
+	case MYSQL_TYPE_DOUBLE:
+		return COLUMN_NUMBER;
+	case MYSQL_TYPE_STRING:
+	case MYSQL_TYPE_VAR_STRING:
+	case MYSQL_TYPE_VARCHAR:
+	case MYSQL_TYPE_TINY_BLOB:
+	case MYSQL_TYPE_MEDIUM_BLOB:
+	case MYSQL_TYPE_LONG_BLOB:
+	case MYSQL_TYPE_BLOB:
+	case MYSQL_TYPE_GEOMETRY:
+		/* Charset 63 is "binary": bytes, not text. */
+		return f->charsetnr == 63 ? COLUMN_BINARY : COLUMN_TEXT;
+	default:
+		return COLUMN_TEXT;
+	}
+}
+
+static struct column *
+db_columns(MYSQL_FIELD *fields, size_t n)
+{
+	struct column *cols = xcalloc(n, sizeof(*cols));
+
+	for (size_t i = 0; i < n; i++) {
+		cols[i].name = xstrdup(fields[i].name);
+		cols[i].kind = db_column_kind(&fields[i]);
+		cols[i].is_unsigned = (fields[i].flags & UNSIGNED_FLAG) != 0;
+	}
+	return cols;
+}
+
+void
+columns_free(struct column *cols, size_t n)
+{
+	if (cols == NULL)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(cols[i].name);
+	free(cols);
+}
+
+static struct row *
+rowset_add(struct rowset *rs, size_t ncols)
+{
+	struct row *r;
+
+	if (rs->nrows == rs->cap) {
+		rs->cap = rs->cap ? rs->cap * 2 : 4;
+		rs->rows = xrealloc(rs->rows, rs->cap * sizeof(*rs->rows));
+	}
+	r = &rs->rows[rs->nrows++];
+	r->value = xcalloc(ncols, sizeof(*r->value));
+	r->len = xcalloc(ncols, sizeof(*r->len));
+	return r;
+}
+
+void
+rowset_clear(struct rowset *rs, size_t ncols)
+{
+	for (size_t i = 0; i < rs->nrows; i++) {
+		for (size_t c = 0; c < ncols; c++)
+			free(rs->rows[i].value[c]);
+		free(rs->rows[i].value);
+		free(rs->rows[i].len);
+	}
+	rs->nrows = 0;
+}
+
+enum db_status
+db_query(struct db *db, const char *sql, struct rowset *rs,
+    struct column **cols, size_t *ncols)
+{
+	MYSQL_RES *res;
+	MYSQL_ROW mrow;
+	size_t n;
+
+	*cols = NULL;
+	*ncols = 0;
+	if (mysql_query(db->mysql, sql) != 0)
+		return db_fail_mysql(db);
+	res = mysql_store_result(db->mysql);
+	if (res == NULL)
+		return mysql_field_count(db->mysql) == 0 ? DB_OK :
+		    db_fail_mysql(db);
+	n = mysql_num_fields(res);
+	*cols = db_columns(mysql_fetch_fields(res), n);
+	*ncols = n;
+	while ((mrow = mysql_fetch_row(res)) != NULL) {
+		unsigned long *lens = mysql_fetch_lengths(res);
+		struct row *r = rowset_add(rs, n);
+		for (size_t i = 0; i < n; i++) {
+			if (mrow[i] == NULL)
+				continue;
+			r->value[i] = xstrndup(mrow[i], lens[i]);
+			r->len[i] = lens[i];
+		}
+	}
+	mysql_free_result(res);
+	return DB_OK;
+}
+
+static void
+db_stmt_bind_results(struct db_stmt *s, MYSQL_FIELD *fields)
+{
+	size_t n = s->ncols;
+
+	s->results = xcalloc(n, sizeof(*s->results));
+	s->fetchbuf = xcalloc(n, DB_FETCH_CHUNK);
+	s->lengths = xcalloc(n, sizeof(*s->lengths));
+	s->nulls = xcalloc(n, sizeof(*s->nulls));
+	s->errors = xcalloc(n, sizeof(*s->errors));
+	s->is_bit = xcalloc(n, sizeof(*s->is_bit));
+	for (size_t i = 0; i < n; i++) {
+		MYSQL_BIND *b = &s->results[i];
+		s->is_bit[i] = fields[i].type == MYSQL_TYPE_BIT;
+		/* Every value as text, except BIT, which is a number. */
+		if (s->is_bit[i]) {
+			b->buffer_type = MYSQL_TYPE_LONGLONG;
+			b->is_unsigned = 1;
+		} else
+			b->buffer_type = MYSQL_TYPE_STRING;
+		b->buffer = s->fetchbuf + i * DB_FETCH_CHUNK;
+		b->buffer_length = DB_FETCH_CHUNK;
+		b->length = &s->lengths[i];
+		b->is_null = &s->nulls[i];
+		b->error = &s->errors[i];
+	}
+}
+
+struct db_stmt *
+db_prepare(struct db *db, const char *sql, enum db_status *status)
+{
+	struct db_stmt *s = xcalloc(1, sizeof(*s));
+	MYSQL_RES *meta;
+
+	s->db = db;
+	s->stmt = mysql_stmt_init(db->mysql);
+	if (s->stmt == NULL) {
+		*status = db_fail_mysql(db);
+		free(s);
+		return NULL;
+	}
+	if (mysql_stmt_prepare(s->stmt, sql, (unsigned long)strlen(sql)) != 0) {
+		*status = db_fail_stmt(s);
+		db_stmt_free(s);
+		return NULL;
+	}
+	s->nparams = mysql_stmt_param_count(s->stmt);
+	s->params = xcalloc(s->nparams ? s->nparams : 1, sizeof(*s->params));
+	meta = mysql_stmt_result_metadata(s->stmt);
+	if (meta != NULL) {
+		s->ncols = mysql_num_fields(meta);
+		s->cols = db_columns(mysql_fetch_fields(meta), s->ncols);
+		db_stmt_bind_results(s, mysql_fetch_fields(meta));
+		mysql_free_result(meta);
+	}
+	*status = DB_OK;
+	return s;
+}
+
+void
+db_stmt_free(struct db_stmt *s)
+{
+	if (s == NULL)
+		return;
+	if (s->stmt)
+		mysql_stmt_close(s->stmt);
+	free(s->params);
+	columns_free(s->cols, s->ncols);
+	free(s->results);
+	free(s->fetchbuf);
+	free(s->lengths);
+	free(s->nulls);
+	free(s->errors);
+	free(s->is_bit);
+	free(s);
+}
+
+size_t
+db_stmt_nparams(const struct db_stmt *s)
+{
+	return s->nparams;
+}
+
+const struct column *
+db_stmt_columns(const struct db_stmt *s, size_t *n)
+{
+	*n = s->ncols;
+	return s->cols;
+}
+
+static enum db_status
+db_stmt_bind(struct db_stmt *s, const struct value *v, size_t n)
+{
+	if (n != s->nparams)
+		return db_fail(s->db, 0, "parameter count mismatch"),
+		    DB_FATAL;
+	memset(s->params, 0, s->nparams * sizeof(*s->params));
+	for (size_t i = 0; i < n; i++) {
+		MYSQL_BIND *b = &s->params[i];
+		switch (v[i].type) {
+		case VALUE_NULL:
+			b->buffer_type = MYSQL_TYPE_NULL;
+			break;
+		case VALUE_INT:
+			b->buffer_type = MYSQL_TYPE_LONGLONG;
+			b->buffer = (void *)&v[i].i;
+			b->is_unsigned = v[i].is_unsigned;
+			break;
+		case VALUE_TEXT:
+		case VALUE_BLOB:
+			b->buffer_type = v[i].type == VALUE_TEXT ?
+			    MYSQL_TYPE_STRING : MYSQL_TYPE_BLOB;
+			b->buffer = (void *)(v[i].s ? v[i].s : "");
+			b->buffer_length = (unsigned long)v[i].len;
+			break;
+		}
+	}
+	if (n > 0 && mysql_stmt_bind_param(s->stmt, s->params) != 0)
+		return db_fail_stmt(s);
+	return DB_OK;
+}
+
+static enum db_status
+db_stmt_execute(struct db_stmt *s, const struct value *v, size_t n)
+{
+	enum db_status st;
+
+	if ((st = db_stmt_bind(s, v, n)) != DB_OK)
+		return st;
+	if (mysql_stmt_execute(s->stmt) != 0)
+		return db_fail_stmt(s);
+	return DB_OK;
+}
+
+enum db_status
+db_stmt_exec(struct db_stmt *s, const struct value *v, size_t n,
+    unsigned long long *affected)
+{
+	enum db_status st;
+
+	if ((st = db_stmt_execute(s, v, n)) != DB_OK)
+		return st;
+	if (affected)
+		*affected = (unsigned long long)mysql_stmt_affected_rows(s->stmt);
+	if (s->ncols > 0)
+		mysql_stmt_free_result(s->stmt);
+	return DB_OK;
+}
+
+/* Copy the current row out of the fetch buffers. */
+static enum db_status
+db_stmt_copy_row(struct db_stmt *s, struct rowset *rs)
+{
+	struct row *r = rowset_add(rs, s->ncols);
+
+	for (size_t i = 0; i < s->ncols; i++) {
+		unsigned long len = s->lengths[i];
+		if (s->nulls[i])
+			continue;
+		if (s->is_bit[i]) {
+			char num[32];
+			int k = snprintf(num, sizeof(num), "%llu",
+			    *(unsigned long long *)s->results[i].buffer);
+			r->value[i] = xstrndup(num, (size_t)k);
+			r->len[i] = (size_t)k;
+			continue;
+		}
+		r->value[i] = xmalloc((size_t)len + 1);
+		r->len[i] = len;
+		if (len <= DB_FETCH_CHUNK) {
+			memcpy(r->value[i], s->results[i].buffer, len);
+		} else {
+			MYSQL_BIND b = { 0 };
+			unsigned long got = 0;
+			b.buffer_type = MYSQL_TYPE_STRING;
+			b.buffer = r->value[i];
+			b.buffer_length = len + 1;
+			b.length = &got;
+			if (mysql_stmt_fetch_column(s->stmt, &b, (unsigned)i, 0))
+				return db_fail_stmt(s);
+		}
+		r->value[i][len] = '\0';
+	}
+	return DB_OK;
+}
+
+/*
+ * Execute a statement that returns rows and copy them all into rs.  The
+ * whole result is read before the first row is handled, as the connection
+ * cannot run the finishing statements while a result is still streaming.
+ */
+enum db_status
+db_stmt_fetch_all(struct db_stmt *s, const struct value *v, size_t n,
+    struct rowset *rs)
+{
+	enum db_status st;
+	int rc;
+
+	if ((st = db_stmt_execute(s, v, n)) != DB_OK)
+		return st;
+	if (mysql_stmt_bind_result(s->stmt, s->results) != 0 ||
+	    mysql_stmt_store_result(s->stmt) != 0) {
+		st = db_fail_stmt(s);
+		mysql_stmt_free_result(s->stmt);
+		return st;
+	}
+	while ((rc = mysql_stmt_fetch(s->stmt)) == 0 ||
+	    rc == MYSQL_DATA_TRUNCATED) {
+		if ((st = db_stmt_copy_row(s, rs)) != DB_OK)
+			break;
+	}
+	if (st == DB_OK && rc == 1)
+		st = db_fail_stmt(s);
+	mysql_stmt_free_result(s->stmt);
+	return st;
+}

@@ -1,0 +1,195 @@
+/*
+ * main.c: options, subcommands and exit codes.  The only file that exits
+ * the process on purpose, apart from fatal() on a broken invariant.
+ */
+#include "rowq.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+"usage: rowq [-c FILE] [-d] run\n"
+"       rowq [-c FILE] check\n"
+"       rowq [-c FILE] drain QUEUE... [-w N]\n"
+"       rowq --version | --help\n"
+"\n"
+"  run     supervise the workers of every queue, in the foreground\n"
+"  check   validate the configuration against the database; exit 0 or 78\n"
+"  drain   work the named queues until their select finds nothing\n"
+"\n"
+"  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
+"  -d        debug logging\n"
+"  -w N      drain: N workers per queue instead of the configured count\n"
+"\n"
+"See rowq(8) and rowq.yaml(5).\n";
+
+static int
+usage(FILE *out, int code)
+{
+	fputs(usage_text, out);
+	return code;
+}
+
+/* Load and check; on failure the reasons are already logged. */
+static int
+load_checked(const char *path, struct config **out, bool wait_for_db)
+{
+	struct config *cfg = config_load(path);
+	int problems, tries = 0;
+
+	if (cfg == NULL)
+		return ROWQ_EXIT_CONFIG;
+	/* A database that is down only delays `run`; it never fails it. */
+	while ((problems = check_config(cfg, false)) < 0 && wait_for_db) {
+		int64_t delay = backoff_capped_ms(1000, 30000, ++tries);
+		char d[32];
+		duration_format(delay, d, sizeof(d));
+		log_warnx("waiting for the database; next try in %s", d);
+		notify_status("waiting for the database");
+		usleep((useconds_t)delay * 1000);
+	}
+	if (problems != 0) {
+		config_free(cfg);
+		return problems < 0 ? ROWQ_EXIT_FAILURE : ROWQ_EXIT_CONFIG;
+	}
+	*out = cfg;
+	return ROWQ_EXIT_OK;
+}
+
+static int
+cmd_check(const char *path)
+{
+	struct config *cfg;
+	int rc = load_checked(path, &cfg, false);
+
+	if (rc != ROWQ_EXIT_OK)
+		return rc;
+	printf("%s: ok, %zu queue%s\n", path, cfg->nqueues,
+	    cfg->nqueues == 1 ? "" : "s");
+	config_free(cfg);
+	return ROWQ_EXIT_OK;
+}
+
+static int
+cmd_run(const char *path)
+{
+	struct run_options opts = { .config_path = path };
+	struct config *cfg;
+	int rc;
+
+	log_set_timestamps(true);
+	notify_init();
+	rc = load_checked(path, &cfg, true);
+	if (rc != ROWQ_EXIT_OK)
+		return rc;
+	return supervisor_run(cfg, &opts);
+}
+
+static int
+parse_workers(const char *arg, int *workers)
+{
+	char *end;
+	long n = strtol(arg, &end, 10);
+
+	if (*arg == '\0' || *end != '\0' || n < 1 || n > WORKERS_MAX) {
+		fprintf(stderr, "rowq: drain: -w takes a number from 1 to %d\n",
+		    WORKERS_MAX);
+		return -1;
+	}
+	*workers = (int)n;
+	return 0;
+}
+
+/* Queue names and -w N in any order: `drain a b -w 4`, `drain -w4 a`. */
+static int
+cmd_drain(const char *path, int argc, char **argv)
+{
+	struct run_options opts = { .config_path = path, .drain = true };
+	struct config *cfg;
+	int rc = ROWQ_EXIT_OK;
+
+	opts.queues = xcalloc((size_t)argc, sizeof(*opts.queues));
+	for (int i = 1; i < argc && rc == ROWQ_EXIT_OK; i++) {
+		if (strcmp(argv[i], "-w") == 0) {
+			if (i + 1 >= argc ||
+			    parse_workers(argv[++i], &opts.workers) == -1)
+				rc = ROWQ_EXIT_USAGE;
+		} else if (strncmp(argv[i], "-w", 2) == 0) {
+			if (parse_workers(argv[i] + 2, &opts.workers) == -1)
+				rc = ROWQ_EXIT_USAGE;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "rowq: drain: unknown option %s\n",
+			    argv[i]);
+			rc = ROWQ_EXIT_USAGE;
+		} else
+			opts.queues[opts.nqueues++] = argv[i];
+	}
+	if (rc == ROWQ_EXIT_OK && opts.nqueues == 0) {
+		fprintf(stderr, "rowq: drain: name at least one queue\n");
+		rc = ROWQ_EXIT_USAGE;
+	}
+	if (rc == ROWQ_EXIT_OK)
+		rc = load_checked(path, &cfg, false);
+	if (rc != ROWQ_EXIT_OK) {
+		free(opts.queues);
+		return rc;
+	}
+	for (size_t i = 0; i < opts.nqueues; i++) {
+		if (config_queue(cfg, opts.queues[i]) == NULL) {
+			log_error("%s: no queue named %s", path, opts.queues[i]);
+			rc = ROWQ_EXIT_USAGE;
+		}
+	}
+	if (rc == ROWQ_EXIT_OK)
+		rc = supervisor_run(cfg, &opts);
+	else
+		config_free(cfg);
+	free(opts.queues);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "config", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = ROWQ_DEFAULT_CONFIG;
+	int c;
+
+	log_init("rowq");
+	proc_title_init(argc, argv);
+	while ((c = getopt_long(argc, argv, "+c:dhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'd':
+			log_set_debug(true);
+			break;
+		case 'h':
+			return usage(stdout, ROWQ_EXIT_OK);
+		case 'V':
+			printf("rowq %s\n", ROWQ_VERSION);
+			return ROWQ_EXIT_OK;
+		default:
+			return usage(stderr, ROWQ_EXIT_USAGE);
+		}
+	}
+	if (optind >= argc)
+		return usage(stderr, ROWQ_EXIT_USAGE);
+	const char *cmd = argv[optind];
+	if (strcmp(cmd, "run") == 0 && optind + 1 == argc)
+		return cmd_run(path);
+	if (strcmp(cmd, "check") == 0 && optind + 1 == argc)
+		return cmd_check(path);
+	if (strcmp(cmd, "drain") == 0)
+		return cmd_drain(path, argc - optind, argv + optind);
+	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);
+	return usage(stderr, ROWQ_EXIT_USAGE);
+}

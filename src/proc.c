@@ -1,0 +1,168 @@
+/*
+ * proc.c: clocks, signals read through a descriptor, and process titles.
+ *
+ * Supervisor and workers block the signals they care about and read them
+ * from a signalfd inside poll(), so that no signal is lost between a check
+ * of a flag and a sleep.  Children undo this before anything else.
+ */
+#include "rowq.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+proc_signalfd(const int *signals, size_t n)
+{
+	sigset_t set;
+	int fd;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < n; i++)
+		sigaddset(&set, signals[i]);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
+		fatal("sigprocmask");
+	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd == -1)
+		fatal("signalfd");
+	return fd;
+}
+
+/*
+ * Every signal back to its default and unblocked: a blocked SIGTERM or an
+ * ignored SIGPIPE would otherwise survive exec into a handler.  Only
+ * async-signal-safe calls, since it runs in a vfork child.
+ */
+void
+proc_child_signals(void)
+{
+	sigset_t none;
+	struct sigaction dfl;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		(void)sigaction(sig, &dfl, NULL);
+	}
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+void
+stopper_init(struct stopper *s, int64_t stop_timeout_ms)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP };
+
+	memset(s, 0, sizeof(*s));
+	s->stop_timeout_ms = stop_timeout_ms;
+	s->fd = proc_signalfd(sigs, sizeof(sigs) / sizeof(sigs[0]));
+}
+
+void
+stopper_read(struct stopper *s)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGTERM:
+		case SIGINT:
+			if (!s->stop)
+				s->stop_deadline_ms = now_ms() +
+				    s->stop_timeout_ms;
+			s->stop = true;
+			break;
+		case SIGQUIT:
+			s->abort = s->stop = true;
+			s->stop_deadline_ms = now_ms();
+			break;
+		case SIGHUP:
+			s->hup = true;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* Sleep up to ms, waking early for a stop.  Returns 1 if stopping. */
+int
+stopper_sleep(struct stopper *s, int64_t ms)
+{
+	int64_t end = now_ms() + ms;
+
+	while (!s->stop) {
+		int64_t left = end - now_ms();
+		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+		if (left <= 0)
+			break;
+		if (poll(&pfd, 1, (int)(left > 60000 ? 60000 : left)) > 0)
+			stopper_read(s);
+	}
+	return s->stop ? 1 : 0;
+}
+
+/*
+ * Process titles for ps: "rowq: email worker 2 (row 8841)".  The title is
+ * written over argv's own memory, which is all we may use without moving
+ * the environment; a longer title is cut.  proc_title_init must run before
+ * anything keeps a pointer into argv: it moves the arguments to the heap.
+ */
+static char	*title_base;
+static size_t	 title_len;
+
+void
+proc_title_init(int argc, char **argv)
+{
+	if (argc < 1 || argv[0] == NULL)
+		return;
+	title_base = argv[0];
+	char *end = argv[argc - 1] + strlen(argv[argc - 1]);
+	title_len = (size_t)(end - title_base);
+	for (int i = 0; i < argc; i++)
+		argv[i] = xstrdup(argv[i]);
+}
+
+void
+proc_title(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	(void)prctl(PR_SET_NAME, buf + (strncmp(buf, "rowq: ", 6) == 0 ? 6 : 0));
+	if (title_base == NULL || title_len < 2)
+		return;
+	size_t n = strlen(buf);
+	if (n >= title_len)
+		n = title_len - 1;
+	memcpy(title_base, buf, n);
+	memset(title_base + n, '\0', title_len - n);
+}

@@ -1,0 +1,413 @@
+/*
+ * rowq.h: shared types and prototypes, grouped by the file that owns them.
+ *
+ * Only config.c includes <yaml.h>, only db.c includes <mysql.h>, only
+ * notify.c includes <systemd/sd-daemon.h>: everything they expose to the
+ * rest of the program is declared here in plain C types.
+ */
+#ifndef ROWQ_H
+#define ROWQ_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define ROWQ_VERSION		"0.1.0"
+#define ROWQ_DEFAULT_CONFIG	"/etc/rowq/rowq.yaml"
+
+/* Exit statuses (sysexits.h values, spelled out so that tests can rely on them). */
+#define ROWQ_EXIT_OK		0
+#define ROWQ_EXIT_FAILURE	1
+#define ROWQ_EXIT_USAGE		2
+#define ROWQ_EXIT_DATAERR	65	/* handler: permanent failure */
+#define ROWQ_EXIT_TEMPFAIL	75	/* worker: restart me soon */
+#define ROWQ_EXIT_CONFIG	78	/* configuration error: do not restart quickly */
+
+/* Bounds on everything that comes from outside. */
+#define CONFIG_FILE_MAX		(1024 * 1024)	/* bytes of YAML per file */
+#define CONFIG_FILES_MAX	256		/* files per configuration, includes too */
+#define CONFIG_DEPTH_MAX	16		/* nesting of mappings/sequences */
+#define CONFIG_SCALAR_MAX	(64 * 1024)	/* bytes of one scalar */
+#define QUEUES_MAX		256
+#define WORKERS_MAX		256		/* per queue */
+#define BATCH_MAX		1000
+#define ARGV_MAX		256
+#define PASSWORD_MAX		4096
+#define HANDLER_OUTPUT_MAX	(64 * 1024)	/* stdout kept for :output */
+#define HANDLER_ERROR_MAX	(4 * 1024)	/* stderr tail kept for :error */
+#define HANDLER_LOG_LINE_MAX	1024		/* longer stderr lines are split */
+#define HANDLER_LOG_LINES_MAX	100		/* stderr lines logged per row */
+#define ROW_BYTES_MAX		(64 * 1024 * 1024) /* one claimed row, all columns */
+
+/* ---- buf.c: growable byte buffers ---- */
+
+struct buf {
+	char	*data;		/* always NUL-terminated when not NULL */
+	size_t	 len;
+	size_t	 cap;
+};
+
+void	 buf_reset(struct buf *);
+void	 buf_free(struct buf *);
+void	 buf_append(struct buf *, const void *, size_t);
+void	 buf_puts(struct buf *, const char *);
+void	 buf_putc(struct buf *, char);
+void	 buf_printf(struct buf *, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+char	*buf_steal(struct buf *);	/* caller frees; buffer is reset */
+
+/* Allocation that cannot fail quietly: aborts with a message on ENOMEM. */
+void	*xmalloc(size_t);
+void	*xcalloc(size_t, size_t);
+void	*xrealloc(void *, size_t);
+char	*xstrdup(const char *);
+char	*xstrndup(const char *, size_t);
+
+/* ---- log.c: all output ---- */
+
+void	 log_init(const char *procname);	/* journal detection */
+void	 log_procinit(const char *fmt, ...)
+	    __attribute__((format(printf, 1, 2)));
+void	 log_set_timestamps(bool);
+void	 log_set_debug(bool);
+void	 log_set_row(const char *key);		/* NULL: not about a row */
+void	 log_error(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	 log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	 log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	 log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	 log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void fatal(const char *, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void fatalx(const char *, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- duration.c: "250ms", "5s", "10m", "1h", "2d" or bare seconds ---- */
+
+int	 duration_parse(const char *, int64_t *ms);	/* 0, or -1 if not one */
+void	 duration_format(int64_t ms, char *, size_t);	/* "3m12s", "250ms" */
+
+/* ---- sql.c: named parameters, the claim clause ---- */
+
+/* A statement from the configuration, compiled to positional form. */
+struct sql {
+	char	*text;		/* as configured; NULL when the key is absent */
+	char	*positional;	/* :name replaced by ? */
+	char   **params;	/* parameter names in order, without the ':' */
+	size_t	 nparams;
+	char	*where;		/* "FILE:LINE: queues.email.done", for messages */
+};
+
+int	 sql_compile(struct sql *, const char *text, char *err, size_t errlen);
+int	 sql_check_select(const char *text, char *err, size_t errlen);
+char	*sql_claim(const char *select, int batch);	/* caller frees */
+void	 sql_free(struct sql *);
+
+/* ---- config.c: the only includer of <yaml.h> ---- */
+
+enum handler_kind {
+	HANDLER_EXEC,
+	HANDLER_PIPE,
+};
+
+enum backoff_kind {
+	BACKOFF_FIXED,
+	BACKOFF_LINEAR,
+	BACKOFF_EXPONENTIAL,
+};
+
+struct retry_policy {
+	bool		 enabled;	/* the retry: key is present */
+	int		 max_attempts;	/* tries in all, the first included */
+	char		*attempts_column;
+	char		*attempts_where; /* "FILE:LINE: queues.email.retry.attempts_column" */
+	enum backoff_kind backoff;
+	int64_t		 delay_ms;
+	int64_t		 max_delay_ms;
+	bool		 jitter;
+	struct sql	 update;
+};
+
+struct lease_policy {
+	bool		 enabled;
+	struct sql	 claim;
+	int64_t		 duration_ms;
+};
+
+struct queue {
+	char		*name;
+	char		*where;		/* "FILE:LINE" of the queue's name */
+	int		 workers;
+	struct sql	 select;	/* as configured, without LIMIT */
+	char		*key_column;	/* NULL: the select's first column */
+	char		*key_where;	/* "FILE:LINE: queues.email.key" */
+	int		 batch;
+	enum handler_kind handler;
+	char	       **argv;		/* NULL-terminated, as configured */
+	char		*argv_where;	/* "FILE:LINE: queues.email.exec" */
+	int64_t		 timeout_ms;
+	struct sql	 done;
+	struct retry_policy retry;
+	struct sql	 failed;	/* text NULL when absent */
+	int64_t		 idle_ms;
+	long		 max_jobs;	/* 0: never replace the worker */
+	struct lease_policy lease;
+};
+
+struct db_options {
+	char		*socket;
+	char		*host;
+	unsigned	 port;
+	char		*user;
+	char		*password;	/* read from password_file or credential */
+	char		*password_file;
+	char		*credential;
+	char		*name;
+	char		*option_file;
+	char		*option_group;
+};
+
+struct config {
+	char		*path;
+	struct db_options db;
+	int64_t		 stop_timeout_ms;
+	struct queue	*queues;
+	size_t		 nqueues;
+};
+
+/*
+ * Load and validate a configuration file and its includes.  Every error is
+ * logged as "FILE:LINE: KEY: what is wrong"; on any error NULL is returned
+ * and nothing is kept.
+ */
+struct config	*config_load(const char *path);
+void		 config_free(struct config *);
+struct queue	*config_queue(const struct config *, const char *name);
+
+/*
+ * Check a queue's statements, key, attempts column and {column} arguments
+ * against the columns its select returns (known once it is prepared).
+ * Logs each problem; returns the number of problems.
+ */
+int		 config_check_columns(const struct queue *,
+		    char *const *columns, size_t ncolumns);
+
+/* Built-in parameters, available to every statement. */
+extern const char *const config_builtin_params[];
+
+/* ---- backoff.c: pure functions of counts, for tests ---- */
+
+int64_t	 backoff_retry_delay_ms(const struct retry_policy *, int attempt,
+	    uint64_t random);
+int64_t	 backoff_capped_ms(int64_t base_ms, int64_t max_ms, int failures);
+uint64_t backoff_random(void);
+
+/* ---- json.c: the row as one JSON object ---- */
+
+enum column_kind {
+	COLUMN_INTEGER,		/* written as a JSON number */
+	COLUMN_NUMBER,		/* DECIMAL, FLOAT, DOUBLE: a number */
+	COLUMN_TEXT,		/* a string; bad UTF-8 becomes U+FFFD */
+	COLUMN_BINARY,		/* binary charset: a base64 string */
+};
+
+struct column {
+	char		*name;
+	enum column_kind kind;
+	bool		 is_unsigned;
+};
+
+struct row {
+	char	       **value;		/* NULL for SQL NULL; NUL-terminated */
+	size_t		*len;
+};
+
+void	 json_string(struct buf *, const char *, size_t);
+void	 json_row(struct buf *, const struct column *, size_t ncolumns,
+	    const struct row *);
+
+/* ---- proc.c: time, signals, process titles ---- */
+
+/*
+ * A process's view of the signals that stop it, read from a signalfd so
+ * that poll() wakes for them.  SIGTERM/SIGINT ask for a graceful stop:
+ * finish the current row, but give up on it at stop_deadline_ms.  SIGQUIT,
+ * sent also when the supervisor dies, asks to stop at once.
+ */
+struct stopper {
+	int		 fd;
+	bool		 stop;
+	bool		 abort;
+	bool		 hup;
+	int64_t		 stop_timeout_ms;
+	int64_t		 stop_deadline_ms;
+};
+
+int64_t	 now_ms(void);			/* CLOCK_MONOTONIC */
+int64_t	 wall_ms(void);			/* CLOCK_REALTIME */
+int	 proc_signalfd(const int *signals, size_t n);
+void	 proc_child_signals(void);	/* undo the parent's signal setup */
+void	 stopper_init(struct stopper *, int64_t stop_timeout_ms);
+void	 stopper_read(struct stopper *);
+int	 stopper_sleep(struct stopper *, int64_t ms);
+void	 proc_title_init(int argc, char **argv);
+void	 proc_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- handler.c: exec and pipe handlers ---- */
+
+enum outcome {
+	OUTCOME_DONE,		/* exit 0, "ok": run done */
+	OUTCOME_RETRY,		/* a failed try: retry, or failed at the last */
+	OUTCOME_FAILED,		/* exit 65, "fail": failed at once */
+	OUTCOME_ABORTED,	/* stopping: roll back, the row is not tried */
+};
+
+struct handler_result {
+	enum outcome	 outcome;
+	struct buf	 output;	/* stdout (exec) or the answer's text */
+	struct buf	 error;		/* the :error message */
+	int64_t		 duration_ms;
+};
+
+struct handler_job {
+	const char	*queue;
+	const char	*key;
+	char	       **argv;		/* after {column} substitution */
+	char	       **envp;
+	const char	*input;		/* the row as JSON and a newline */
+	size_t		 input_len;
+	int64_t		 timeout_ms;
+};
+
+int	 handler_resolve(const char *prog, char **path);
+int	 handler_exec(const char *path, const struct handler_job *,
+	    struct stopper *, struct handler_result *);
+char   **handler_base_env(void);
+char   **handler_env(char **base, const char *queue, const char *key,
+	    int attempt);
+void	 handler_env_free(char **env);
+char   **handler_argv(char *const *tmpl, const struct column *,
+	    size_t ncols, const struct row *);
+void	 handler_argv_free(char **argv);
+void	 handler_result_free(struct handler_result *);
+
+/* ---- db.c: the only includer of <mysql.h> ---- */
+
+/* What the caller should do about a database error. */
+enum db_status {
+	DB_OK = 0,
+	DB_RETRY,	/* deadlock or lock wait timeout: roll back, try again */
+	DB_RECONNECT,	/* the connection is gone: reconnect with backoff */
+	DB_CONFIG,	/* access denied, unknown database: fix the config */
+	DB_FATAL,	/* bad SQL or data: this statement will not work */
+};
+
+/* A value bound to a statement parameter. */
+enum value_type {
+	VALUE_NULL,
+	VALUE_INT,
+	VALUE_TEXT,
+	VALUE_BLOB,
+};
+
+struct value {
+	enum value_type	 type;
+	bool		 is_unsigned;
+	long long	 i;
+	const char	*s;
+	size_t		 len;
+};
+
+struct rowset {
+	struct row	*rows;
+	size_t		 nrows;
+	size_t		 cap;
+};
+
+struct db;
+struct db_stmt;
+
+struct db	*db_open(const struct db_options *, enum db_status *);
+void		 db_close(struct db *);
+const char	*db_error(const struct db *);	/* last error, for messages */
+unsigned	 db_errno(const struct db *);
+enum db_status	 db_commit(struct db *);
+enum db_status	 db_rollback(struct db *);
+enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
+		    struct column **cols, size_t *ncols);
+struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
+void		 db_stmt_free(struct db_stmt *);
+size_t		 db_stmt_nparams(const struct db_stmt *);
+const struct column *db_stmt_columns(const struct db_stmt *, size_t *n);
+enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
+		    size_t nvalues, unsigned long long *affected);
+enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
+		    size_t nvalues, struct rowset *);
+void		 rowset_clear(struct rowset *, size_t ncols);
+void		 columns_free(struct column *, size_t);
+
+/* ---- worker.c: one worker's claim -> handle -> finish loop ---- */
+
+enum worker_state {
+	WORKER_STARTING,
+	WORKER_IDLE,
+	WORKER_BUSY,
+	WORKER_DB_DOWN,
+	WORKER_STOPPING,
+};
+
+/*
+ * What a worker tells the supervisor while it runs, in memory shared
+ * between them: one writer (the worker), read by the supervisor for
+ * status, notify STATUS= and the drain summary.
+ */
+struct worker_stats {
+	volatile uint64_t	 done;
+	volatile uint64_t	 retried;
+	volatile uint64_t	 failed;
+	volatile uint64_t	 errors;	/* statements that went wrong */
+	volatile uint64_t	 reconnects;
+	volatile int		 state;		/* enum worker_state */
+	volatile int64_t	 since_ms;	/* wall clock of the state change */
+	char			 key[64];	/* the row being handled */
+};
+
+struct worker_args {
+	const struct config	*cfg;
+	const struct queue	*queue;
+	int			 number;	/* from 1, within the queue */
+	bool			 drain;		/* exit when the select is empty */
+	struct worker_stats	*stats;
+	int			 close_fd;	/* the supervisor's, or -1 */
+};
+
+int	 worker_run(const struct worker_args *);
+
+/* ---- check.c: the configuration against the live database ---- */
+
+int	 check_config(const struct config *, bool explain);
+
+/* ---- supervisor.c: the worker table, restarts, reload, stop ---- */
+
+struct run_options {
+	const char	*config_path;
+	bool		 drain;		/* `rowq drain`: stop when queues are empty */
+	char	       **queues;	/* drain: the named queues */
+	size_t		 nqueues;
+	int		 workers;	/* drain -w N; 0: as configured */
+};
+
+int	 supervisor_run(struct config *, const struct run_options *);
+
+/* ---- notify.c: the only includer of <systemd/sd-daemon.h> ---- */
+
+void	 notify_init(void);		/* takes NOTIFY_SOCKET out of environ */
+void	 notify_ready(void);
+void	 notify_reloading(void);
+void	 notify_stopping(void);
+void	 notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	 notify_extend_timeout(int64_t ms);
+int64_t	 notify_watchdog_ms(void);	/* 0 when not asked for */
+void	 notify_watchdog(void);
+
+#endif /* ROWQ_H */

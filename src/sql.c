@@ -1,0 +1,278 @@
+/*
+ * sql.c: named parameters to positional ones, and the claim clause.
+ *
+ * Statements in the configuration say `:id`, `:error`; MariaDB's prepared
+ * statements take `?`.  The scanner below knows just enough of MariaDB's
+ * lexical rules to leave string literals, quoted identifiers and comments
+ * alone, so that `':x'`, `` `a:b` `` and `-- note: x` are not parameters
+ * and `@v := 1` is an assignment.  Values are always bound, never spliced.
+ */
+#include "rowq.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SQL_PARAM_NAME_MAX	64
+
+static bool
+sql_ident_start(char c)
+{
+	return isalpha((unsigned char)c) || c == '_';
+}
+
+static bool
+sql_ident_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_';
+}
+
+/*
+ * Length of the string literal, quoted identifier or comment starting at s,
+ * or 0 when s starts ordinary code.  Sets *unterminated when it runs off the
+ * end of the text.
+ */
+static size_t
+sql_skip(const char *s, bool *unterminated)
+{
+	size_t i;
+
+	*unterminated = false;
+	if (s[0] == '\'' || s[0] == '"' || s[0] == '`') {
+		char q = s[0];
+		for (i = 1; s[i] != '\0'; i++) {
+			if (s[i] == '\\' && q != '`' && s[i + 1] != '\0')
+				i++;
+			else if (s[i] == q && s[i + 1] == q)
+				i++;
+			else if (s[i] == q)
+				return i + 1;
+		}
+		*unterminated = true;
+		return i;
+	}
+	if (s[0] == '#' || (s[0] == '-' && s[1] == '-' &&
+	    (s[2] == '\0' || isspace((unsigned char)s[2]) ||
+	    iscntrl((unsigned char)s[2])))) {
+		i = strcspn(s, "\n");
+		return s[i] == '\n' ? i + 1 : i;
+	}
+	if (s[0] == '/' && s[1] == '*') {
+		const char *end = strstr(s + 2, "*/");
+		if (end == NULL) {
+			*unterminated = true;
+			return strlen(s);
+		}
+		return (size_t)(end - s) + 2;
+	}
+	return 0;
+}
+
+/* True when nothing but white space and comments is left at s. */
+static bool
+sql_only_trailer(const char *s)
+{
+	bool unterminated;
+
+	while (*s != '\0') {
+		size_t n = sql_skip(s, &unterminated);
+		if (n > 0 && s[0] != '\'' && s[0] != '"' && s[0] != '`')
+			s += n;
+		else if (isspace((unsigned char)*s) || *s == ';')
+			s++;
+		else
+			return false;
+	}
+	return true;
+}
+
+void
+sql_free(struct sql *q)
+{
+	size_t i;
+
+	free(q->text);
+	free(q->positional);
+	for (i = 0; i < q->nparams; i++)
+		free(q->params[i]);
+	free(q->params);
+	free(q->where);
+	memset(q, 0, sizeof(*q));
+}
+
+int
+sql_compile(struct sql *q, const char *text, char *err, size_t errlen)
+{
+	struct buf out = { 0 };
+	size_t i = 0;
+
+	q->text = xstrdup(text);
+	q->params = NULL;
+	q->nparams = 0;
+	while (text[i] != '\0') {
+		bool unterminated;
+		size_t n = sql_skip(text + i, &unterminated);
+
+		if (unterminated) {
+			snprintf(err, errlen, "unterminated %s",
+			    text[i] == '/' ? "comment" : "quoted string");
+			goto fail;
+		}
+		if (n > 0) {
+			buf_append(&out, text + i, n);
+			i += n;
+			continue;
+		}
+		char c = text[i];
+		if (c == '?') {
+			snprintf(err, errlen, "positional '?' parameters are "
+			    "not supported: name them, as in :id");
+			goto fail;
+		}
+		if (c == ';') {
+			if (!sql_only_trailer(text + i)) {
+				snprintf(err, errlen, "one statement only: "
+				    "text follows ';'");
+				goto fail;
+			}
+			break;
+		}
+		if (c == ':' && text[i + 1] == ':') {
+			buf_append(&out, "::", 2);
+			i += 2;
+			continue;
+		}
+		if (c == ':' && sql_ident_start(text[i + 1]) &&
+		    (i == 0 || !sql_ident_char(text[i - 1]))) {
+			size_t len = 1;
+			while (sql_ident_char(text[i + 1 + len]))
+				len++;
+			if (len > SQL_PARAM_NAME_MAX) {
+				snprintf(err, errlen, "parameter name longer "
+				    "than %d characters", SQL_PARAM_NAME_MAX);
+				goto fail;
+			}
+			q->params = xrealloc(q->params,
+			    (q->nparams + 1) * sizeof(*q->params));
+			q->params[q->nparams++] = xstrndup(text + i + 1, len);
+			buf_putc(&out, '?');
+			i += 1 + len;
+			continue;
+		}
+		buf_putc(&out, c);
+		i++;
+	}
+	/* Trailing white space would only make log lines and EXPLAIN ugly. */
+	while (out.len > 0 && isspace((unsigned char)out.data[out.len - 1]))
+		out.data[--out.len] = '\0';
+	if (out.len == 0) {
+		snprintf(err, errlen, "empty statement");
+		goto fail;
+	}
+	q->positional = buf_steal(&out);
+	return 0;
+fail:
+	buf_free(&out);
+	{
+		char *where = q->where;
+		q->where = NULL;
+		sql_free(q);
+		q->where = where;
+	}
+	return -1;
+}
+
+/* Case-insensitive match of a whole word at s. */
+static bool
+sql_word_is(const char *s, size_t len, const char *word)
+{
+	return strlen(word) == len && strncasecmp(s, word, len) == 0;
+}
+
+/*
+ * The select is written without LIMIT or a locking clause, since rowq adds
+ * `LIMIT n FOR UPDATE SKIP LOCKED` itself.  Only the top level is checked:
+ * a LIMIT inside a subquery is the user's business.
+ */
+int
+sql_check_select(const char *text, char *err, size_t errlen)
+{
+	const char *prev = NULL;
+	size_t prevlen = 0, i = 0;
+	int depth = 0;
+	bool first = true;
+
+	while (text[i] != '\0') {
+		bool unterminated;
+		size_t n = sql_skip(text + i, &unterminated);
+
+		if (unterminated) {
+			snprintf(err, errlen, "unterminated quoted string "
+			    "or comment");
+			return -1;
+		}
+		if (n > 0) {
+			i += n;
+			continue;
+		}
+		if (text[i] == '(')
+			depth++;
+		else if (text[i] == ')')
+			depth--;
+		if (!sql_ident_char(text[i])) {
+			i++;
+			continue;
+		}
+		const char *w = text + i;
+		size_t len = 0;
+		while (sql_ident_char(w[len]))
+			len++;
+		i += len;
+		if (first) {
+			first = false;
+			if (!sql_word_is(w, len, "SELECT") &&
+			    !sql_word_is(w, len, "WITH")) {
+				snprintf(err, errlen, "not a SELECT");
+				return -1;
+			}
+		}
+		if (depth == 0) {
+			if (sql_word_is(w, len, "LIMIT")) {
+				snprintf(err, errlen, "has LIMIT: rowq appends "
+				    "LIMIT <batch> FOR UPDATE SKIP LOCKED "
+				    "itself; use batch: to set the limit");
+				return -1;
+			}
+			if ((prev != NULL && sql_word_is(prev, prevlen, "FOR") &&
+			    (sql_word_is(w, len, "UPDATE") ||
+			    sql_word_is(w, len, "SHARE"))) ||
+			    (prev != NULL && sql_word_is(prev, prevlen, "LOCK") &&
+			    sql_word_is(w, len, "IN")) ||
+			    (prev != NULL && sql_word_is(prev, prevlen, "SKIP") &&
+			    sql_word_is(w, len, "LOCKED")) ||
+			    sql_word_is(w, len, "NOWAIT")) {
+				snprintf(err, errlen, "has a locking clause: "
+				    "rowq appends FOR UPDATE SKIP LOCKED itself");
+				return -1;
+			}
+		}
+		prev = w;
+		prevlen = len;
+	}
+	if (first) {
+		snprintf(err, errlen, "empty select");
+		return -1;
+	}
+	return 0;
+}
+
+/* A newline first, so that a select ending in a -- comment still works. */
+char *
+sql_claim(const char *select, int batch)
+{
+	struct buf b = { 0 };
+
+	buf_printf(&b, "%s\nLIMIT %d FOR UPDATE SKIP LOCKED", select, batch);
+	return buf_steal(&b);
+}
