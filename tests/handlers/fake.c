@@ -150,18 +150,18 @@ main(int argc, char **argv)
 			append(argv[2], argv[i], strlen(argv[i]) + 1);
 		return 0;
 	}
-	if (strcmp(mode, "stdin") == 0 && argc == 3) {
+	if (strcmp(mode, "stdin") == 0 && argc >= 3) {
 		copy_stdin(argv[2]);
 		return 0;
 	}
-	if (strcmp(mode, "env") == 0 && argc == 3) {
+	if (strcmp(mode, "env") == 0 && argc >= 3) {
 		for (char **e = environ; *e; e++) {
 			append(argv[2], *e, strlen(*e));
 			append(argv[2], "\n", 1);
 		}
 		return 0;
 	}
-	if (strcmp(mode, "fds") == 0 && argc == 3) {
+	if (strcmp(mode, "fds") == 0 && argc >= 3) {
 		list_fds(argv[2]);
 		return 0;
 	}
