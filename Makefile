@@ -20,6 +20,7 @@ SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 # Everything but main.o, so that the tests can link it.
 OBJS =	build/backoff.o \
 	build/buf.o \
+	build/child.o \
 	build/check.o \
 	build/config.o \
 	build/db.o \
@@ -28,6 +29,7 @@ OBJS =	build/backoff.o \
 	build/json.o \
 	build/log.o \
 	build/notify.o \
+	build/pipe.o \
 	build/proc.o \
 	build/sql.o \
 	build/supervisor.o \

@@ -83,6 +83,7 @@ struct load {
 	const struct config_file *file;
 	int			 errors;
 	size_t			 queue_entries;	/* valid or not */
+	bool			 too_many_queues; /* said so once */
 	size_t			 unparsed;	/* files with syntax errors */
 	unsigned long		 queues_line;	/* of the main file's queues: */
 	struct config_include	*includes;
@@ -94,27 +95,37 @@ struct load {
 
 /* A key, its value, where it is, and the mapping it is in. */
 struct config_item {
-	const struct node	*key;		/* NULL for a file's top level */
+	const struct node	*key;		/* NULL at a file's top */
 	const struct node	*value;
 	const char		*path;		/* "queues.email.retry.delay" */
 	const struct node	*parent;
 };
 
-struct config_field;
-typedef void	config_parse_fn(struct load *, const struct config_item *,
-		    void *, const struct config_field *);
-
-/* One key of a mapping: how to parse it, and where into the struct. */
+/*
+ * One key of a mapping: how to parse it, and where into the struct.  The
+ * parser gets the struct's address plus offset, and logs what is wrong.
+ */
 struct config_field {
 	const char	*name;
-	config_parse_fn	*parse;
+	void		(*parse)(struct load *, const struct config_item *,
+			    void *, const struct config_field *);
 	size_t		 offset;
 	int64_t		 min, max;	/* integers and durations */
 	bool		 main_only;	/* not in included files */
 };
 
-static void	config_file_load(struct load *, const char *, bool,
-		    unsigned long);
+/*
+ * Table rows: the key, its parser (config_field_PARSE), the member it
+ * fills and the bounds of integers and durations.  WHOLE rows get the
+ * whole struct, for keys that fill more than one member.
+ */
+#define ROW(key, parse, offset, min, max, main_only)			\
+	{ (key), config_field_##parse, (offset), (min), (max), (main_only) }
+#define FIELD(type, key, parse, member, min, max)			\
+	{ (key), config_field_##parse, offsetof(type, member), (min),	\
+	    (max), false }
+#define WHOLE(key, parse)						\
+	{ (key), config_field_##parse, 0, 0, 0, false }
 
 /* ---- messages ---- */
 
@@ -189,7 +200,7 @@ config_where(struct load *ld, unsigned long line, const char *path)
 /* ---- building the tree from events ---- */
 
 static struct node *
-node_new(enum node_kind kind, unsigned long line)
+config_node_new(enum node_kind kind, unsigned long line)
 {
 	struct node *n = xcalloc(1, sizeof(*n));
 
@@ -200,21 +211,21 @@ node_new(enum node_kind kind, unsigned long line)
 
 /* Recursion is bounded by CONFIG_DEPTH_MAX. */
 static void
-node_free(struct node *n)
+config_node_free(struct node *n)
 {
 	size_t i;
 
 	if (n == NULL)
 		return;
 	for (i = 0; i < n->nitems; i++)
-		node_free(n->items[i]);
+		config_node_free(n->items[i]);
 	free(n->items);
 	free(n->value);
 	free(n);
 }
 
 static void
-node_append(struct node *parent, struct node *child)
+config_node_append(struct node *parent, struct node *child)
 {
 	if (parent->nitems == parent->cap) {
 		parent->cap = parent->cap == 0 ? 8 : parent->cap * 2;
@@ -226,7 +237,7 @@ node_append(struct node *parent, struct node *child)
 
 /* A YAML null: nothing, or an unquoted ~ or null. */
 static bool
-node_null(const struct node *n)
+config_node_null(const struct node *n)
 {
 	return n->kind == NODE_SCALAR && (n->value[0] == '\0' ||
 	    (n->plain && (strcmp(n->value, "~") == 0 ||
@@ -235,7 +246,7 @@ node_null(const struct node *n)
 }
 
 static const char *
-node_kind_name(const struct node *n)
+config_node_kind_name(const struct node *n)
 {
 	switch (n->kind) {
 	case NODE_MAPPING:
@@ -243,7 +254,7 @@ node_kind_name(const struct node *n)
 	case NODE_SEQUENCE:
 		return "a sequence";
 	default:
-		return node_null(n) ? "an empty value" : "a string";
+		return config_node_null(n) ? "an empty value" : "a string";
 	}
 }
 
@@ -262,7 +273,7 @@ struct builder {
  * only the innermost one may be waiting for a value.
  */
 static void
-builder_path(const struct builder *b, char *out, size_t len)
+config_builder_path(const struct builder *b, char *out, size_t len)
 {
 	size_t i, o = 0;
 
@@ -284,11 +295,12 @@ builder_path(const struct builder *b, char *out, size_t len)
 	}
 }
 
-static void	builder_error(struct builder *, unsigned long,
+static void	config_builder_error(struct builder *, unsigned long,
 		    const char *, ...) __attribute__((format(printf, 3, 4)));
 
 static void
-builder_error(struct builder *b, unsigned long line, const char *fmt, ...)
+config_builder_error(struct builder *b, unsigned long line, const char *fmt,
+    ...)
 {
 	char path[CONFIG_PATH_MAX], msg[CONFIG_MSG_MAX];
 	va_list ap;
@@ -296,83 +308,87 @@ builder_error(struct builder *b, unsigned long line, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	builder_path(b, path, sizeof(path));
+	config_builder_path(b, path, sizeof(path));
 	config_error(b->ld, line, path, "%s", msg);
 }
 
 /* Returns -1 when the file can be read no further. */
 static int
-builder_add(struct builder *b, struct node *n)
+config_builder_add(struct builder *b, struct node *n)
 {
 	if (++b->nnodes > CONFIG_NODES_MAX) {
-		builder_error(b, n->line, "more than %d values in one file",
-		    CONFIG_NODES_MAX);
-		node_free(n);
+		config_builder_error(b, n->line, "more than %d values in one "
+		    "file", CONFIG_NODES_MAX);
+		config_node_free(n);
 		return -1;
 	}
 	bool collection = n->kind == NODE_MAPPING || n->kind == NODE_SEQUENCE;
 
 	if (collection && b->depth == CONFIG_DEPTH_MAX) {
-		builder_error(b, n->line, "nested more than %d levels deep",
-		    CONFIG_DEPTH_MAX);
-		node_free(n);
+		config_builder_error(b, n->line, "nested more than %d levels "
+		    "deep", CONFIG_DEPTH_MAX);
+		config_node_free(n);
 		return -1;
 	}
 	if (b->depth == 0)
 		b->root = n;
 	else
-		node_append(b->stack[b->depth - 1], n);
+		config_node_append(b->stack[b->depth - 1], n);
 	if (collection)
 		b->stack[b->depth++] = n;
 	return 0;
 }
 
 static int
-builder_scalar(struct builder *b, const yaml_event_t *ev)
+config_builder_scalar(struct builder *b, const yaml_event_t *ev)
 {
 	unsigned long line = ev->start_mark.line + 1;
 	size_t len = ev->data.scalar.length;
 	struct node *n;
 
 	if (len > CONFIG_SCALAR_MAX) {
-		builder_error(b, line, "value longer than %d bytes",
+		config_builder_error(b, line, "value longer than %d bytes",
 		    CONFIG_SCALAR_MAX);
 		return -1;
 	}
 	if (memchr(ev->data.scalar.value, '\0', len) != NULL) {
-		builder_error(b, line, "value contains a NUL character");
-		return builder_add(b, node_new(NODE_INVALID, line));
+		config_builder_error(b, line, "value contains a NUL character");
+		return config_builder_add(b,
+		    config_node_new(NODE_INVALID, line));
 	}
-	n = node_new(NODE_SCALAR, line);
+	n = config_node_new(NODE_SCALAR, line);
 	n->value = xstrndup((const char *)ev->data.scalar.value, len);
 	n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-	return builder_add(b, n);
+	return config_builder_add(b, n);
 }
 
 static int
-builder_event(struct builder *b, const yaml_event_t *ev)
+config_builder_event(struct builder *b, const yaml_event_t *ev)
 {
 	unsigned long line = ev->start_mark.line + 1;
 
 	switch (ev->type) {
 	case YAML_DOCUMENT_START_EVENT:
 		if (++b->documents > 1) {
-			builder_error(b, line, "a second YAML document: "
+			config_builder_error(b, line, "a second YAML document: "
 			    "a configuration file holds one");
 			return -1;
 		}
 		return 0;
 	case YAML_ALIAS_EVENT:
 		/* Reported, and replaced by a stand-in so that we go on. */
-		builder_error(b, line, "alias *%s: aliases are not allowed",
-		    (const char *)ev->data.alias.anchor);
-		return builder_add(b, node_new(NODE_INVALID, line));
+		config_builder_error(b, line, "alias *%s: aliases are not "
+		    "allowed", (const char *)ev->data.alias.anchor);
+		return config_builder_add(b,
+		    config_node_new(NODE_INVALID, line));
 	case YAML_SCALAR_EVENT:
-		return builder_scalar(b, ev);
+		return config_builder_scalar(b, ev);
 	case YAML_SEQUENCE_START_EVENT:
-		return builder_add(b, node_new(NODE_SEQUENCE, line));
+		return config_builder_add(b,
+		    config_node_new(NODE_SEQUENCE, line));
 	case YAML_MAPPING_START_EVENT:
-		return builder_add(b, node_new(NODE_MAPPING, line));
+		return config_builder_add(b,
+		    config_node_new(NODE_MAPPING, line));
 	case YAML_SEQUENCE_END_EVENT:
 	case YAML_MAPPING_END_EVENT:
 		b->depth--;
@@ -420,12 +436,17 @@ config_syntax_error(struct load *ld, const yaml_parser_t *p,
 	if (p->error == YAML_MEMORY_ERROR)
 		fatalx("%s: out of memory", ld->file->path);
 	if (p->error == YAML_READER_ERROR) {
-		line = config_line_of(data, len, p->problem_offset);
+		size_t at = p->problem_offset < len ? p->problem_offset : len;
+		/* libyaml points at a bad trailing byte: show the first. */
+		if (strstr(p->problem, "trailing") != NULL)
+			while (at > 0 &&
+			    ((unsigned char)data[at] & 0xc0) != 0xc0)
+				at--;
+		line = config_line_of(data, len, at);
 		if (strstr(p->problem, "UTF-8") != NULL)
-			config_error(ld, line, "", "not UTF-8 text (byte 0x%02x):"
-			    " a configuration file must be UTF-8",
-			    p->problem_offset < len ?
-			    (unsigned char)data[p->problem_offset] : 0);
+			config_error(ld, line, "", "not UTF-8 text (byte "
+			    "0x%02x): a configuration file must be UTF-8",
+			    at < len ? (unsigned char)data[at] : 0);
 		else
 			config_error(ld, line, "", "%s (U+%04X)", p->problem,
 			    (unsigned)p->problem_value);
@@ -468,12 +489,12 @@ config_parse(struct load *ld, const char *data, size_t len,
 			break;
 		}
 		end = ev.type == YAML_STREAM_END_EVENT;
-		rc = builder_event(&b, &ev);
+		rc = config_builder_event(&b, &ev);
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&p);
 	if (rc == -1) {
-		node_free(b.root);
+		config_node_free(b.root);
 		return -1;
 	}
 	*rootp = b.root;
@@ -493,9 +514,9 @@ config_scalar(struct load *ld, const struct config_item *it, const char *what)
 
 	if (v->kind == NODE_INVALID)
 		return NULL;
-	if (v->kind != NODE_SCALAR || node_null(v)) {
+	if (v->kind != NODE_SCALAR || config_node_null(v)) {
 		config_error(ld, v->line, it->path, "expected %s, not %s",
-		    what, node_kind_name(v));
+		    what, config_node_kind_name(v));
 		return NULL;
 	}
 	return v->value;
@@ -537,7 +558,7 @@ config_integer(struct load *ld, const struct config_item *it,
 }
 
 static void
-field_int(struct load *ld, const struct config_item *it, void *dst,
+config_field_int(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	long long v;
@@ -547,7 +568,7 @@ field_int(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static void
-field_long(struct load *ld, const struct config_item *it, void *dst,
+config_field_long(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	long long v;
@@ -557,7 +578,7 @@ field_long(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static void
-field_unsigned(struct load *ld, const struct config_item *it, void *dst,
+config_field_unsigned(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	long long v;
@@ -567,7 +588,7 @@ field_unsigned(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static void
-field_duration(struct load *ld, const struct config_item *it, void *dst,
+config_field_duration(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "a duration");
@@ -595,7 +616,7 @@ field_duration(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static void
-field_bool(struct load *ld, const struct config_item *it, void *dst,
+config_field_bool(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "true or false");
@@ -615,7 +636,7 @@ field_bool(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static void
-field_string(struct load *ld, const struct config_item *it, void *dst,
+config_field_string(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "a string");
@@ -627,7 +648,7 @@ field_string(struct load *ld, const struct config_item *it, void *dst,
 
 /* A file name, relative to the directory of the file that names it. */
 static void
-field_path(struct load *ld, const struct config_item *it, void *dst,
+config_field_path(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "a file name");
@@ -644,8 +665,8 @@ field_path(struct load *ld, const struct config_item *it, void *dst,
 
 /* A systemd credential: a plain file name in $CREDENTIALS_DIRECTORY. */
 static void
-field_credential(struct load *ld, const struct config_item *it, void *dst,
-    const struct config_field *f)
+config_field_credential(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "a credential name");
 	char shown[CONFIG_SHOW_MAX + 8];
@@ -664,7 +685,7 @@ field_credential(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static void
-field_backoff(struct load *ld, const struct config_item *it, void *dst,
+config_field_backoff(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	static const char *const names[] = {
@@ -691,7 +712,7 @@ field_backoff(struct load *ld, const struct config_item *it, void *dst,
 
 /* A statement with :name parameters. */
 static void
-field_statement(struct load *ld, const struct config_item *it, void *dst,
+config_field_statement(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "an SQL statement");
@@ -708,7 +729,7 @@ field_statement(struct load *ld, const struct config_item *it, void *dst,
 
 /* The select: no LIMIT, no locking clause, no parameters. */
 static void
-field_select(struct load *ld, const struct config_item *it, void *dst,
+config_field_select(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "a SELECT statement");
@@ -805,7 +826,8 @@ config_expect_mapping(struct load *ld, const struct config_item *it)
 		return true;
 	if (it->value->kind != NODE_INVALID)
 		config_error(ld, it->value->line, it->path,
-		    "expected a mapping, not %s", node_kind_name(it->value));
+		    "expected a mapping, not %s",
+		    config_node_kind_name(it->value));
 	return false;
 }
 
@@ -831,8 +853,9 @@ config_walk(struct load *ld, const struct config_item *it,
 
 		if (k->kind != NODE_SCALAR) {
 			if (k->kind != NODE_INVALID)
-				config_error(ld, k->line, it->path, "a key must "
-				    "be a string, not %s", node_kind_name(k));
+				config_error(ld, k->line, it->path, "a key "
+				    "must be a string, not %s",
+				    config_node_kind_name(k));
 			continue;
 		}
 		for (f = 0; f < nfields; f++)
@@ -898,20 +921,15 @@ config_require(struct load *ld, const struct config_item *it,
 /* ---- retry: and lease: ---- */
 
 static const struct config_field retry_fields[] = {
-	{ "max_attempts", field_int, offsetof(struct retry_policy,
-	    max_attempts), 1, INT_MAX, false },
-	{ "attempts_column", field_string, offsetof(struct retry_policy,
-	    attempts_column), 0, 0, false },
-	{ "backoff", field_backoff, offsetof(struct retry_policy, backoff),
-	    0, 0, false },
-	{ "delay", field_duration, offsetof(struct retry_policy, delay_ms),
-	    0, 0, false },
-	{ "max_delay", field_duration, offsetof(struct retry_policy,
-	    max_delay_ms), 0, 0, false },
-	{ "jitter", field_bool, offsetof(struct retry_policy, jitter),
-	    0, 0, false },
-	{ "update", field_statement, offsetof(struct retry_policy, update),
-	    0, 0, false },
+	FIELD(struct retry_policy, "max_attempts", int, max_attempts,
+	    1, INT_MAX),
+	FIELD(struct retry_policy, "attempts_column", string, attempts_column,
+	    0, 0),
+	FIELD(struct retry_policy, "backoff", backoff, backoff, 0, 0),
+	FIELD(struct retry_policy, "delay", duration, delay_ms, 0, 0),
+	FIELD(struct retry_policy, "max_delay", duration, max_delay_ms, 0, 0),
+	FIELD(struct retry_policy, "jitter", bool, jitter, 0, 0),
+	FIELD(struct retry_policy, "update", statement, update, 0, 0),
 };
 
 /*
@@ -920,7 +938,7 @@ static const struct config_field retry_fields[] = {
  * into "unlimited".
  */
 static void
-field_retry(struct load *ld, const struct config_item *it, void *dst,
+config_field_retry(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	static const char *const required[] = {
@@ -948,6 +966,7 @@ field_retry(struct load *ld, const struct config_item *it, void *dst,
 		config_error(ld, k->line, path, "max_attempts needs a failed "
 		    "statement to run after the last attempt");
 	}
+	/* A long delay: alone is no mistake; max_delay follows it up. */
 	if (SEEN(retry_fields, seen, "max_delay") == NULL) {
 		if (r->max_delay_ms < r->delay_ms)
 			r->max_delay_ms = r->delay_ms;
@@ -962,14 +981,12 @@ field_retry(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static const struct config_field lease_fields[] = {
-	{ "claim", field_statement, offsetof(struct lease_policy, claim),
-	    0, 0, false },
-	{ "duration", field_duration, offsetof(struct lease_policy,
-	    duration_ms), 3000, 0, false },
+	FIELD(struct lease_policy, "claim", statement, claim, 0, 0),
+	FIELD(struct lease_policy, "duration", duration, duration_ms, 3000, 0),
 };
 
 static void
-field_lease(struct load *ld, const struct config_item *it, void *dst,
+config_field_lease(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	static const char *const required[] = { "claim", "duration", NULL };
@@ -1044,7 +1061,7 @@ config_argv(struct load *ld, const struct config_item *it, struct queue *q,
 			config_error(ld, v->line, it->path, "expected a "
 			    "sequence such as [/usr/bin/program, \"{id}\"], "
 			    "not %s", v->kind == NODE_SEQUENCE ?
-			    "an empty one" : node_kind_name(v));
+			    "an empty one" : config_node_kind_name(v));
 		return;
 	}
 	if (v->nitems > ARGV_MAX) {
@@ -1066,13 +1083,14 @@ config_argv(struct load *ld, const struct config_item *it, struct queue *q,
 		if (a->kind != NODE_SCALAR) {
 			if (a->kind != NODE_INVALID)
 				config_error(ld, a->line, path, "expected a "
-				    "string, not %s", node_kind_name(a));
+				    "string, not %s", config_node_kind_name(a));
 			q->argv[i] = xstrdup("");
 			continue;
 		}
 		q->argv[i] = xstrdup(a->value);
 		if (i == 0 && a->value[0] == '\0')
-			config_error(ld, a->line, path, "an empty program name");
+			config_error(ld, a->line, path, "an empty program "
+			    "name");
 		pos = 0;
 		while ((r = config_placeholder(a->value, &pos, &name, &len,
 		    &what)) == 1)
@@ -1084,7 +1102,7 @@ config_argv(struct load *ld, const struct config_item *it, struct queue *q,
 }
 
 static void
-field_exec(struct load *ld, const struct config_item *it, void *dst,
+config_field_exec(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	(void)f;
@@ -1092,7 +1110,7 @@ field_exec(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static void
-field_pipe(struct load *ld, const struct config_item *it, void *dst,
+config_field_pipe(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	(void)f;
@@ -1101,7 +1119,7 @@ field_pipe(struct load *ld, const struct config_item *it, void *dst,
 
 /* key: is a column name; where it was said is kept for later checks. */
 static void
-field_key(struct load *ld, const struct config_item *it, void *dst,
+config_field_key(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	struct queue *q = dst;
@@ -1115,24 +1133,19 @@ field_key(struct load *ld, const struct config_item *it, void *dst,
 
 /* To add a queue key: a field here, a member in struct queue, a default. */
 static const struct config_field queue_fields[] = {
-	{ "workers", field_int, offsetof(struct queue, workers),
-	    1, WORKERS_MAX, false },
-	{ "select", field_select, offsetof(struct queue, select), 0, 0, false },
-	{ "key", field_key, 0, 0, 0, false },
-	{ "batch", field_int, offsetof(struct queue, batch),
-	    1, BATCH_MAX, false },
-	{ "exec", field_exec, 0, 0, 0, false },
-	{ "pipe", field_pipe, 0, 0, 0, false },
-	{ "timeout", field_duration, offsetof(struct queue, timeout_ms),
-	    1, 0, false },
-	{ "done", field_statement, offsetof(struct queue, done), 0, 0, false },
-	{ "retry", field_retry, offsetof(struct queue, retry), 0, 0, false },
-	{ "failed", field_statement, offsetof(struct queue, failed),
-	    0, 0, false },
-	{ "idle", field_duration, offsetof(struct queue, idle_ms), 0, 0, false },
-	{ "max_jobs", field_long, offsetof(struct queue, max_jobs),
-	    0, INT64_MAX, false },
-	{ "lease", field_lease, offsetof(struct queue, lease), 0, 0, false },
+	FIELD(struct queue, "workers", int, workers, 1, WORKERS_MAX),
+	FIELD(struct queue, "select", select, select, 0, 0),
+	WHOLE("key", key),
+	FIELD(struct queue, "batch", int, batch, 1, BATCH_MAX),
+	WHOLE("exec", exec),
+	WHOLE("pipe", pipe),
+	FIELD(struct queue, "timeout", duration, timeout_ms, 1, 0),
+	FIELD(struct queue, "done", statement, done, 0, 0),
+	FIELD(struct queue, "retry", retry, retry, 0, 0),
+	FIELD(struct queue, "failed", statement, failed, 0, 0),
+	FIELD(struct queue, "idle", duration, idle_ms, 0, 0),
+	FIELD(struct queue, "max_jobs", long, max_jobs, 0, INT64_MAX),
+	FIELD(struct queue, "lease", lease, lease, 0, 0),
 };
 
 static void
@@ -1163,12 +1176,15 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	if (exec == NULL && pipe == NULL)
 		config_error(ld, it->key->line, it->path, "missing exec: or "
 		    "pipe:, the handler");
-	if (!q->retry.enabled && SEEN(queue_fields, seen, "failed") == NULL &&
+	if (SEEN(queue_fields, seen, "failed") == NULL &&
 	    SEEN(queue_fields, seen, "retry") == NULL)
 		config_error(ld, it->key->line, it->path, "neither retry nor "
 		    "failed: a failing row would be claimed again at once, "
 		    "forever");
-	/* Without failed:, retry has no last attempt: it goes on. */
+	/*
+	 * With failed:, 5 tries by default.  Without it there is no last
+	 * attempt, so max_attempts stays 0: retry for ever.
+	 */
 	if (q->retry.enabled && q->retry.max_attempts == 0 &&
 	    SEEN(queue_fields, seen, "failed") != NULL)
 		q->retry.max_attempts = 5;
@@ -1177,8 +1193,8 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 static bool
 config_queue_name_ok(const char *s)
 {
-	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	    "0123456789_-");
+	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789_-");
 
 	return n > 0 && n <= QUEUE_NAME_MAX && s[n] == '\0';
 }
@@ -1199,20 +1215,22 @@ config_queue_parse(struct load *ld, const struct node *key,
 			config_error(ld, key->line, parent, "%s is not a queue "
 			    "name: use 1 to %d letters, digits, _ and -",
 			    key->kind == NODE_SCALAR ? config_show(key->value,
-			    shown, sizeof(shown)) : node_kind_name(key),
+			    shown, sizeof(shown)) : config_node_kind_name(key),
 			    QUEUE_NAME_MAX);
 		return;
 	}
 	config_path(path, sizeof(path), parent, key->value);
 	for (i = 0; i < cfg->nqueues; i++)
 		if (strcmp(cfg->queues[i].name, key->value) == 0) {
-			config_error(ld, key->line, path, "queue defined twice: "
-			    "first at %s", cfg->queues[i].where);
+			config_error(ld, key->line, path, "queue defined "
+			    "twice: first at %s", cfg->queues[i].where);
 			return;
 		}
 	if (cfg->nqueues == QUEUES_MAX) {
-		config_error(ld, key->line, path, "more than %d queues",
-		    QUEUES_MAX);
+		if (!ld->too_many_queues)
+			config_error(ld, key->line, path, "more than %d queues",
+			    QUEUES_MAX);
+		ld->too_many_queues = true;
 		return;
 	}
 	cfg->queues = xrealloc(cfg->queues,
@@ -1231,7 +1249,7 @@ config_queue_parse(struct load *ld, const struct node *key,
 }
 
 static void
-field_queues(struct load *ld, const struct config_item *it, void *dst,
+config_field_queues(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const struct node *map = it->value;
@@ -1241,7 +1259,7 @@ field_queues(struct load *ld, const struct config_item *it, void *dst,
 	(void)f;
 	if (!ld->file->included)
 		ld->queues_line = it->key->line;
-	if (node_null(map))
+	if (config_node_null(map))
 		return;		/* queues: with none yet is fine */
 	if (!config_expect_mapping(ld, it))
 		return;
@@ -1304,21 +1322,15 @@ config_read_password(struct load *ld, const struct config_item *it,
 }
 
 static const struct config_field db_fields[] = {
-	{ "socket", field_string, offsetof(struct db_options, socket),
-	    0, 0, false },
-	{ "host", field_string, offsetof(struct db_options, host), 0, 0, false },
-	{ "port", field_unsigned, offsetof(struct db_options, port),
-	    1, 65535, false },
-	{ "user", field_string, offsetof(struct db_options, user), 0, 0, false },
-	{ "password_file", field_path, offsetof(struct db_options,
-	    password_file), 0, 0, false },
-	{ "credential", field_credential, offsetof(struct db_options,
-	    credential), 0, 0, false },
-	{ "name", field_string, offsetof(struct db_options, name), 0, 0, false },
-	{ "option_file", field_path, offsetof(struct db_options, option_file),
-	    0, 0, false },
-	{ "option_group", field_string, offsetof(struct db_options,
-	    option_group), 0, 0, false },
+	FIELD(struct db_options, "socket", string, socket, 0, 0),
+	FIELD(struct db_options, "host", string, host, 0, 0),
+	FIELD(struct db_options, "port", unsigned, port, 1, 65535),
+	FIELD(struct db_options, "user", string, user, 0, 0),
+	FIELD(struct db_options, "password_file", path, password_file, 0, 0),
+	FIELD(struct db_options, "credential", credential, credential, 0, 0),
+	FIELD(struct db_options, "name", string, name, 0, 0),
+	FIELD(struct db_options, "option_file", path, option_file, 0, 0),
+	FIELD(struct db_options, "option_group", string, option_group, 0, 0),
 };
 
 /* Two keys that exclude each other: report at the second. */
@@ -1359,9 +1371,10 @@ config_db_password(struct load *ld, const struct config_item *it,
 		config_path(path, sizeof(path), it->path, k->value);
 		if ((dir = getenv("CREDENTIALS_DIRECTORY")) == NULL ||
 		    dir[0] == '\0') {
-			config_error(ld, k->line, path, "$CREDENTIALS_DIRECTORY "
-			    "is not set: credential: works under systemd's "
-			    "LoadCredential=; elsewhere use password_file:");
+			config_error(ld, k->line, path,
+			    "$CREDENTIALS_DIRECTORY is not set: credential: "
+			    "works under systemd's LoadCredential=; elsewhere "
+			    "use password_file:");
 			return;
 		}
 		buf_printf(&file, "%s/%s", dir, db->credential);
@@ -1372,7 +1385,7 @@ config_db_password(struct load *ld, const struct config_item *it,
 }
 
 static void
-field_database(struct load *ld, const struct config_item *it, void *dst,
+config_field_database(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const struct node *seen[NELEMS(db_fields)] = { 0 };
@@ -1432,7 +1445,7 @@ config_include_add(struct load *ld, const struct node *n)
 }
 
 static void
-field_include(struct load *ld, const struct config_item *it, void *dst,
+config_field_include(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const struct node *v = it->value;
@@ -1455,13 +1468,13 @@ field_include(struct load *ld, const struct config_item *it, void *dst,
 		config_include_add(ld, v);
 }
 
+/* Only queues: may appear in an included file. */
 static const struct config_field top_fields[] = {
-	{ "database", field_database, offsetof(struct config, db),
-	    0, 0, true },
-	{ "stop_timeout", field_duration, offsetof(struct config,
-	    stop_timeout_ms), 0, 0, true },
-	{ "include", field_include, 0, 0, 0, true },
-	{ "queues", field_queues, 0, 0, 0, false },
+	ROW("database", database, offsetof(struct config, db), 0, 0, true),
+	ROW("stop_timeout", duration, offsetof(struct config, stop_timeout_ms),
+	    0, 0, true),
+	ROW("include", include, 0, 0, 0, true),
+	WHOLE("queues", queues),
 };
 
 static void
@@ -1470,13 +1483,13 @@ config_top(struct load *ld, const struct node *root)
 	const struct node *seen[NELEMS(top_fields)] = { 0 };
 	struct config_item it = { .value = root, .path = "" };
 
-	if (root == NULL || node_null(root))
+	if (root == NULL || config_node_null(root))
 		return;		/* an empty file */
 	if (root->kind != NODE_MAPPING) {
 		if (root->kind != NODE_INVALID)
 			config_error(ld, root->line, "", "expected a mapping "
 			    "of keys such as queues:, not %s",
-			    node_kind_name(root));
+			    config_node_kind_name(root));
 		return;
 	}
 	config_walk(ld, &it, top_fields, NELEMS(top_fields), ld->cfg, seen);
@@ -1589,7 +1602,7 @@ config_file_load(struct load *ld, const char *path, bool included,
 		config_top(ld, root);
 	else
 		ld->unparsed++;
-	node_free(root);
+	config_node_free(root);
 	free(data);
 	free(file.dir);
 	ld->file = saved;
@@ -1655,7 +1668,8 @@ config_load(const char *path)
 		if (ld.queue_entries == 0 && ld.unparsed == 0) {
 			ld.file = &top;
 			config_error(&ld, ld.queues_line > 0 ?
-			    ld.queues_line : 1, "queues", "no queue is defined");
+			    ld.queues_line : 1, "queues",
+			    "no queue is defined");
 		}
 	}
 	for (i = 0; i < ld.nincludes; i++)

@@ -65,7 +65,7 @@ duration_number(const char **sp, int64_t *whole, int64_t *num, int64_t *den)
 		if (!duration_isdigit(*s))
 			return -1;
 		for (; duration_isdigit(*s); s++) {
-			/* Digits past a millisecond of a day are never whole. */
+			/* Nine decimals at most: keeps num * unit in range. */
 			if (*den >= 1000000000LL)
 				return -1;
 			*num = *num * 10 + (*s - '0');
@@ -76,24 +76,24 @@ duration_number(const char **sp, int64_t *whole, int64_t *num, int64_t *den)
 	return 0;
 }
 
-/* Index of the unit at s (the longest that matches), or -1. */
+/*
+ * Index of the unit at s, or -1.  A unit ends where the letters do, so
+ * that "5m" is minutes, "5ms" milliseconds and "5min" nothing.
+ */
 static int
 duration_unit_at(const char *s, size_t *len)
 {
-	size_t i, best = DURATION_NUNITS;
+	size_t i, n;
 
 	for (i = 0; i < DURATION_NUNITS; i++) {
-		size_t n = strlen(duration_units[i].name);
+		n = strlen(duration_units[i].name);
 		if (strncmp(s, duration_units[i].name, n) == 0 &&
-		    !(s[n] >= 'a' && s[n] <= 'z') &&
-		    (best == DURATION_NUNITS ||
-		    n > strlen(duration_units[best].name)))
-			best = i;
+		    !(s[n] >= 'a' && s[n] <= 'z')) {
+			*len = n;
+			return (int)i;
+		}
 	}
-	if (best == DURATION_NUNITS)
-		return -1;
-	*len = strlen(duration_units[best].name);
-	return (int)best;
+	return -1;
 }
 
 /* whole.num/den times unit, if it is a whole number of ms within the cap. */

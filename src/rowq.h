@@ -253,13 +253,46 @@ int	 stopper_sleep(struct stopper *, int64_t ms);
 void	 proc_title_init(int argc, char **argv);
 void	 proc_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- handler.c: exec and pipe handlers ---- */
+/* ---- child.c: a handler process and its pipes ---- */
+
+/*
+ * stderr of a handler: logged line by line (bounded in line length and in
+ * lines per row) with the row's key, and its tail kept for :error.
+ */
+struct errsink {
+	struct buf	 line;
+	struct buf	 tail;
+	int		 logged;
+	size_t		 dropped;
+};
+
+struct child {
+	pid_t		 pid;		/* 0: not running */
+	int		 pidfd;
+	int		 in, out, err;	/* our ends, non-blocking; -1 closed */
+	int		 exec_errno;	/* exec failed in the child */
+	int64_t		 started_ms;
+	struct errsink	 errs;
+};
+
+int	 child_spawn(struct child *, const char *path, char **argv,
+	    char **envp);
+bool	 child_exited(const struct child *);
+void	 child_kill(const struct child *, int sig);
+int	 child_reap(struct child *);	/* kills the group; wait status */
+void	 child_read_stderr(struct child *);
+void	 errsink_row_done(struct errsink *);	/* flush, reset counters */
+void	 errsink_error_tail(const struct errsink *, struct buf *);
+void	 errsink_free(struct errsink *);
+void	 describe_wait_status(int status, struct buf *);
+
+/* ---- handler.c: exec handlers, argv and environment ---- */
 
 enum outcome {
 	OUTCOME_DONE,		/* exit 0, "ok": run done */
 	OUTCOME_RETRY,		/* a failed try: retry, or failed at the last */
 	OUTCOME_FAILED,		/* exit 65, "fail": failed at once */
-	OUTCOME_ABORTED,	/* stopping: roll back, the row is not tried */
+	OUTCOME_ABORTED,	/* stopping, or the lease is lost: no verdict */
 };
 
 struct handler_result {
@@ -269,27 +302,80 @@ struct handler_result {
 	int64_t		 duration_ms;
 };
 
+/*
+ * Called every tick_ms while a handler runs (lease renewal).  A non-zero
+ * return stops the handler: its result is OUTCOME_ABORTED with the error
+ * the callback put in the result.
+ */
+typedef int	(*handler_tick_fn)(void *ctx, struct handler_result *);
+
 struct handler_job {
-	const char	*queue;
-	const char	*key;
-	char	       **argv;		/* after {column} substitution */
+	char	       **argv;		/* exec: after {column} substitution */
 	char	       **envp;
 	const char	*input;		/* the row as JSON and a newline */
 	size_t		 input_len;
 	int64_t		 timeout_ms;
+	handler_tick_fn	 tick;
+	void		*tick_ctx;
+	int64_t		 tick_ms;
 };
 
 int	 handler_resolve(const char *prog, char **path);
-int	 handler_exec(const char *path, const struct handler_job *,
+void	 handler_exec(const char *path, const struct handler_job *,
 	    struct stopper *, struct handler_result *);
 char   **handler_base_env(void);
-char   **handler_env(char **base, const char *queue, const char *key,
-	    int attempt);
+char   **handler_env(char **base, const char *const *extra);
 void	 handler_env_free(char **env);
 char   **handler_argv(char *const *tmpl, const struct column *,
 	    size_t ncols, const struct row *);
 void	 handler_argv_free(char **argv);
 void	 handler_result_free(struct handler_result *);
+
+/*
+ * The loop both kinds of handler wait in: until done(ctx) says the answer
+ * is complete, the child exits, the timeout or the stop deadline passes,
+ * or tick asks to stop.  Returns how it ended.
+ */
+enum wait_end {
+	WAIT_ANSWERED,
+	WAIT_EXITED,
+	WAIT_TIMEOUT,
+	WAIT_STOPPED,
+	WAIT_TICK,
+};
+
+struct wait_io {
+	struct child	*child;
+	const char	*input;		/* left to write to stdin */
+	size_t		 input_left;
+	bool		 close_stdin;	/* exec: close stdin once written */
+	void		(*on_stdout)(void *ctx, const char *, size_t);
+	bool		(*answered)(void *ctx);
+	void		*ctx;
+};
+
+enum wait_end handler_wait(struct wait_io *, const struct handler_job *,
+	    struct stopper *, struct handler_result *);
+
+/* ---- pipe.c: one long-running handler per worker ---- */
+
+struct pipe_handler {
+	const char	*path;
+	char	       **argv;
+	char	       **envp;
+	struct child	 child;
+	struct buf	 answer;	/* stdout read so far */
+	int		 quick_deaths;	/* for the restart delay */
+	int64_t		 next_start_ms;
+	uint64_t	 restarts;
+	const char	*queue;
+};
+
+int	 pipe_ensure(struct pipe_handler *, struct stopper *);
+void	 pipe_handle(struct pipe_handler *, const struct handler_job *,
+	    struct stopper *, struct handler_result *);
+void	 pipe_stop(struct pipe_handler *, int64_t grace_ms);
+void	 pipe_drain(struct pipe_handler *);
 
 /* ---- db.c: the only includer of <mysql.h> ---- */
 

@@ -11,6 +11,7 @@
 #include "rowq.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,13 +42,17 @@ struct worker {
 	struct stopper		 stopper;
 	struct db		*db;
 	struct db_stmt		*claim;
-	struct bound		 done, retry, failed;
+	struct bound		 done, retry, failed, lease;
 	const struct column	*cols;
 	size_t			 ncols;
 	int			 key_index;
 	int			 attempts_index;
 	char			*path;
 	char		       **base_env;
+	struct pipe_handler	 pipe;
+	char			 token[33];	/* :lease of the current row */
+	const struct row	*leased_row;	/* being renewed, or NULL */
+	int64_t			 lease_renewed_ms;
 	struct rowset		 rows;
 	struct handler_result	 result;
 	long			 jobs;
@@ -112,6 +117,7 @@ worker_disconnect(struct worker *w)
 	bound_free(&w->done);
 	bound_free(&w->retry);
 	bound_free(&w->failed);
+	bound_free(&w->lease);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
 	db_close(w->db);
@@ -205,7 +211,8 @@ worker_connect(struct worker *w)
 	    worker_column(w, w->q->retry.attempts_column) : -1;
 	if ((r = worker_bind(w, &w->done, &w->q->done)) != 0 ||
 	    (r = worker_bind(w, &w->retry, &w->q->retry.update)) != 0 ||
-	    (r = worker_bind(w, &w->failed, &w->q->failed)) != 0)
+	    (r = worker_bind(w, &w->failed, &w->q->failed)) != 0 ||
+	    (r = worker_bind(w, &w->lease, &w->q->lease.claim)) != 0)
 		return r;
 	return 0;
 }
@@ -293,14 +300,14 @@ worker_value(struct value *v, const struct column *col, const char *s,
 	v->len = len;
 }
 
-/* Run a finishing statement for a row; an error is returned to roll back. */
+/*
+ * Run a statement for a row; a database error is returned to roll back.
+ * *affected says how many rows it changed.
+ */
 static enum db_status
-worker_finish(struct worker *w, struct bound *b, const struct row *row,
-    int attempt, int64_t delay_ms, const char *key)
+worker_exec(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, unsigned long long *affected)
 {
-	unsigned long long affected = 0;
-	enum db_status st;
-
 	for (size_t i = 0; i < b->sql->nparams; i++) {
 		struct value *v = &b->values[i];
 		memset(v, 0, sizeof(*v));
@@ -328,15 +335,33 @@ worker_finish(struct worker *w, struct bound *b, const struct row *row,
 			v->len = w->result.output.len;
 			break;
 		case PARAM_LEASE:
-			v->type = VALUE_NULL;
+			v->type = VALUE_TEXT;
+			v->s = w->token;
+			v->len = strlen(w->token);
 			break;
 		}
 	}
-	st = db_stmt_exec(b->stmt, b->values, b->sql->nparams, &affected);
+	*affected = 0;
+	return db_stmt_exec(b->stmt, b->values, b->sql->nparams, affected);
+}
+
+/* A finishing statement: one that changes no row is an error to see. */
+static enum db_status
+worker_finish(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, const char *key)
+{
+	unsigned long long affected;
+	enum db_status st;
+
+	st = worker_exec(w, b, row, attempt, delay_ms, &affected);
 	if (st == DB_OK && affected == 0) {
-		/* The row was not where we left it: say so, loudly. */
-		log_error("%s changed no row for key %s: the row stays as it "
-		    "was", b->sql->where, key);
+		if (w->q->lease.enabled)
+			log_error("%s changed no row for key %s: the lease was "
+			    "lost, so this worker's result is not recorded",
+			    b->sql->where, key);
+		else
+			log_error("%s changed no row for key %s: the row stays "
+			    "as it was", b->sql->where, key);
 		if (w->args->stats)
 			w->args->stats->errors++;
 	}
@@ -393,45 +418,139 @@ worker_decide(struct worker *w, int attempt, int64_t *delay_ms)
 	return &w->failed;
 }
 
-/* Handle one claimed row.  Returns DB_OK, or the status that ends the turn. */
+/* A token unique to this claim, for :lease. */
+static void
+worker_new_token(struct worker *w)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64_t a = backoff_random(), b = backoff_random();
+
+	for (int i = 0; i < 16; i++) {
+		w->token[i] = hex[(a >> (i * 4)) & 15];
+		w->token[16 + i] = hex[(b >> (i * 4)) & 15];
+	}
+	w->token[32] = '\0';
+}
+
+/*
+ * Lease renewal, called while the handler runs: re-run lease.claim in a
+ * short transaction of its own.  A renewal that changes no row means the
+ * lease is lost, and a lease that could not be renewed for two thirds of
+ * its duration is about to run out: either way another worker may take
+ * the row, so this handler is stopped.
+ */
+static int
+worker_renew(void *ctx, struct handler_result *res)
+{
+	struct worker *w = ctx;
+	const struct row *row = w->leased_row;
+	int64_t duration = w->q->lease.duration_ms;
+	unsigned long long affected = 0;
+	enum db_status st = DB_RECONNECT;
+
+	if (w->db == NULL || w->claim == NULL) {
+		worker_disconnect(w);
+		if (worker_connect(w) != 0)
+			worker_disconnect(w);
+	}
+	if (w->db != NULL && w->claim != NULL) {
+		st = worker_exec(w, &w->lease, row, 0, 0, &affected);
+		if (st == DB_OK)
+			st = db_commit(w->db);
+	}
+	if (st == DB_OK && affected == 0) {
+		log_error("%s changed no row on renewal: the lease was lost; "
+		    "stopping the handler", w->q->lease.claim.where);
+		buf_puts(&res->error, "lease lost");
+		return 1;
+	}
+	if (st == DB_OK) {
+		w->lease_renewed_ms = now_ms();
+		worker_db_ok(w);
+		return 0;
+	}
+	worker_db_trouble(w, "renewing the lease");
+	if (st == DB_RECONNECT)
+		worker_disconnect(w);
+	else
+		(void)db_rollback(w->db);
+	if (now_ms() - w->lease_renewed_ms >= duration * 2 / 3) {
+		log_error("the lease could not be renewed for %llds; stopping "
+		    "the handler before it runs out",
+		    (long long)(now_ms() - w->lease_renewed_ms) / 1000);
+		buf_puts(&res->error, "lease could not be renewed");
+		return 1;
+	}
+	return 0;
+}
+
+/* Run the handler for a row, whichever kind the queue has. */
+static void
+worker_handle(struct worker *w, const struct row *row, const char *key,
+    int attempt)
+{
+	struct handler_job job = { 0 };
+	struct buf json = { 0 };
+	char attempt_s[32], worker_s[32];
+	struct buf qenv = { 0 }, kenv = { 0 };
+
+	json_row(&json, w->cols, w->ncols, row);
+	buf_putc(&json, '\n');
+	job.input = json.data;
+	job.input_len = json.len;
+	job.timeout_ms = w->q->timeout_ms;
+	if (w->q->lease.enabled) {
+		job.tick = worker_renew;
+		job.tick_ctx = w;
+		job.tick_ms = w->q->lease.duration_ms / 3;
+		w->leased_row = row;
+		w->lease_renewed_ms = now_ms();
+	}
+	if (w->q->handler == HANDLER_PIPE) {
+		pipe_handle(&w->pipe, &job, &w->stopper, &w->result);
+	} else {
+		buf_printf(&qenv, "ROWQ_QUEUE=%s", w->q->name);
+		buf_printf(&kenv, "ROWQ_KEY=%s", key);
+		snprintf(attempt_s, sizeof(attempt_s), "ROWQ_ATTEMPT=%d", attempt);
+		snprintf(worker_s, sizeof(worker_s), "ROWQ_WORKER=%d",
+		    w->args->number);
+		const char *extra[] = { qenv.data, kenv.data, attempt_s,
+		    worker_s, NULL };
+		job.argv = handler_argv(w->q->argv, w->cols, w->ncols, row);
+		job.envp = handler_env(w->base_env, extra);
+		handler_exec(w->path, &job, &w->stopper, &w->result);
+		handler_argv_free(job.argv);
+		handler_env_free(job.envp);
+	}
+	w->leased_row = NULL;
+	buf_free(&qenv);
+	buf_free(&kenv);
+	buf_free(&json);
+}
+
+/*
+ * Handle one claimed row and run its finishing statement.  Returns DB_OK,
+ * or the status that ends the turn.  *aborted is set when the handler was
+ * stopped without a verdict (rowq is stopping, or the lease was lost): the
+ * row must not be finished.
+ */
 static enum db_status
 worker_row(struct worker *w, const struct row *row, bool *aborted)
 {
 	const char *key = row->value[w->key_index];
 	int attempt = worker_attempt(w, row);
-	struct handler_job job = { 0 };
-	struct buf json = { 0 };
 	struct bound *b;
 	int64_t delay_ms;
 	enum db_status st;
 
-	if (key == NULL) {
-		log_error("%s: the key column is NULL in a claimed row; it "
-		    "cannot be finished, skipped", w->q->select.where);
-		if (w->args->stats)
-			w->args->stats->errors++;
-		return DB_OK;
-	}
 	log_set_row(key);
 	worker_set_state(w, WORKER_BUSY, key);
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key);
-	json_row(&json, w->cols, w->ncols, row);
-	buf_putc(&json, '\n');
-	job.queue = w->q->name;
-	job.key = key;
-	job.argv = handler_argv(w->q->argv, w->cols, w->ncols, row);
-	job.envp = handler_env(w->base_env, w->q->name, key, attempt);
-	job.input = json.data;
-	job.input_len = json.len;
-	job.timeout_ms = w->q->timeout_ms;
-	handler_exec(w->path, &job, &w->stopper, &w->result);
-	handler_argv_free(job.argv);
-	handler_env_free(job.envp);
-	buf_free(&json);
-
+	worker_handle(w, row, key, attempt);
 	if (w->result.outcome == OUTCOME_ABORTED) {
-		log_warnx("handler stopped: the row goes back to the queue");
+		log_warnx("handler stopped (%s): the row is not finished",
+		    w->result.error.data ? w->result.error.data : "");
 		*aborted = true;
 		log_set_row(NULL);
 		return DB_OK;
@@ -443,13 +562,27 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	return st;
 }
 
-/* One turn: claim, handle, finish, commit.  Returns rows claimed, or -1. */
+/*
+ * A claimed row whose key is NULL cannot be finished by key.  It is left
+ * alone (it stays claimed until the commit), and said once per turn.
+ */
+static bool
+worker_key_ok(struct worker *w, const struct row *row)
+{
+	if (row->value[w->key_index] != NULL)
+		return true;
+	log_error("%s: the key column is NULL in a claimed row; it cannot be "
+	    "finished, skipped", w->q->select.where);
+	if (w->args->stats)
+		w->args->stats->errors++;
+	return false;
+}
+
+/* Claim a batch.  Returns rows claimed, or -1 after a database error. */
 static int
-worker_turn(struct worker *w)
+worker_claim(struct worker *w)
 {
 	enum db_status st;
-	bool aborted = false;
-	size_t i;
 
 	rowset_clear(&w->rows, w->ncols);
 	st = db_stmt_fetch_all(w->claim, NULL, 0, &w->rows);
@@ -457,16 +590,35 @@ worker_turn(struct worker *w)
 		worker_db_failed(w, st, "claim");
 		return -1;
 	}
-	if (w->rows.nrows == 0) {
-		st = db_commit(w->db);
-		if (st != DB_OK) {
-			worker_db_failed(w, st, "commit");
-			return -1;
-		}
-		worker_db_ok(w);
-		return 0;
+	return (int)w->rows.nrows;
+}
+
+static int
+worker_commit(struct worker *w)
+{
+	enum db_status st = db_commit(w->db);
+
+	if (st != DB_OK) {
+		worker_db_failed(w, st, "commit");
+		return -1;
 	}
-	for (i = 0; i < w->rows.nrows && !aborted; i++) {
+	worker_db_ok(w);
+	return 0;
+}
+
+/* Transaction mode: claim, handle, finish, commit, all in one transaction. */
+static int
+worker_turn_transaction(struct worker *w)
+{
+	enum db_status st;
+	bool aborted = false;
+	int n = worker_claim(w);
+
+	if (n <= 0)
+		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
+	for (int i = 0; i < n && !aborted; i++) {
+		if (!worker_key_ok(w, &w->rows.rows[i]))
+			continue;
 		st = worker_row(w, &w->rows.rows[i], &aborted);
 		if (st != DB_OK) {
 			worker_db_failed(w, st, "finishing a row");
@@ -480,31 +632,123 @@ worker_turn(struct worker *w)
 		(void)db_rollback(w->db);
 		return -1;
 	}
-	st = db_commit(w->db);
-	if (st != DB_OK) {
-		worker_db_failed(w, st, "commit");
-		return -1;
+	return worker_commit(w) == 0 ? n : -1;
+}
+
+/*
+ * Lease mode: claim and lease the batch in a short transaction, then
+ * handle each row with no transaction open and no lock held, renewing its
+ * lease, and finish each in a transaction of its own.
+ */
+static int
+worker_turn_lease(struct worker *w)
+{
+	char tokens[BATCH_MAX][33];
+	bool leased[BATCH_MAX];
+	unsigned long long affected;
+	enum db_status st;
+	int n = worker_claim(w);
+
+	if (n <= 0)
+		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
+	for (int i = 0; i < n; i++) {
+		leased[i] = false;
+		if (!worker_key_ok(w, &w->rows.rows[i]))
+			continue;
+		worker_new_token(w);
+		memcpy(tokens[i], w->token, sizeof(w->token));
+		st = worker_exec(w, &w->lease, &w->rows.rows[i], 0, 0, &affected);
+		if (st != DB_OK) {
+			worker_db_failed(w, st, "lease.claim");
+			return -1;
+		}
+		if (affected == 0)
+			log_error("%s changed no row for key %s: not leased, "
+			    "skipped", w->q->lease.claim.where,
+			    w->rows.rows[i].value[w->key_index]);
+		leased[i] = affected > 0;
 	}
-	worker_db_ok(w);
-	return (int)w->rows.nrows;
+	if (worker_commit(w) != 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		bool aborted = false;
+		if (!leased[i] || w->stopper.stop)
+			continue;
+		memcpy(w->token, tokens[i], sizeof(w->token));
+		st = worker_row(w, &w->rows.rows[i], &aborted);
+		if (st == DB_OK && !aborted && worker_commit(w) != 0)
+			return -1;
+		if (aborted)
+			(void)db_rollback(w->db);
+		else if (st != DB_OK)
+			worker_db_failed(w, st, "finishing a row");
+		if (w->db == NULL)
+			return -1;
+	}
+	return n;
+}
+
+/* Sleep between polls, logging a pipe handler's stderr as it comes. */
+static void
+worker_idle(struct worker *w, int64_t ms)
+{
+	int64_t end = now_ms() + ms;
+
+	while (!w->stopper.stop) {
+		int64_t left = end - now_ms();
+		struct pollfd p[2] = {
+			{ .fd = w->stopper.fd, .events = POLLIN },
+			{ .fd = w->pipe.child.pid > 0 ? w->pipe.child.err : -1,
+			  .events = POLLIN },
+		};
+		if (left <= 0)
+			break;
+		if (poll(p, 2, (int)(left > 1000 ? 1000 : left)) > 0) {
+			stopper_read(&w->stopper);
+			pipe_drain(&w->pipe);
+		}
+	}
 }
 
 static void
 worker_free(struct worker *w)
 {
+	int64_t grace = w->args->cfg->stop_timeout_ms;
+
+	if (w->q->handler == HANDLER_PIPE)
+		pipe_stop(&w->pipe, grace < 5000 ? grace : 5000);
 	worker_disconnect(w);
 	rowset_clear(&w->rows, w->ncols);
 	free(w->rows.rows);
 	free(w->path);
+	handler_env_free(w->pipe.envp);
 	handler_env_free(w->base_env);
 	handler_result_free(&w->result);
 }
 
+static void
+worker_pipe_init(struct worker *w)
+{
+	char worker_s[32];
+	struct buf qenv = { 0 };
+
+	buf_printf(&qenv, "ROWQ_QUEUE=%s", w->q->name);
+	snprintf(worker_s, sizeof(worker_s), "ROWQ_WORKER=%d", w->args->number);
+	const char *extra[] = { qenv.data, worker_s, NULL };
+	w->pipe.path = w->path;
+	w->pipe.argv = w->q->argv;
+	w->pipe.envp = handler_env(w->base_env, extra);
+	w->pipe.queue = w->q->name;
+	w->pipe.child = (struct child){ .in = -1, .out = -1, .err = -1,
+	    .pidfd = -1 };
+	buf_free(&qenv);
+}
+
 /*
  * The worker's loop.  Each turn: stop if asked to or after max_jobs rows;
- * make sure the connection is up; claim and handle a batch; when nothing
- * was claimed, exit in drain mode or sleep `idle` (with jitter, so that
- * workers started together do not poll together).
+ * make sure the connection (and a pipe handler) is up; claim and handle a
+ * batch; when nothing was claimed, exit in drain mode or sleep `idle`
+ * (with jitter, so that workers started together do not poll together).
  */
 int
 worker_run(const struct worker_args *args)
@@ -523,6 +767,8 @@ worker_run(const struct worker_args *args)
 		return ROWQ_EXIT_CONFIG;
 	}
 	w.base_env = handler_base_env();
+	if (w.q->handler == HANDLER_PIPE)
+		worker_pipe_init(&w);
 	while (!w.stopper.stop) {
 		if (w.q->max_jobs > 0 && w.jobs >= w.q->max_jobs) {
 			log_info("%ld rows handled: exiting to be replaced",
@@ -536,7 +782,12 @@ worker_run(const struct worker_args *args)
 		}
 		if (r == -1)
 			continue;
-		int n = worker_turn(&w);
+		/* No claim without a handler to give the rows to. */
+		if (w.q->handler == HANDLER_PIPE &&
+		    pipe_ensure(&w.pipe, &w.stopper) == -1)
+			break;
+		int n = w.q->lease.enabled ? worker_turn_lease(&w) :
+		    worker_turn_transaction(&w);
 		if (n == 0) {
 			if (args->drain)
 				break;
@@ -545,7 +796,7 @@ worker_run(const struct worker_args *args)
 			    args->number);
 			int64_t idle = w.q->idle_ms;
 			idle += (int64_t)(backoff_random() % (uint64_t)(idle / 10 + 1));
-			stopper_sleep(&w.stopper, idle);
+			worker_idle(&w, idle);
 		}
 	}
 	worker_set_state(&w, WORKER_STOPPING, NULL);
