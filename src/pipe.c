@@ -166,11 +166,12 @@ pipe_bad_answer(struct pipe_handler *p, struct handler_result *res)
 		    PIPE_LINE_MAX);
 		return;
 	}
-	if (n > 0 && p->answer.data[n - 1] == '\n')
+	/* pipe_parse may have turned the newline into a NUL already. */
+	if (n > 0 && (p->answer.data[n - 1] == '\n' ||
+	    p->answer.data[n - 1] == '\0'))
 		n--;
-	buf_puts(&res->error, "answer out of protocol: \"");
+	buf_puts(&res->error, "answer out of protocol: ");
 	json_string(&res->error, p->answer.data, n > 200 ? 200 : n);
-	buf_puts(&res->error, "\"");
 }
 
 void
@@ -227,10 +228,9 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 		(void)pipe_kill(p, false);
 		break;
 	}
-	if (res->outcome == OUTCOME_RETRY || res->outcome == OUTCOME_FAILED) {
-		if (end != WAIT_ANSWERED || p->child.pid <= 0)
-			errsink_error_tail(&p->child.errs, &res->error);
-	}
+	/* A death or a hang is explained by what it said on stderr. */
+	if (end == WAIT_EXITED || end == WAIT_TIMEOUT)
+		errsink_error_tail(&p->child.errs, &res->error);
 	errsink_row_done(&p->child.errs);
 	res->duration_ms = now_ms() - start;
 }

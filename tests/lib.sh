@@ -213,6 +213,9 @@ _lib_none_alive()
 _lib_cleanup()
 {
 	local status=$? c
+	# A second signal (timeout forwards one, the runner signals the
+	# whole group) must not cut the clean-up short.
+	trap '' INT TERM
 	trap - ERR
 	set +e
 	for c in "${_lib_on_exit[@]}"; do
@@ -260,7 +263,7 @@ db_start()
 	if ! mariadb-install-db --no-defaults --datadir="$dir/data" \
 	    "${user[@]}" --auth-root-authentication-method=normal \
 	    --skip-test-db "${DB_SERVER_OPTS[@]}" >"$dir/install.log" 2>&1; then
-		tail -n 30 "$dir/install.log" >&2
+		cat "$dir/install.log" >&2
 		fail "mariadb-install-db failed"
 	fi
 
@@ -279,7 +282,7 @@ db_start()
 	if ! wait_until 60 '_lib_ping "$sock" || ! _lib_alive "$_lib_db_pid"' ||
 	    ! _lib_ping "$sock"; then
 		tail -n 30 "$dir/error.log" >&2 2>/dev/null || true
-		fail "MariaDB server did not start (log: $dir/error.log)"
+		fail "MariaDB server did not start; the end of its log is above"
 	fi
 	[ "$(cat "$dir/mariadbd.pid")" = "$_lib_db_pid" ] ||
 	    fail "pid file $dir/mariadbd.pid does not name $_lib_db_pid"

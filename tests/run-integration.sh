@@ -21,6 +21,8 @@ unset ROWQ_TEST_TMP ROWQ_TEST_DB ROWQ_TEST_NAME
 trap - ERR			# failures here are counted, not fatal
 # A test stopped by a signal needs its own 3 s to stop what it started.
 _lib_kill_wait=10
+trap 'echo "integration: interrupted" >&2; exit 130' INT
+trap 'echo "integration: interrupted" >&2; exit 143' TERM
 
 timeout_s=${ROWQ_TEST_TIMEOUT:-300}
 

@@ -1,0 +1,58 @@
+#!/bin/sh
+# Make sure the Debian packages that building and testing rowq need are
+# installed.  First step of `make check` and `make demo`, so it must be
+# silent and fast when nothing is missing.  As root it installs what is
+# missing; otherwise it prints the command to run and fails.
+
+# systemd: for systemd-analyze verify of the units.  procps: ps, pgrep.
+PACKAGES="build-essential pkg-config libmariadb-dev libyaml-dev
+libsystemd-dev check mariadb-server mariadb-client python3 mandoc valgrind
+systemd procps"
+
+set -eu
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	# shellcheck disable=SC2086 # one line, not the list's newlines
+	echo "deps.sh: not Debian; make sure these are installed:" $PACKAGES >&2
+	exit 0
+fi
+
+missing()
+{
+	# One dpkg-query for all: a package it does not know is simply not
+	# listed, and a removed one is listed without "installed".
+	# shellcheck disable=SC2086 # one word per package
+	dpkg-query -W -f='${Package} ${Status}\n' $PACKAGES 2>/dev/null |
+	    awk -v want="$PACKAGES" '
+		$NF == "installed" { ok[$1] = 1 }
+		END {
+			n = split(want, w, /[ \t\n]+/)
+			for (i = 1; i <= n; i++)
+				if (w[i] != "" && !ok[w[i]])
+					out = out (out == "" ? "" : " ") w[i]
+			if (out != "")
+				print out
+		}'
+}
+
+need=$(missing)
+[ -n "$need" ] || exit 0
+
+install="apt-get install -y --no-install-recommends $need"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: missing Debian packages: $need" >&2
+	echo "run as root: apt-get update && $install" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing $need" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+# shellcheck disable=SC2086 # one word per package
+apt-get install -y --no-install-recommends $need
+
+need=$(missing)
+if [ -n "$need" ]; then
+	echo "deps.sh: still missing after apt-get: $need" >&2
+	exit 1
+fi
