@@ -65,6 +65,7 @@ check_queue(struct db *db, const struct queue *q)
 	problems += check_statement(db, &q->failed);
 	problems += check_statement(db, &q->retry.update);
 	problems += check_statement(db, &q->lease.claim);
+	problems += check_statement(db, &q->lease.renew);
 	return problems;
 }
 

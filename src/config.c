@@ -982,6 +982,7 @@ config_field_retry(struct load *ld, const struct config_item *it, void *dst,
 
 static const struct config_field lease_fields[] = {
 	FIELD(struct lease_policy, "claim", statement, claim, 0, 0),
+	FIELD(struct lease_policy, "renew", statement, renew, 0, 0),
 	FIELD(struct lease_policy, "duration", duration, duration_ms, 3000, 0),
 };
 
@@ -1703,6 +1704,7 @@ config_queue_free(struct queue *q)
 	sql_free(&q->retry.update);
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
+	sql_free(&q->lease.renew);
 }
 
 void
@@ -1836,7 +1838,7 @@ config_check_columns(const struct queue *q, char *const *columns,
     size_t ncolumns)
 {
 	struct buf cols = { 0 }, builtins = { 0 };
-	const struct sql *stmts[4];
+	const struct sql *stmts[5];
 	size_t i, n = 0;
 	int problems = 0;
 
@@ -1852,8 +1854,10 @@ config_check_columns(const struct queue *q, char *const *columns,
 	stmts[n++] = &q->failed;
 	if (q->retry.enabled)
 		stmts[n++] = &q->retry.update;
-	if (q->lease.enabled)
+	if (q->lease.enabled) {
 		stmts[n++] = &q->lease.claim;
+		stmts[n++] = &q->lease.renew;
+	}
 	for (i = 0; i < n; i++)
 		problems += config_check_statement(q, stmts[i], columns,
 		    ncolumns, cols.data, builtins.data);

@@ -130,7 +130,8 @@ struct retry_policy {
 
 struct lease_policy {
 	bool		 enabled;
-	struct sql	 claim;
+	struct sql	 claim;		/* takes the row out of the select */
+	struct sql	 renew;		/* text NULL: claim renews too */
 	int64_t		 duration_ms;
 };
 

@@ -42,7 +42,7 @@ struct worker {
 	struct stopper		 stopper;
 	struct db		*db;
 	struct db_stmt		*claim;
-	struct bound		 done, retry, failed, lease;
+	struct bound		 done, retry, failed, lease, renew;
 	const struct column	*cols;
 	size_t			 ncols;
 	int			 key_index;
@@ -118,6 +118,7 @@ worker_disconnect(struct worker *w)
 	bound_free(&w->retry);
 	bound_free(&w->failed);
 	bound_free(&w->lease);
+	bound_free(&w->renew);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
 	db_close(w->db);
@@ -212,7 +213,8 @@ worker_connect(struct worker *w)
 	if ((r = worker_bind(w, &w->done, &w->q->done)) != 0 ||
 	    (r = worker_bind(w, &w->retry, &w->q->retry.update)) != 0 ||
 	    (r = worker_bind(w, &w->failed, &w->q->failed)) != 0 ||
-	    (r = worker_bind(w, &w->lease, &w->q->lease.claim)) != 0)
+	    (r = worker_bind(w, &w->lease, &w->q->lease.claim)) != 0 ||
+	    (r = worker_bind(w, &w->renew, &w->q->lease.renew)) != 0)
 		return r;
 	return 0;
 }
@@ -433,8 +435,8 @@ worker_new_token(struct worker *w)
 }
 
 /*
- * Lease renewal, called while the handler runs: re-run lease.claim in a
- * short transaction of its own.  A renewal that changes no row means the
+ * Lease renewal, called while the handler runs: run lease.renew (or
+ * lease.claim again) in a short transaction of its own.  A renewal that changes no row means the
  * lease is lost, and a lease that could not be renewed for two thirds of
  * its duration is about to run out: either way another worker may take
  * the row, so this handler is stopped.
@@ -454,13 +456,15 @@ worker_renew(void *ctx, struct handler_result *res)
 			worker_disconnect(w);
 	}
 	if (w->db != NULL && w->claim != NULL) {
-		st = worker_exec(w, &w->lease, row, 0, 0, &affected);
+		st = worker_exec(w, w->renew.stmt ? &w->renew : &w->lease, row,
+		    0, 0, &affected);
 		if (st == DB_OK)
 			st = db_commit(w->db);
 	}
 	if (st == DB_OK && affected == 0) {
 		log_error("%s changed no row on renewal: the lease was lost; "
-		    "stopping the handler", w->q->lease.claim.where);
+		    "stopping the handler", w->renew.stmt ?
+		    w->q->lease.renew.where : w->q->lease.claim.where);
 		buf_puts(&res->error, "lease lost");
 		return 1;
 	}
