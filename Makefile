@@ -32,6 +32,7 @@ OBJS =	build/backoff.o \
 	build/pipe.o \
 	build/proc.o \
 	build/sql.o \
+	build/stats.o \
 	build/supervisor.o \
 	build/worker.o
 

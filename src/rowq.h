@@ -433,6 +433,29 @@ enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
 void		 rowset_clear(struct rowset *, size_t ncols);
 void		 columns_free(struct column *, size_t);
 
+/* ---- stats.c: counters shared by workers and the supervisor ---- */
+
+#define HISTOGRAM_BUCKETS	14
+extern const double histogram_bounds_s[HISTOGRAM_BUCKETS];
+
+/* A Prometheus-style histogram: counts per upper bound, plus +Inf. */
+struct histogram {
+	volatile uint64_t	 count[HISTOGRAM_BUCKETS + 1];
+	volatile uint64_t	 sum_us;
+};
+
+/* Rows per second over the last minute: a ring of per-second counts. */
+#define RATE_SECONDS		60
+struct rate {
+	volatile uint32_t	 count[RATE_SECONDS];
+	volatile int64_t	 second[RATE_SECONDS];
+};
+
+void	 histogram_add(struct histogram *, int64_t us);
+void	 histogram_merge(struct histogram *into, const struct histogram *);
+void	 rate_add(struct rate *, int64_t now_s);
+uint64_t rate_sum(const struct rate *, int64_t now_s);
+
 /* ---- worker.c: one worker's claim -> handle -> finish loop ---- */
 
 enum worker_state {
@@ -441,6 +464,7 @@ enum worker_state {
 	WORKER_BUSY,
 	WORKER_DB_DOWN,
 	WORKER_STOPPING,
+	WORKER_BACKOFF,		/* a row came straight back round */
 };
 
 /*
@@ -454,9 +478,16 @@ struct worker_stats {
 	volatile uint64_t	 failed;
 	volatile uint64_t	 errors;	/* statements that went wrong */
 	volatile uint64_t	 reconnects;
+	volatile uint64_t	 db_retries;	/* deadlocks and lock waits */
+	volatile uint64_t	 handler_restarts;
 	volatile int		 state;		/* enum worker_state */
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
 	char			 key[64];	/* the row being handled */
+	char			 last_error[192];
+	volatile int64_t	 last_error_ms;	/* wall clock */
+	struct rate		 rate;		/* rows finished, per second */
+	struct histogram	 claim;		/* seconds a claim took */
+	struct histogram	 handler;	/* seconds a handler ran */
 };
 
 struct worker_args {

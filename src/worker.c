@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Where a statement parameter's value comes from. */
@@ -36,6 +37,19 @@ struct bound {
 	struct value		*values;
 };
 
+/* A row this worker finished, to notice it coming straight back round. */
+struct recent {
+	char		*key;
+	uint64_t	 hash;		/* of all its values as claimed */
+	const char	*where;		/* the statement that finished it */
+	int64_t		 at_ms;
+};
+
+/* A row claimed again this soon after it was finished never left. */
+#define HOT_LOOP_WINDOW_MS	10000
+#define HOT_LOOP_BACKOFF_MIN_MS	1000
+#define HOT_LOOP_BACKOFF_MAX_MS	300000
+
 struct worker {
 	const struct worker_args *args;
 	const struct queue	*q;
@@ -53,6 +67,10 @@ struct worker {
 	char			 token[33];	/* :lease of the current row */
 	const struct row	*leased_row;	/* being renewed, or NULL */
 	int64_t			 lease_renewed_ms;
+	struct recent		*recent;	/* rows finished lately */
+	size_t			 nrecent;
+	int			 hot_loops;	/* in a row, for backoff */
+	uint64_t		 pipe_restarts_seen;
 	struct rowset		 rows;
 	struct handler_result	 result;
 	long			 jobs;
@@ -99,6 +117,19 @@ worker_set_state(struct worker *w, enum worker_state s, const char *key)
 	st->state = s;
 	st->since_ms = wall_ms();
 	snprintf(st->key, sizeof(st->key), "%s", key ? key : "");
+}
+
+/* The last thing that went wrong, for `rowq status`. */
+static void
+worker_note_error(struct worker *w, const char *what, const char *msg)
+{
+	struct worker_stats *st = w->args->stats;
+
+	if (st == NULL)
+		return;
+	snprintf(st->last_error, sizeof(st->last_error), "%s%s%s", what,
+	    *what ? ": " : "", msg ? msg : "");
+	st->last_error_ms = wall_ms();
 }
 
 static void
@@ -252,8 +283,11 @@ worker_db_failed(struct worker *w, enum db_status st, const char *what)
 {
 	if (w->args->stats)
 		w->args->stats->errors++;
+	worker_note_error(w, what, db_error(w->db));
 	switch (st) {
 	case DB_RETRY:
+		if (w->args->stats)
+			w->args->stats->db_retries++;
 		/* A deadlock or lock wait: common, cheap, retried quietly. */
 		log_info("%s: %s; rolled back, will retry", what,
 		    db_error(w->db));
@@ -532,6 +566,114 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	buf_free(&json);
 }
 
+/* FNV-1a over a row's values, NULLs and lengths included. */
+static uint64_t
+worker_row_hash(const struct worker *w, const struct row *row)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t c = 0; c < w->ncols; c++) {
+		const unsigned char *v = (const unsigned char *)row->value[c];
+		size_t n = v ? row->len[c] : 0;
+		h = (h ^ (v ? 1 : 2)) * 0x100000001b3ULL;
+		for (size_t i = 0; i < n; i++)
+			h = (h ^ v[i]) * 0x100000001b3ULL;
+		h = (h ^ 0xff) * 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static void
+worker_forget(struct worker *w)
+{
+	for (size_t i = 0; i < w->nrecent; i++)
+		free(w->recent[i].key);
+	w->nrecent = 0;
+}
+
+static void
+worker_remember(struct worker *w, const struct row *row, const char *where)
+{
+	struct recent *r;
+
+	if (w->recent == NULL)
+		w->recent = xcalloc(BATCH_MAX, sizeof(*w->recent));
+	if (w->nrecent >= BATCH_MAX)
+		return;
+	for (size_t i = 0; i < w->nrecent; i++) {
+		if (strcmp(w->recent[i].key, row->value[w->key_index]) == 0) {
+			free(w->recent[i].key);
+			w->recent[i] = w->recent[--w->nrecent];
+			break;
+		}
+	}
+	r = &w->recent[w->nrecent++];
+	r->key = xstrdup(row->value[w->key_index]);
+	r->hash = worker_row_hash(w, row);
+	r->where = where;
+	r->at_ms = now_ms();
+}
+
+/*
+ * The design's one rule: finishing a row must take it out of the select,
+ * or at least change it.  A row claimed again, unchanged, right after this
+ * worker finished it would come straight back round for ever; say which
+ * statement failed to move it, and pause this worker's claims (with
+ * growing delays) rather than run its handler again and again.  Returns
+ * true when the turn must stop.
+ */
+static bool
+worker_hot_loop(struct worker *w)
+{
+	int64_t now = now_ms();
+	bool hot = false;
+
+	for (size_t i = 0; i < w->rows.nrows && !hot; i++) {
+		const struct row *row = &w->rows.rows[i];
+		const char *key = row->value[w->key_index];
+		if (key == NULL)
+			continue;
+		for (size_t k = 0; k < w->nrecent; k++) {
+			struct recent *r = &w->recent[k];
+			if (now - r->at_ms > HOT_LOOP_WINDOW_MS ||
+			    strcmp(r->key, key) != 0 ||
+			    r->hash != worker_row_hash(w, row))
+				continue;
+			char d[32];
+			int64_t delay = backoff_capped_ms(HOT_LOOP_BACKOFF_MIN_MS,
+			    HOT_LOOP_BACKOFF_MAX_MS, ++w->hot_loops);
+			duration_format(delay, d, sizeof(d));
+			log_set_row(key);
+			log_error("claimed again, unchanged, right after %s "
+			    "finished it: that statement does not take the row "
+			    "out of the select, so it would come straight back "
+			    "round; not handling it again, claims paused for %s",
+			    r->where, d);
+			log_set_row(NULL);
+			worker_note_error(w, key, "came straight back round: "
+			    "the finishing statement does not take it out of "
+			    "the select");
+			if (w->args->stats)
+				w->args->stats->errors++;
+			(void)db_rollback(w->db);
+			worker_set_state(w, WORKER_BACKOFF, key);
+			proc_title("rowq: %s worker %d (paused: row %s came "
+			    "back)", w->q->name, w->args->number, key);
+			stopper_sleep(&w->stopper, delay);
+			/* Remembered until it changes: no run after the pause. */
+			r->at_ms = now_ms();
+			hot = true;
+			break;
+		}
+	}
+	if (!hot) {
+		worker_forget(w);
+		if (w->rows.nrows > 0)
+			w->hot_loops = 0;
+	}
+	return hot;
+}
+
 /*
  * Handle one claimed row and run its finishing statement.  Returns DB_OK,
  * or the status that ends the turn.  *aborted is set when the handler was
@@ -560,7 +702,16 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		return DB_OK;
 	}
 	b = worker_decide(w, attempt, &delay_ms);
+	if (w->result.outcome != OUTCOME_DONE)
+		worker_note_error(w, key, w->result.error.data);
 	st = worker_finish(w, b, row, attempt, delay_ms, key);
+	if (st == DB_OK)
+		worker_remember(w, row, b->sql->where);
+	if (w->args->stats) {
+		rate_add(&w->args->stats->rate, wall_ms() / 1000);
+		histogram_add(&w->args->stats->handler,
+		    w->result.duration_ms * 1000);
+	}
 	log_set_row(NULL);
 	w->jobs++;
 	return st;
@@ -588,12 +739,22 @@ worker_claim(struct worker *w)
 {
 	enum db_status st;
 
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rowset_clear(&w->rows, w->ncols);
 	st = db_stmt_fetch_all(w->claim, NULL, 0, &w->rows);
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "claim");
 		return -1;
 	}
+	if (w->args->stats)
+		(void)clock_gettime(CLOCK_MONOTONIC, &t1),
+		histogram_add(&w->args->stats->claim,
+		    (t1.tv_sec - t0.tv_sec) * 1000000 +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000);
+	if (worker_hot_loop(w))
+		return -1;
 	return (int)w->rows.nrows;
 }
 
@@ -724,6 +885,8 @@ worker_free(struct worker *w)
 	worker_disconnect(w);
 	rowset_clear(&w->rows, w->ncols);
 	free(w->rows.rows);
+	worker_forget(w);
+	free(w->recent);
 	free(w->path);
 	handler_env_free(w->pipe.envp);
 	handler_env_free(w->base_env);
@@ -790,6 +953,9 @@ worker_run(const struct worker_args *args)
 		if (w.q->handler == HANDLER_PIPE &&
 		    pipe_ensure(&w.pipe, &w.stopper) == -1)
 			break;
+		/* The first start is not a restart. */
+		if (args->stats && w.pipe.restarts > 1)
+			args->stats->handler_restarts = w.pipe.restarts - 1;
 		int n = w.q->lease.enabled ? worker_turn_lease(&w) :
 		    worker_turn_transaction(&w);
 		if (n == 0) {
