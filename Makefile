@@ -8,7 +8,7 @@ UNITDIR	?= $(PREFIX)/lib/systemd/system
 DESTDIR	?=
 
 CC	?= cc
-PKGS	 = libmariadb yaml-0.1 libsystemd
+PKGS	 = libmariadb yaml-0.1 libsystemd libmicrohttpd
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wpointer-arith -Wformat=2 -Wno-format-nonliteral
 CFLAGS	?= -O2 -g
@@ -28,11 +28,13 @@ OBJS =	build/backoff.o \
 	build/handler.o \
 	build/json.o \
 	build/log.o \
+	build/metrics.o \
 	build/notify.o \
 	build/pipe.o \
 	build/proc.o \
 	build/sql.o \
 	build/stats.o \
+	build/status.o \
 	build/supervisor.o \
 	build/worker.o
 
@@ -41,7 +43,8 @@ UNIT_TESTS = \
 	check_config \
 	check_duration \
 	check_json \
-	check_sql
+	check_sql \
+	check_stats
 
 ASAN_OBJS = $(OBJS:build/%=build/asan/%)
 HDRS = src/rowq.h

@@ -16,6 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/*
+ * The supervisor kills this group if the worker dies without doing it
+ * itself (SIGKILL, a crash): PR_SET_PDEATHSIG reaches only the handler,
+ * not what the handler started.
+ */
+volatile pid_t *child_pgid_slot;
+
 static void
 close_fd(int *fd)
 {
@@ -73,7 +80,9 @@ child_spawn(struct child *c, const char *path, char **argv, char **envp)
 			_exit(127);
 		}
 		/* All our descriptors are CLOEXEC; this is for the libraries'. */
-		(void)syscall(SYS_close_range, 3U, ~0U, 0);
+		if (syscall(SYS_close_range, 3U, ~0U, 0) == -1)
+			for (int fd = 3; fd < 4096; fd++)
+				(void)close(fd);
 		execve(path, argv, envp);
 		child_errno = errno;
 		_exit(127);
@@ -90,6 +99,8 @@ child_spawn(struct child *c, const char *path, char **argv, char **envp)
 		return -1;
 	}
 	c->pid = pid;
+	if (child_pgid_slot != NULL)
+		*child_pgid_slot = pid;
 	c->exec_errno = child_errno;
 	c->started_ms = now_ms();
 	c->in = in[1];
@@ -139,6 +150,8 @@ child_reap(struct child *c)
 	child_kill(c, SIGKILL);
 	while (waitpid(c->pid, &status, 0) == -1 && errno == EINTR)
 		;
+	if (child_pgid_slot != NULL && *child_pgid_slot == c->pid)
+		*child_pgid_slot = 0;
 	c->pid = 0;
 	close_fd(&c->in);
 	close_fd(&c->out);

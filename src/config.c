@@ -41,7 +41,7 @@ const char *const config_builtin_params[] = {
 	"delay",	/* seconds until the next try */
 	"error",	/* the handler's message */
 	"output",	/* the handler's standard output */
-	"lease",	/* seconds of lease: queues with lease: only */
+	"lease",	/* this claim's token: queues with lease: only */
 	NULL,
 };
 
@@ -1132,6 +1132,20 @@ config_field_key(struct load *ld, const struct config_item *it, void *dst,
 	q->key_where = config_where(ld, it->key->line, it->path);
 }
 
+/* age: a column of the select that says since when the row waits. */
+static void
+config_field_age(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	struct queue *q = dst;
+
+	(void)f;
+	if (config_scalar(ld, it, "a column name") == NULL)
+		return;
+	q->age_column = xstrdup(it->value->value);
+	q->age_where = config_where(ld, it->key->line, it->path);
+}
+
 /* To add a queue key: a field here, a member in struct queue, a default. */
 static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "workers", int, workers, 1, WORKERS_MAX),
@@ -1147,6 +1161,9 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "idle", duration, idle_ms, 0, 0),
 	FIELD(struct queue, "max_jobs", long, max_jobs, 0, INT64_MAX),
 	FIELD(struct queue, "lease", lease, lease, 0, 0),
+	WHOLE("age", age),
+	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
+	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),
 };
 
 static void
@@ -1475,6 +1492,11 @@ static const struct config_field top_fields[] = {
 	ROW("stop_timeout", duration, offsetof(struct config, stop_timeout_ms),
 	    0, 0, true),
 	ROW("include", include, 0, 0, 0, true),
+	ROW("status_socket", path, offsetof(struct config, status_socket), 0, 0,
+	    true),
+	ROW("metrics", string, offsetof(struct config, metrics), 0, 0, true),
+	ROW("metrics_textfile", path, offsetof(struct config, metrics_textfile),
+	    0, 0, true),
 	WHOLE("queues", queues),
 };
 
@@ -1705,6 +1727,9 @@ config_queue_free(struct queue *q)
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
 	sql_free(&q->lease.renew);
+	free(q->age_column);
+	free(q->age_where);
+	sql_free(&q->failed_count);
 }
 
 void
@@ -1732,6 +1757,9 @@ config_free(struct config *cfg)
 	free(db->option_file);
 	free(db->option_group);
 	free(cfg->path);
+	free(cfg->status_socket);
+	free(cfg->metrics);
+	free(cfg->metrics_textfile);
 	free(cfg);
 }
 
@@ -1819,7 +1847,13 @@ config_check_argv(const struct queue *q, char *const *columns,
 		pos = 0;
 		while ((r = config_placeholder(q->argv[i], &pos, &name, &len,
 		    &what)) == 1)
-			if (!config_in(name, len, columns, ncolumns)) {
+			if (q->handler == HANDLER_PIPE) {
+				/* One process serves many rows: no row to fill in. */
+				log_error("%s[%zu]: {%.*s}: a pipe handler's "
+				    "arguments are fixed for its life; the row "
+				    "comes on stdin", where, i, (int)len, name);
+				problems++;
+			} else if (!config_in(name, len, columns, ncolumns)) {
 				log_error("%s[%zu]: {%.*s} is not a column of "
 				    "the select (columns: %s)", where, i,
 				    (int)len, name, cols);
@@ -1862,6 +1896,8 @@ config_check_columns(const struct queue *q, char *const *columns,
 		problems += config_check_statement(q, stmts[i], columns,
 		    ncolumns, cols.data, builtins.data);
 	problems += config_check_column(q, q->key_where, q->key_column,
+	    columns, ncolumns, cols.data);
+	problems += config_check_column(q, q->age_where, q->age_column,
 	    columns, ncolumns, cols.data);
 	if (q->retry.enabled)
 		problems += config_check_column(q, q->retry.attempts_where,

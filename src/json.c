@@ -44,6 +44,40 @@ json_utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/*
+ * Make b valid UTF-8 in place: each byte that does not start a valid
+ * sequence becomes U+FFFD, so a cut in the middle of a character (a tail
+ * of stderr, a capped stdout) or a handler's binary noise can always be
+ * stored in a utf8mb4 column.  NUL bytes are kept: they are valid UTF-8.
+ */
+void
+utf8_sanitize(struct buf *b)
+{
+	const unsigned char *s = (const unsigned char *)b->data;
+	struct buf out = { 0 };
+	size_t i = 0, n = b->len;
+
+	if (s == NULL)
+		return;
+	while (i < n && json_utf8_len(s + i, n - i) > 0)
+		i += json_utf8_len(s + i, n - i);
+	if (i == n)
+		return;		/* the common case: nothing to do */
+	buf_append(&out, s, i);
+	while (i < n) {
+		size_t len = json_utf8_len(s + i, n - i);
+		if (len == 0) {
+			buf_append(&out, "\xef\xbf\xbd", 3);
+			i++;
+		} else {
+			buf_append(&out, s + i, len);
+			i += len;
+		}
+	}
+	buf_free(b);
+	*b = out;
+}
+
 void
 json_string(struct buf *b, const char *str, size_t n)
 {

@@ -13,11 +13,14 @@ static const char usage_text[] =
 "usage: rowq [-c FILE] [-d] run\n"
 "       rowq [-c FILE] check\n"
 "       rowq [-c FILE] drain QUEUE... [-w N]\n"
+"       rowq [-c FILE] status [QUEUE...] [--json]\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
 "  check   validate the configuration against the database; exit 0 or 78\n"
 "  drain   work the named queues until their select finds nothing\n"
+"  status  ready rows, rows in progress, oldest age, and the daemon's\n"
+"          counters; exit 1 when a queue is older than its alert_age\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -150,6 +153,30 @@ cmd_drain(const char *path, int argc, char **argv)
 	return rc;
 }
 
+static int
+cmd_status(const char *path, int argc, char **argv)
+{
+	char **names = xcalloc((size_t)argc, sizeof(*names));
+	size_t n = 0;
+	bool json = false;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (argv[i][0] == '-') {
+			fprintf(stderr, "rowq: status: unknown option %s\n",
+			    argv[i]);
+			free(names);
+			return ROWQ_EXIT_USAGE;
+		} else
+			names[n++] = argv[i];
+	}
+	rc = status_command(path, names, n, json);
+	free(names);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -190,6 +217,8 @@ main(int argc, char **argv)
 		return cmd_check(path);
 	if (strcmp(cmd, "drain") == 0)
 		return cmd_drain(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "status") == 0)
+		return cmd_status(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);
 	return usage(stderr, ROWQ_EXIT_USAGE);
 }

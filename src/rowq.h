@@ -74,6 +74,13 @@ void	 log_procinit(const char *fmt, ...)
 void	 log_set_timestamps(bool);
 void	 log_set_debug(bool);
 void	 log_set_row(const char *key);		/* NULL: not about a row */
+/* The supervisor's lines about a worker: QUEUE=, WORKER= (NULL: none). */
+void	 log_set_about(const char *queue, int worker);
+/*
+ * Keep the first error message logged from now on in buf (without the
+ * process name), until log_capture(NULL, 0): a reload's first reason.
+ */
+void	 log_capture(char *buf, size_t len);
 void	 log_error(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
@@ -153,6 +160,10 @@ struct queue {
 	int64_t		 idle_ms;
 	long		 max_jobs;	/* 0: never replace the worker */
 	struct lease_policy lease;
+	char		*age_column;	/* status: since when a row waits */
+	char		*age_where;
+	struct sql	 failed_count;	/* status: SELECT COUNT(*) ... */
+	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */
 };
 
 struct db_options {
@@ -172,6 +183,9 @@ struct config {
 	char		*path;
 	struct db_options db;
 	int64_t		 stop_timeout_ms;
+	char		*status_socket;	/* NULL: /run/rowq/NAME.sock */
+	char		*metrics;	/* "HOST:PORT" to serve, or NULL */
+	char		*metrics_textfile; /* node_exporter textfile, or NULL */
 	struct queue	*queues;
 	size_t		 nqueues;
 };
@@ -224,6 +238,7 @@ struct row {
 };
 
 void	 json_string(struct buf *, const char *, size_t);
+void	 utf8_sanitize(struct buf *);
 void	 json_row(struct buf *, const struct column *, size_t ncolumns,
 	    const struct row *);
 
@@ -278,6 +293,8 @@ struct child {
 
 int	 child_spawn(struct child *, const char *path, char **argv,
 	    char **envp);
+/* Where the running handler's group is published for the supervisor. */
+extern volatile pid_t *child_pgid_slot;
 bool	 child_exited(const struct child *);
 void	 child_kill(const struct child *, int sig);
 int	 child_reap(struct child *);	/* kills the group; wait status */
@@ -480,6 +497,7 @@ struct worker_stats {
 	volatile uint64_t	 reconnects;
 	volatile uint64_t	 db_retries;	/* deadlocks and lock waits */
 	volatile uint64_t	 handler_restarts;
+	volatile pid_t		 handler_pgid;	/* running handler, or 0 */
 	volatile int		 state;		/* enum worker_state */
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
 	char			 key[64];	/* the row being handled */
@@ -504,6 +522,55 @@ int	 worker_run(const struct worker_args *);
 /* ---- check.c: the configuration against the live database ---- */
 
 int	 check_config(const struct config *, bool explain);
+
+/* ---- status.c: `rowq status`, and the daemon's status socket ---- */
+
+#define STATUS_CAP		1000	/* rows counted at most, per count */
+
+/* What the database says of a queue, without holding any lock for long. */
+struct queue_db_status {
+	long		 ready;		/* claimable now; STATUS_CAP: or more */
+	long		 in_progress;	/* matching, but locked by a worker */
+	long long	 oldest_age_s;	/* -1: no age: column, or no row */
+	long long	 failed;	/* -1: no failed_count: */
+};
+
+int	 status_query(struct db *, const struct queue *,
+	    struct queue_db_status *);
+char	*status_socket_path(const struct config *);	/* caller frees */
+int	 status_listen(const char *path);
+void	 status_field(struct buf *, const char *key, const char *value);
+int	 status_command(const char *config_path, char **queues, size_t n,
+	    bool json);
+
+/* ---- metrics.c: Prometheus exposition, the only includer of microhttpd ---- */
+
+/* One queue's numbers, as the supervisor adds them up. */
+struct metrics_queue {
+	const char		*name;
+	uint64_t		 done, retried, failed, errors;
+	uint64_t		 restarts, reconnects, db_retries;
+	uint64_t		 handler_restarts;
+	int			 workers_up;
+	long			 ready;		/* -1: unknown */
+	long			 in_progress;	/* -1: unknown */
+	long long		 oldest_age_s;	/* -1: unknown */
+	long long		 failed_rows;	/* -1: unknown */
+	struct histogram	 claim;
+	struct histogram	 handler;
+};
+
+typedef void	(*metrics_render_fn)(void *ctx, struct buf *);
+
+struct metrics;
+
+void		 metrics_render(struct buf *, const struct metrics_queue *,
+		    size_t n);
+struct metrics	*metrics_start(const char *addr, metrics_render_fn, void *ctx);
+int		 metrics_fd(const struct metrics *);
+void		 metrics_run(struct metrics *);
+void		 metrics_stop(struct metrics *);
+int		 metrics_write_textfile(const char *path, const struct buf *);
 
 /* ---- supervisor.c: the worker table, restarts, reload, stop ---- */
 

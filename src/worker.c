@@ -49,6 +49,8 @@ struct recent {
 #define HOT_LOOP_WINDOW_MS	10000
 #define HOT_LOOP_BACKOFF_MIN_MS	1000
 #define HOT_LOOP_BACKOFF_MAX_MS	300000
+/* The pauses grow until none was needed for this long. */
+#define HOT_LOOP_CALM_MS	60000
 
 struct worker {
 	const struct worker_args *args;
@@ -70,6 +72,9 @@ struct worker {
 	struct recent		*recent;	/* rows finished lately */
 	size_t			 nrecent;
 	int			 hot_loops;	/* in a row, for backoff */
+	int64_t			 last_hot_ms;
+	/* Counted when the transaction that finished them commits. */
+	uint64_t		 pending_done, pending_retried, pending_failed;
 	uint64_t		 pipe_restarts_seen;
 	struct rowset		 rows;
 	struct handler_result	 result;
@@ -297,11 +302,16 @@ worker_db_failed(struct worker *w, enum db_status st, const char *what)
 	case DB_RECONNECT:
 		worker_db_trouble(w, what);
 		worker_disconnect(w);
+		/* A link that drops at every turn must not spin either. */
+		stopper_sleep(&w->stopper,
+		    backoff_capped_ms(100, 30000, w->db_failures));
 		return;
 	default:
+		/* Bad SQL or data: it will likely fail again, so wait longer. */
 		log_error("%s: %s", what, db_error(w->db));
 		(void)db_rollback(w->db);
-		w->db_failures++;
+		if (w->db_failures++ == 0)
+			w->db_failing_since = now_ms();
 		stopper_sleep(&w->stopper,
 		    backoff_capped_ms(1000, 60000, w->db_failures));
 		return;
@@ -421,21 +431,18 @@ worker_decide(struct worker *w, int attempt, int64_t *delay_ms)
 {
 	const struct queue *q = w->q;
 	const char *err = w->result.error.data ? w->result.error.data : "";
-	struct worker_stats *st = w->args->stats;
 	bool can_retry = q->retry.enabled && (q->retry.max_attempts == 0 ||
 	    attempt < q->retry.max_attempts);
 	char d[32];
 
 	*delay_ms = 0;
 	if (w->result.outcome == OUTCOME_DONE) {
-		if (st)
-			st->done++;
+		w->pending_done++;
 		return &w->done;
 	}
 	if (w->result.outcome == OUTCOME_FAILED && w->failed.stmt != NULL) {
 		log_error("failed permanently on try %d: %s", attempt, err);
-		if (st)
-			st->failed++;
+		w->pending_failed++;
 		return &w->failed;
 	}
 	if ((can_retry && w->result.outcome == OUTCOME_RETRY) ||
@@ -444,13 +451,11 @@ worker_decide(struct worker *w, int attempt, int64_t *delay_ms)
 		    backoff_random());
 		duration_format(*delay_ms, d, sizeof(d));
 		log_warnx("try %d failed: %s; next try in %s", attempt, err, d);
-		if (st)
-			st->retried++;
+		w->pending_retried++;
 		return &w->retry;
 	}
 	log_error("failed after %d tries: %s", attempt, err);
-	if (st)
-		st->failed++;
+	w->pending_failed++;
 	return &w->failed;
 }
 
@@ -591,6 +596,19 @@ worker_forget(struct worker *w)
 	w->nrecent = 0;
 }
 
+/* Forget rows finished longer ago than the window. */
+static void
+worker_prune(struct worker *w, int64_t now)
+{
+	for (size_t i = 0; i < w->nrecent;) {
+		if (now - w->recent[i].at_ms > HOT_LOOP_WINDOW_MS) {
+			free(w->recent[i].key);
+			w->recent[i] = w->recent[--w->nrecent];
+		} else
+			i++;
+	}
+}
+
 static void
 worker_remember(struct worker *w, const struct row *row, const char *where)
 {
@@ -598,6 +616,8 @@ worker_remember(struct worker *w, const struct row *row, const char *where)
 
 	if (w->recent == NULL)
 		w->recent = xcalloc(BATCH_MAX, sizeof(*w->recent));
+	if (w->nrecent >= BATCH_MAX)
+		worker_prune(w, now_ms());
 	if (w->nrecent >= BATCH_MAX)
 		return;
 	for (size_t i = 0; i < w->nrecent; i++) {
@@ -647,7 +667,7 @@ worker_hot_loop(struct worker *w)
 			log_error("claimed again, unchanged, right after %s "
 			    "finished it: that statement does not take the row "
 			    "out of the select, so it would come straight back "
-			    "round; not handling it again, claims paused for %s",
+			    "round; claims paused for %s",
 			    r->where, d);
 			log_set_row(NULL);
 			worker_note_error(w, key, "came straight back round: "
@@ -660,15 +680,21 @@ worker_hot_loop(struct worker *w)
 			proc_title("rowq: %s worker %d (paused: row %s came "
 			    "back)", w->q->name, w->args->number, key);
 			stopper_sleep(&w->stopper, delay);
-			/* Remembered until it changes: no run after the pause. */
-			r->at_ms = now_ms();
+			/*
+			 * After the pause it may run once more: an application
+			 * may have queued the same values again on purpose.
+			 * A real loop comes back here, later each time.
+			 */
+			free(r->key);
+			*r = w->recent[--w->nrecent];
+			w->last_hot_ms = now_ms();
 			hot = true;
 			break;
 		}
 	}
 	if (!hot) {
-		worker_forget(w);
-		if (w->rows.nrows > 0)
+		worker_prune(w, now);
+		if (now - w->last_hot_ms > HOT_LOOP_CALM_MS)
 			w->hot_loops = 0;
 	}
 	return hot;
@@ -701,17 +727,18 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		log_set_row(NULL);
 		return DB_OK;
 	}
+	/* Text parameters must be valid UTF-8 for a utf8mb4 column. */
+	utf8_sanitize(&w->result.error);
+	utf8_sanitize(&w->result.output);
 	b = worker_decide(w, attempt, &delay_ms);
 	if (w->result.outcome != OUTCOME_DONE)
 		worker_note_error(w, key, w->result.error.data);
 	st = worker_finish(w, b, row, attempt, delay_ms, key);
 	if (st == DB_OK)
 		worker_remember(w, row, b->sql->where);
-	if (w->args->stats) {
-		rate_add(&w->args->stats->rate, wall_ms() / 1000);
+	if (w->args->stats)
 		histogram_add(&w->args->stats->handler,
 		    w->result.duration_ms * 1000);
-	}
 	log_set_row(NULL);
 	w->jobs++;
 	return st;
@@ -731,6 +758,13 @@ worker_key_ok(struct worker *w, const struct row *row)
 	if (w->args->stats)
 		w->args->stats->errors++;
 	return false;
+}
+
+/* A rolled back transaction finished nothing. */
+static void
+worker_discard(struct worker *w)
+{
+	w->pending_done = w->pending_retried = w->pending_failed = 0;
 }
 
 /* Claim a batch.  Returns rows claimed, or -1 after a database error. */
@@ -758,17 +792,43 @@ worker_claim(struct worker *w)
 	return (int)w->rows.nrows;
 }
 
+/* Commit, and only then count the rows it finished. */
 static int
 worker_commit(struct worker *w)
 {
+	struct worker_stats *stats = w->args->stats;
+	uint64_t n = w->pending_done + w->pending_retried + w->pending_failed;
 	enum db_status st = db_commit(w->db);
 
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "commit");
+		worker_discard(w);
 		return -1;
 	}
+	if (stats) {
+		stats->done += w->pending_done;
+		stats->retried += w->pending_retried;
+		stats->failed += w->pending_failed;
+		for (uint64_t i = 0; i < n; i++)
+			rate_add(&stats->rate, wall_ms() / 1000);
+	}
+	worker_discard(w);
 	worker_db_ok(w);
 	return 0;
+}
+
+/*
+ * A turn that claimed rows but could handle none of them (NULL keys) would
+ * claim the same rows at once: pause, with growing delays.
+ */
+static void
+worker_no_progress(struct worker *w)
+{
+	int64_t delay = backoff_capped_ms(HOT_LOOP_BACKOFF_MIN_MS,
+	    HOT_LOOP_BACKOFF_MAX_MS, ++w->hot_loops);
+
+	worker_set_state(w, WORKER_BACKOFF, NULL);
+	stopper_sleep(&w->stopper, delay);
 }
 
 /* Transaction mode: claim, handle, finish, commit, all in one transaction. */
@@ -777,7 +837,7 @@ worker_turn_transaction(struct worker *w)
 {
 	enum db_status st;
 	bool aborted = false;
-	int n = worker_claim(w);
+	int n = worker_claim(w), handled = 0;
 
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
@@ -787,17 +847,24 @@ worker_turn_transaction(struct worker *w)
 		st = worker_row(w, &w->rows.rows[i], &aborted);
 		if (st != DB_OK) {
 			worker_db_failed(w, st, "finishing a row");
+			worker_discard(w);
 			return -1;
 		}
+		handled++;
 		/* Stopping: the rest of the batch goes back untouched. */
 		if (w->stopper.stop)
 			break;
 	}
 	if (aborted) {
 		(void)db_rollback(w->db);
+		worker_discard(w);
 		return -1;
 	}
-	return worker_commit(w) == 0 ? n : -1;
+	if (worker_commit(w) != 0)
+		return -1;
+	if (handled == 0)
+		worker_no_progress(w);
+	return n;
 }
 
 /*
@@ -812,7 +879,7 @@ worker_turn_lease(struct worker *w)
 	bool leased[BATCH_MAX];
 	unsigned long long affected;
 	enum db_status st;
-	int n = worker_claim(w);
+	int n = worker_claim(w), nleased = 0;
 
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
@@ -832,9 +899,14 @@ worker_turn_lease(struct worker *w)
 			    "skipped", w->q->lease.claim.where,
 			    w->rows.rows[i].value[w->key_index]);
 		leased[i] = affected > 0;
+		nleased += leased[i];
 	}
 	if (worker_commit(w) != 0)
 		return -1;
+	if (nleased == 0) {
+		worker_no_progress(w);
+		return n;
+	}
 	for (int i = 0; i < n; i++) {
 		bool aborted = false;
 		if (!leased[i] || w->stopper.stop)
@@ -843,10 +915,13 @@ worker_turn_lease(struct worker *w)
 		st = worker_row(w, &w->rows.rows[i], &aborted);
 		if (st == DB_OK && !aborted && worker_commit(w) != 0)
 			return -1;
-		if (aborted)
+		if (aborted) {
 			(void)db_rollback(w->db);
-		else if (st != DB_OK)
+			worker_discard(w);
+		} else if (st != DB_OK) {
 			worker_db_failed(w, st, "finishing a row");
+			worker_discard(w);
+		}
 		if (w->db == NULL)
 			return -1;
 	}
@@ -927,6 +1002,8 @@ worker_run(const struct worker_args *args)
 	proc_title("rowq: %s worker %d (starting)", w.q->name, args->number);
 	stopper_init(&w.stopper, args->cfg->stop_timeout_ms);
 	signal(SIGPIPE, SIG_IGN);
+	if (args->stats)
+		child_pgid_slot = &args->stats->handler_pgid;
 	worker_set_state(&w, WORKER_STARTING, NULL);
 	if (handler_resolve(w.q->argv[0], &w.path) == -1) {
 		log_error("%s: cannot run %s: %s", w.q->argv_where,

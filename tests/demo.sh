@@ -41,6 +41,13 @@ table()
 
 [ -x "$ROWQ" ] || fail "no rowq binary at $ROWQ: run make rowq first"
 
+cat <<'EOF'
+rowq demo: the email queue of config/rowq.yaml on a throwaway MariaDB
+server.  30 emails are queued; three are for a greylisting mail server,
+which refuses the first two tries, and three have addresses that can never
+work.  The example handler, config/handlers/send-email, pretends to send.
+EOF
+
 step "Starting a throwaway MariaDB server"
 db_start
 db_create "$DEMO_DB"
@@ -135,6 +142,10 @@ if [ "$sent" != 27 ] || [ "$failed" != 3 ] || [ "$lines" != 27 ] ||
 fi
 
 cat <<'EOF'
+
+The greylisted emails were tried again after a delay and sent on their
+third try; the bad addresses failed at once (exit status 65) without
+retries; and no email went out twice.
 
 Next: man/rowq.8 and man/rowq.yaml.5 (man -l man/rowq.8), and
 config/rowq.yaml to start a configuration of your own.  The server and

@@ -6,7 +6,8 @@
 
 # systemd: for systemd-analyze verify of the units.  procps: ps, pgrep.
 PACKAGES="build-essential pkg-config libmariadb-dev libyaml-dev
-libsystemd-dev check mariadb-server mariadb-client python3 mandoc valgrind
+libsystemd-dev libmicrohttpd-dev check mariadb-server mariadb-client python3
+python3-prometheus-client mandoc valgrind
 systemd procps"
 
 set -eu

@@ -91,6 +91,28 @@ START_TEST(test_base64_padding)
 }
 END_TEST
 
+START_TEST(test_utf8_sanitize)
+{
+	struct buf b = { 0 };
+
+	/* Valid text, a NUL included, is left exactly as it is. */
+	buf_append(&b, "ok \xc3\xa9\0x", 7);
+	utf8_sanitize(&b);
+	ck_assert_uint_eq(b.len, 7);
+	ck_assert_mem_eq(b.data, "ok \xc3\xa9\0x", 7);
+	buf_reset(&b);
+	/* A tail cut mid-character, and a stray byte, become U+FFFD. */
+	buf_append(&b, "\xa9 ok \xff end \xe2\x82", 13);
+	utf8_sanitize(&b);
+	ck_assert_str_eq(b.data, "\xef\xbf\xbd ok \xef\xbf\xbd end "
+	    "\xef\xbf\xbd\xef\xbf\xbd");
+	buf_free(&b);
+	/* An empty buffer stays empty. */
+	utf8_sanitize(&b);
+	ck_assert_ptr_null(b.data);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -104,6 +126,7 @@ main(void)
 	tcase_add_test(tc, test_utf8_kept_bad_bytes_replaced);
 	tcase_add_test(tc, test_row);
 	tcase_add_test(tc, test_base64_padding);
+	tcase_add_test(tc, test_utf8_sanitize);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

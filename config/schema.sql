@@ -1,0 +1,56 @@
+-- The tables of the example queues: email (rowq.yaml) and webhooks
+-- (queues.d/webhooks.yaml).  rowq needs nothing else in the database: no
+-- queue table, no extra columns.  Load with
+--
+--     mariadb shop < schema.sql
+--
+-- and let rowq's database user read and update them, nothing more:
+--
+--     GRANT SELECT, UPDATE ON shop.email TO 'rowq'@'localhost';
+--     GRANT SELECT, UPDATE ON shop.webhooks TO 'rowq'@'localhost';
+--
+-- Each table has an index that serves its queue's WHERE and ORDER BY
+-- together, so that a claim reads the first waiting rows and nothing else.
+-- Without it, the claim either scans and locks every finished row in front
+-- of the first waiting one, or locks every waiting row so that one worker
+-- gets them all (see rowq.yaml(5), INDEXES).  SKIP LOCKED needs InnoDB and
+-- MariaDB 10.6 or MySQL 8.0.
+
+-- One row per email.  The application inserts a row and carries on; the
+-- email queue sends it.  attempts counts the tries made so far, retry_at
+-- is the Unix time before which a failed email is not tried again, and
+-- last_error is what the handler said the last time it failed.
+CREATE TABLE email (
+    id          BIGINT NOT NULL AUTO_INCREMENT,
+    recipient   VARCHAR(250) NOT NULL,
+    subject     VARCHAR(250) NOT NULL,
+    body        TEXT NOT NULL,
+    status      ENUM('waiting', 'sent', 'failed') NOT NULL DEFAULT 'waiting',
+    attempts    INT NOT NULL DEFAULT 0,
+    retry_at    BIGINT NULL,
+    last_error  TEXT NULL,
+    PRIMARY KEY (id),
+    -- WHERE status = 'waiting' ... ORDER BY id
+    INDEX status_id (status, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- One row per webhook to deliver: POST payload to url.  A delivery that
+-- fails is tried again at next_try_at, which also puts it behind the
+-- deliveries that are due now.  response keeps the start of what the
+-- receiver answered, as bytes: it need not be UTF-8 text.
+CREATE TABLE webhooks (
+    id            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    url           VARCHAR(2000) NOT NULL,
+    payload       MEDIUMTEXT NOT NULL,
+    state         ENUM('pending', 'delivered', 'dead') NOT NULL DEFAULT 'pending',
+    next_try_at   DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    tries         INT NOT NULL DEFAULT 0,
+    response      BLOB NULL,
+    last_error    TEXT NULL,
+    delivered_at  DATETIME NULL,
+    created_at    DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    PRIMARY KEY (id),
+    -- WHERE state = 'pending' AND next_try_at <= NOW()
+    -- ORDER BY next_try_at, id (InnoDB ends every index with the key)
+    INDEX state_next_try (state, next_try_at, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -1,0 +1,291 @@
+/*
+ * metrics.c: the numbers in Prometheus' text format, served over HTTP by
+ * libmicrohttpd (the only includer of <microhttpd.h>) or written to a
+ * node_exporter textfile.  The HTTP server runs inside the supervisor's
+ * own poll loop (epoll mode, no threads: the supervisor forks, and a
+ * forked thread is trouble).
+ */
+#include "rowq.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct metrics {
+	struct MHD_Daemon	*mhd;
+	metrics_render_fn	 render;
+	void			*ctx;
+};
+
+/* Label values escape \, " and newline. */
+static void
+metrics_label(struct buf *b, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			buf_putc(b, '\\');
+		if (*v == '\n') {
+			buf_puts(b, "\\n");
+			continue;
+		}
+		buf_putc(b, *v);
+	}
+}
+
+static void
+metrics_head(struct buf *b, const char *name, const char *type,
+    const char *help)
+{
+	buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+metrics_sample(struct buf *b, const char *name, const char *queue,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+metrics_sample(struct buf *b, const char *name, const char *queue,
+    const char *fmt, ...)
+{
+	va_list ap;
+	char v[64];
+
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof(v), fmt, ap);
+	va_end(ap);
+	buf_printf(b, "%s{queue=\"", name);
+	metrics_label(b, queue);
+	buf_printf(b, "\"} %s\n", v);
+}
+
+#define COUNTER(field, metric, help)					\
+	do {								\
+		metrics_head(b, metric, "counter", help);		\
+		for (size_t i = 0; i < n; i++)				\
+			metrics_sample(b, metric, q[i].name, "%llu",	\
+			    (unsigned long long)q[i].field);		\
+	} while (0)
+
+#define GAUGE(field, metric, help)					\
+	do {								\
+		metrics_head(b, metric, "gauge", help);			\
+		for (size_t i = 0; i < n; i++)				\
+			if (q[i].field >= 0)				\
+				metrics_sample(b, metric, q[i].name,	\
+				    "%lld", (long long)q[i].field);	\
+	} while (0)
+
+static void
+metrics_histogram(struct buf *b, const char *name, const char *help,
+    const struct metrics_queue *q, size_t n, bool handler)
+{
+	metrics_head(b, name, "histogram", help);
+	for (size_t i = 0; i < n; i++) {
+		const struct histogram *h = handler ? &q[i].handler : &q[i].claim;
+		uint64_t cum = 0;
+		for (int k = 0; k <= HISTOGRAM_BUCKETS; k++) {
+			cum += h->count[k];
+			buf_printf(b, "%s_bucket{queue=\"", name);
+			metrics_label(b, q[i].name);
+			if (k < HISTOGRAM_BUCKETS)
+				buf_printf(b, "\",le=\"%g\"} %llu\n",
+				    histogram_bounds_s[k],
+				    (unsigned long long)cum);
+			else
+				buf_printf(b, "\",le=\"+Inf\"} %llu\n",
+				    (unsigned long long)cum);
+		}
+		buf_printf(b, "%s_sum{queue=\"", name);
+		metrics_label(b, q[i].name);
+		buf_printf(b, "\"} %.6f\n", (double)h->sum_us / 1e6);
+		buf_printf(b, "%s_count{queue=\"", name);
+		metrics_label(b, q[i].name);
+		buf_printf(b, "\"} %llu\n", (unsigned long long)cum);
+	}
+}
+
+void
+metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
+{
+	GAUGE(ready, "rowq_ready_rows",
+	    "Rows the select finds and no worker holds (counted up to 1000).");
+	GAUGE(in_progress, "rowq_in_progress_rows",
+	    "Rows the select finds that a worker holds.");
+	GAUGE(oldest_age_s, "rowq_oldest_age_seconds",
+	    "Age of the oldest waiting row, from the queue's age: column.");
+	GAUGE(failed_rows, "rowq_failed_rows",
+	    "Rows in the failed state, from the queue's failed_count: select.");
+	GAUGE(workers_up, "rowq_workers",
+	    "Worker processes running.");
+	COUNTER(done, "rowq_rows_done_total",
+	    "Rows finished with the done statement.");
+	COUNTER(retried, "rowq_rows_retried_total",
+	    "Rows finished with the retry statement.");
+	COUNTER(failed, "rowq_rows_failed_total",
+	    "Rows finished with the failed statement.");
+	COUNTER(errors, "rowq_errors_total",
+	    "Statements that failed or changed no row.");
+	COUNTER(restarts, "rowq_worker_restarts_total",
+	    "Workers restarted after they exited or died.");
+	COUNTER(handler_restarts, "rowq_handler_restarts_total",
+	    "Pipe handlers started again after they died or misbehaved.");
+	COUNTER(reconnects, "rowq_db_reconnects_total",
+	    "Database connections made again after a failure.");
+	COUNTER(db_retries, "rowq_db_retries_total",
+	    "Transactions rolled back and retried after a deadlock or lock "
+	    "wait timeout.");
+	metrics_histogram(b, "rowq_claim_duration_seconds",
+	    "Time a claim query took.", q, n, false);
+	metrics_histogram(b, "rowq_handler_duration_seconds",
+	    "Time a handler took for a row.", q, n, true);
+}
+
+static enum MHD_Result
+metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_size, void **con_cls)
+{
+	struct metrics *m = cls;
+	struct MHD_Response *resp;
+	struct buf b = { 0 };
+	unsigned status = MHD_HTTP_OK;
+	enum MHD_Result r;
+
+	(void)version;
+	(void)upload_data;
+	(void)upload_size;
+	(void)con_cls;
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+		status = MHD_HTTP_METHOD_NOT_ALLOWED;
+		buf_puts(&b, "GET /metrics\n");
+	} else if (strcmp(url, "/metrics") != 0) {
+		status = MHD_HTTP_NOT_FOUND;
+		buf_puts(&b, "rowq serves /metrics\n");
+	} else
+		m->render(m->ctx, &b);
+	resp = MHD_create_response_from_buffer(b.len, b.data ? b.data : "",
+	    MHD_RESPMEM_MUST_COPY);
+	buf_free(&b);
+	if (resp == NULL)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", status == MHD_HTTP_OK ?
+	    "text/plain; version=0.0.4; charset=utf-8" : "text/plain");
+	r = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+/* "HOST:PORT" (IPv4 or [IPv6]) into a socket address. */
+static int
+metrics_address(const char *addr, struct sockaddr_storage *ss)
+{
+	const char *colon = strrchr(addr, ':');
+	char host[64];
+	char *end;
+	long port;
+
+	memset(ss, 0, sizeof(*ss));
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
+		return -1;
+	port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || port < 1 || port > 65535)
+		return -1;
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+		host[strlen(host) - 1] = '\0';
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		return inet_pton(AF_INET6, host + 1, &s6->sin6_addr) == 1 ? 0 : -1;
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &s4->sin_addr) == 1 ? 0 : -1;
+}
+
+struct metrics *
+metrics_start(const char *addr, metrics_render_fn render, void *ctx)
+{
+	struct sockaddr_storage ss;
+	struct metrics *m;
+
+	if (metrics_address(addr, &ss) == -1) {
+		log_error("metrics: not an address HOST:PORT: %s", addr);
+		return NULL;
+	}
+	m = xcalloc(1, sizeof(*m));
+	m->render = render;
+	m->ctx = ctx;
+	m->mhd = MHD_start_daemon(MHD_USE_EPOLL |
+	    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
+	    metrics_answer, m,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)16,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
+	    MHD_OPTION_END);
+	if (m->mhd == NULL) {
+		log_error("metrics: cannot listen on %s: %s", addr,
+		    strerror(errno));
+		free(m);
+		return NULL;
+	}
+	(void)fcntl(metrics_fd(m), F_SETFD, FD_CLOEXEC);
+	log_info("metrics: serving http://%s/metrics", addr);
+	return m;
+}
+
+int
+metrics_fd(const struct metrics *m)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(m->mhd,
+	    MHD_DAEMON_INFO_EPOLL_FD);
+
+	return i ? i->epoll_fd : -1;
+}
+
+void
+metrics_run(struct metrics *m)
+{
+	(void)MHD_run(m->mhd);
+}
+
+void
+metrics_stop(struct metrics *m)
+{
+	if (m == NULL)
+		return;
+	MHD_stop_daemon(m->mhd);
+	free(m);
+}
+
+/* Atomically, as node_exporter may read it at any moment. */
+int
+metrics_write_textfile(const char *path, const struct buf *b)
+{
+	struct buf tmp = { 0 };
+	int fd, rc = -1;
+
+	buf_printf(&tmp, "%s.%ld.tmp", path, (long)getpid());
+	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd != -1 && write(fd, b->data ? b->data : "", b->len) ==
+	    (ssize_t)b->len && close(fd) == 0) {
+		fd = -1;
+		if (rename(tmp.data, path) == 0)
+			rc = 0;
+	}
+	if (fd != -1)
+		close(fd);
+	if (rc == -1) {
+		log_warn("metrics_textfile %s", path);
+		(void)unlink(tmp.data);
+	}
+	buf_free(&tmp);
+	return rc;
+}

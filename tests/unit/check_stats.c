@@ -1,0 +1,95 @@
+/* Unit tests for stats.c and metrics_render: histograms, rates, format. */
+#include "rowq.h"
+
+#include <check.h>
+#include <string.h>
+
+START_TEST(test_histogram_buckets)
+{
+	struct histogram h;
+
+	memset(&h, 0, sizeof(h));
+	histogram_add(&h, 500);		/* 0.5 ms: first bucket */
+	histogram_add(&h, 1000);	/* exactly 1 ms: still the first */
+	histogram_add(&h, 30000);	/* 30 ms: le 0.05 */
+	histogram_add(&h, 600000000);	/* 10 min: +Inf */
+	ck_assert_uint_eq(h.count[0], 2);
+	ck_assert_uint_eq(h.count[4], 1);
+	ck_assert_uint_eq(h.count[HISTOGRAM_BUCKETS], 1);
+	ck_assert_uint_eq(h.sum_us, 600031500);
+}
+END_TEST
+
+START_TEST(test_rate_window)
+{
+	struct rate r;
+
+	memset(&r, 0, sizeof(r));
+	for (int i = 0; i < 5; i++)
+		rate_add(&r, 1000);
+	rate_add(&r, 1030);
+	ck_assert_uint_eq(rate_sum(&r, 1030), 6);
+	ck_assert_uint_eq(rate_sum(&r, 1059), 6);
+	/* A minute after the first five, only the later one counts. */
+	ck_assert_uint_eq(rate_sum(&r, 1060), 1);
+	/* The slot of second 1000 is reused by 1060, not added to. */
+	rate_add(&r, 1060);
+	ck_assert_uint_eq(rate_sum(&r, 1060), 2);
+	ck_assert_uint_eq(rate_sum(&r, 2000), 0);
+}
+END_TEST
+
+START_TEST(test_render)
+{
+	struct metrics_queue q;
+	struct buf b = { 0 };
+
+	memset(&q, 0, sizeof(q));
+	q.name = "em\"ail";
+	q.done = 7;
+	q.ready = 3;
+	q.in_progress = -1;
+	q.oldest_age_s = 42;
+	q.failed_rows = -1;
+	histogram_add(&q.handler, 2000);
+	histogram_add(&q.handler, 2000000);
+	metrics_render(&b, &q, 1);
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "# TYPE rowq_rows_done_total counter\n"
+	    "rowq_rows_done_total{queue=\"em\\\"ail\"} 7\n"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_ready_rows{queue=\"em\\\"ail\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_oldest_age_seconds{queue=\"em\\\"ail\"} 42\n"));
+	/* Unknown gauges are left out, not reported as a number. */
+	ck_assert_ptr_null(strstr(b.data, "rowq_in_progress_rows{"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_handler_duration_seconds_bucket{queue=\"em\\\"ail\",le=\"0.005\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_handler_duration_seconds_bucket{queue=\"em\\\"ail\",le=\"+Inf\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_handler_duration_seconds_count{queue=\"em\\\"ail\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_handler_duration_seconds_sum{queue=\"em\\\"ail\"} 2.002000\n"));
+	buf_free(&b);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("stats");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_histogram_buckets);
+	tcase_add_test(tc, test_rate_window);
+	tcase_add_test(tc, test_render);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
