@@ -10,7 +10,7 @@ rows=10
 email_table $rows
 cfg=$ROWQ_TEST_TMP/rowq.yaml
 log=$ROWQ_TEST_TMP/handled
-email_config "$cfg" "[$HANDLERS/fake, sleep, \"1000\", $log]"
+email_config "$cfg" "[$HANDLERS/fake, sleep, \"2000\", $log]"
 rowq_start "$cfg" "$ROWQ_TEST_TMP/rowq.log"
 on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/rowq.log"'
 
@@ -26,9 +26,18 @@ busy_worker()
 	done
 	return 1
 }
-wait_until 10 'busy_worker >/dev/null' || fail "no worker ever ran a handler"
-read -r worker handler < <(busy_worker)
-key=$(tr '\0' ' ' </proc/"$handler"/environ | grep -o 'ROWQ_KEY=[0-9]*' | cut -d= -f2)
+# The handler's key, read from its environment while it still runs.
+handler_key()
+{
+	tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^ROWQ_KEY=//p'
+}
+pick()
+{
+	read -r worker handler < <(busy_worker) && [ -n "$handler" ] &&
+	    key=$(handler_key "$handler") && [ -n "$key" ]
+}
+wait_until 20 pick || fail "no worker ever ran a handler"
+pick || fail "the handler ended before it could be looked at"
 kill -KILL "$worker"
 wait_until 5 '! kill -0 '"$handler"' 2>/dev/null' || fail "handler $handler outlived its worker"
 
