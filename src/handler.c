@@ -244,8 +244,8 @@ handler_wait(struct wait_io *io, const struct handler_job *job,
 		if (st->stop && st->stop_deadline_ms < limit)
 			limit = st->stop_deadline_ms;
 		int64_t left = limit - now;
-		if (left > 1000)
-			left = 1000;
+		if (left > (c->pidfd >= 0 ? 1000 : CHILD_EXIT_POLL_MS))
+			left = c->pidfd >= 0 ? 1000 : CHILD_EXIT_POLL_MS;
 		if (poll(p, np, (int)(left < 0 ? 0 : left)) == -1 &&
 		    errno != EINTR)
 			fatal("poll");

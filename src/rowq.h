@@ -293,6 +293,9 @@ struct child {
 
 int	 child_spawn(struct child *, const char *path, char **argv,
 	    char **envp);
+/* Without a pidfd, how often a wait looks whether the child exited. */
+#define CHILD_EXIT_POLL_MS	5
+
 /* Where the running handler's group is published for the supervisor. */
 extern volatile pid_t *child_pgid_slot;
 bool	 child_exited(const struct child *);
