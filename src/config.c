@@ -42,6 +42,7 @@ const char *const config_builtin_params[] = {
 	"error",	/* the handler's message */
 	"output",	/* the handler's standard output */
 	"lease",	/* this claim's token: queues with lease: only */
+	"duration",	/* the lease's duration in seconds: lease only */
 	NULL,
 };
 
@@ -1206,6 +1207,14 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	if (q->retry.enabled && q->retry.max_attempts == 0 &&
 	    SEEN(queue_fields, seen, "failed") != NULL)
 		q->retry.max_attempts = 5;
+	/*
+	 * A lease is renewed only while its row's handler runs: the other
+	 * rows of a batch would sit leased and unrenewed meanwhile.
+	 */
+	if (q->lease.enabled && q->batch > 1)
+		config_error(ld, SEEN(queue_fields, seen, "batch")->line,
+		    it->path, "batch: %d with lease: a lease queue handles one "
+		    "row at a time; use batch: 1 (or leave it out)", q->batch);
 }
 
 static bool
@@ -1794,7 +1803,8 @@ config_builtin(const struct queue *q, const char *name)
 
 	for (i = 0; config_builtin_params[i] != NULL; i++)
 		if (strcmp(config_builtin_params[i], name) == 0)
-			return strcmp(name, "lease") != 0 || q->lease.enabled;
+			return (strcmp(name, "lease") != 0 &&
+			    strcmp(name, "duration") != 0) || q->lease.enabled;
 	return false;
 }
 

@@ -371,6 +371,11 @@ handler_exec(const char *path, const struct handler_job *job,
 		}
 		break;
 	}
+	/* As a shell's $(...) does: "name\n" is the name. */
+	while (res->output.len > 0 &&
+	    (res->output.data[res->output.len - 1] == '\n' ||
+	    res->output.data[res->output.len - 1] == '\r'))
+		res->output.data[--res->output.len] = '\0';
 	if (res->outcome == OUTCOME_RETRY || res->outcome == OUTCOME_FAILED)
 		errsink_error_tail(&c.errs, &res->error);
 	errsink_row_done(&c.errs);

@@ -40,6 +40,29 @@ pipe_kill(struct pipe_handler *p, bool counts)
 }
 
 /*
+ * Output nobody asked for: a second line after an answer, or chatter
+ * between rows.  Taken as the next row's answer it would finish the wrong
+ * row, so it is out of protocol: returns -1 after logging it.
+ */
+static int
+pipe_unasked(struct pipe_handler *p)
+{
+	char chunk[256];
+	ssize_t n = p->child.out >= 0 ? read(p->child.out, chunk,
+	    sizeof(chunk)) : 0;
+	struct buf what = { 0 };
+
+	if (n <= 0)
+		return 0;
+	json_string(&what, chunk, (size_t)n);
+	log_error("pipe handler wrote %s when no row was waiting for an "
+	    "answer: out of protocol (one line per row); restarting it",
+	    what.data);
+	buf_free(&what);
+	return -1;
+}
+
+/*
  * Make sure a handler runs, waiting out its restart delay first.  Returns
  * 0 when one runs, -1 when rowq is stopping.
  */
@@ -47,8 +70,12 @@ int
 pipe_ensure(struct pipe_handler *p, struct stopper *st)
 {
 	while (!st->stop) {
-		if (p->child.pid > 0 && !child_exited(&p->child))
-			return 0;
+		if (p->child.pid > 0 && !child_exited(&p->child)) {
+			if (pipe_unasked(p) == 0)
+				return 0;
+			(void)pipe_kill(p, true);
+			continue;
+		}
 		if (p->child.pid > 0) {
 			struct buf why = { 0 };
 			int status = pipe_kill(p, true);

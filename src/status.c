@@ -411,8 +411,9 @@ report_table(const struct report *r, size_t n, const struct live *lv)
 	size_t i = 0;
 	const struct line *d = live_find(lv, "daemon", NULL, &i);
 
-	printf("%-16s %7s %11s %8s %7s %9s %8s %8s %8s\n", "QUEUE", "READY",
-	    "IN_PROGRESS", "OLDEST", "FAILED", "DONE", "RETRIED",
+	/* Left of DONE: the database now; from DONE on: since the start. */
+	printf("%-16s %7s %11s %8s %11s %9s %8s %8s %8s\n", "QUEUE", "READY",
+	    "IN_PROGRESS", "OLDEST", "FAILED_ROWS", "DONE", "RETRIED",
 	    "FAILED", "ROWS/MIN");
 	for (size_t k = 0; k < n; k++) {
 		char ready[16], inprog[16], age[32], failed[24];
@@ -436,7 +437,7 @@ report_table(const struct report *r, size_t n, const struct live *lv)
 				snprintf(failed, sizeof(failed), "%lld",
 				    r[k].db.failed);
 		}
-		printf("%-16s %7s %11s %7s%s %7s %9s %8s %8s %8s\n",
+		printf("%-16s %7s %11s %7s%s %11s %9s %8s %8s %8s\n",
 		    r[k].q->name, ready, inprog, age, r[k].alert ? "!" : " ",
 		    failed, l ? live_value(l, "done") : "-",
 		    l ? live_value(l, "retried") : "-",

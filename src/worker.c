@@ -27,6 +27,7 @@ enum param_source {
 	PARAM_ERROR,
 	PARAM_OUTPUT,
 	PARAM_LEASE,
+	PARAM_DURATION,
 };
 
 struct bound {
@@ -39,6 +40,7 @@ struct bound {
 
 /* A row this worker finished, to notice it coming straight back round. */
 struct recent {
+	bool		 committed;	/* only a committed finish counts */
 	char		*key;
 	uint64_t	 hash;		/* of all its values as claimed */
 	const char	*where;		/* the statement that finished it */
@@ -73,6 +75,7 @@ struct worker {
 	size_t			 nrecent;
 	int			 hot_loops;	/* in a row, for backoff */
 	int64_t			 last_hot_ms;
+	char			 failing[256];	/* the statement that failed */
 	/* Counted when the transaction that finished them commits. */
 	uint64_t		 pending_done, pending_retried, pending_failed;
 	uint64_t		 pipe_restarts_seen;
@@ -181,7 +184,7 @@ worker_bind(struct worker *w, struct bound *b, const struct sql *sql)
 	} builtins[] = {
 		{ "attempt", PARAM_ATTEMPT }, { "delay", PARAM_DELAY },
 		{ "error", PARAM_ERROR }, { "output", PARAM_OUTPUT },
-		{ "lease", PARAM_LEASE },
+		{ "lease", PARAM_LEASE }, { "duration", PARAM_DURATION },
 	};
 	enum db_status st;
 
@@ -384,6 +387,10 @@ worker_exec(struct worker *w, struct bound *b, const struct row *row,
 			v->type = VALUE_TEXT;
 			v->s = w->token;
 			v->len = strlen(w->token);
+			break;
+		case PARAM_DURATION:
+			v->type = VALUE_INT;
+			v->i = (w->q->lease.duration_ms + 999) / 1000;
 			break;
 		}
 	}
@@ -628,6 +635,7 @@ worker_remember(struct worker *w, const struct row *row, const char *where)
 		}
 	}
 	r = &w->recent[w->nrecent++];
+	r->committed = false;
 	r->key = xstrdup(row->value[w->key_index]);
 	r->hash = worker_row_hash(w, row);
 	r->where = where;
@@ -655,7 +663,7 @@ worker_hot_loop(struct worker *w)
 			continue;
 		for (size_t k = 0; k < w->nrecent; k++) {
 			struct recent *r = &w->recent[k];
-			if (now - r->at_ms > HOT_LOOP_WINDOW_MS ||
+			if (!r->committed || now - r->at_ms > HOT_LOOP_WINDOW_MS ||
 			    strcmp(r->key, key) != 0 ||
 			    r->hash != worker_row_hash(w, row))
 				continue;
@@ -736,6 +744,9 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	st = worker_finish(w, b, row, attempt, delay_ms, key);
 	if (st == DB_OK)
 		worker_remember(w, row, b->sql->where);
+	else
+		snprintf(w->failing, sizeof(w->failing), "%s for key %s",
+		    b->sql->where, key);
 	if (w->args->stats)
 		histogram_add(&w->args->stats->handler,
 		    w->result.duration_ms * 1000);
@@ -765,6 +776,13 @@ static void
 worker_discard(struct worker *w)
 {
 	w->pending_done = w->pending_retried = w->pending_failed = 0;
+	for (size_t i = 0; i < w->nrecent;) {
+		if (!w->recent[i].committed) {
+			free(w->recent[i].key);
+			w->recent[i] = w->recent[--w->nrecent];
+		} else
+			i++;
+	}
 }
 
 /* Claim a batch.  Returns rows claimed, or -1 after a database error. */
@@ -805,6 +823,8 @@ worker_commit(struct worker *w)
 		worker_discard(w);
 		return -1;
 	}
+	for (size_t i = 0; i < w->nrecent; i++)
+		w->recent[i].committed = true;
 	if (stats) {
 		stats->done += w->pending_done;
 		stats->retried += w->pending_retried;
@@ -846,7 +866,7 @@ worker_turn_transaction(struct worker *w)
 			continue;
 		st = worker_row(w, &w->rows.rows[i], &aborted);
 		if (st != DB_OK) {
-			worker_db_failed(w, st, "finishing a row");
+			worker_db_failed(w, st, w->failing);
 			worker_discard(w);
 			return -1;
 		}
@@ -919,7 +939,7 @@ worker_turn_lease(struct worker *w)
 			(void)db_rollback(w->db);
 			worker_discard(w);
 		} else if (st != DB_OK) {
-			worker_db_failed(w, st, "finishing a row");
+			worker_db_failed(w, st, w->failing);
 			worker_discard(w);
 		}
 		if (w->db == NULL)

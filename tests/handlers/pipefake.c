@@ -6,6 +6,7 @@
  *   pipefake crash-on KEY LOG   like ok, but exit 3 on that key
  *   pipefake hang-on KEY LOG    like ok, but never answer that key
  *   pipefake garbage-on KEY LOG like ok, but answer nonsense on that key
+ *   pipefake double-on KEY LOG  like ok, but answer that key twice
  *   pipefake retry-all LOG      answer "retry busy" to every row
  *   pipefake exit-at-start      exit 1 before reading anything
  *   pipefake sleep MS LOG       like ok, after sleeping MS milliseconds
@@ -65,6 +66,8 @@ main(int argc, char **argv)
 		if (key == special && strcmp(mode, "hang-on") == 0)
 			for (;;)
 				pause();
+		if (key == special && strcmp(mode, "double-on") == 0)
+			printf("ok %ld\n", key);
 		if (key == special && strcmp(mode, "garbage-on") == 0) {
 			printf("what is this row?\n");
 			continue;

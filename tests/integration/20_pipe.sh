@@ -55,6 +55,21 @@ misbehave garbage "[$PIPE, garbage-on, \"5\", $ROWQ_TEST_TMP/garbage.log]"
 assert_match "answer out of protocol: \"what is this row\?\"" "$(sql_value "SELECT last_error FROM email WHERE id = 5")" "garbage: :error"
 assert_match "stderr: started" "$(cat garbage.rowq)" "handler stderr logged"
 
+# An answer too many is never taken for the next row's: every row done
+# was seen by the handler, and the handler was restarted.
+sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
+    SELECT seq, CONCAT('u', seq, '@example.com'), 's', '' FROM seq_1_to_10"
+WORKERS=1 pipe_config double.yaml "[$PIPE, double-on, \"5\", $ROWQ_TEST_TMP/double.log]"
+"$ROWQ" -c double.yaml drain email >/dev/null 2>double.err || fail "drain: $(cat double.err)"
+assert_eq 10 "$(sql_value "SELECT COUNT(*) FROM email WHERE status = 'sent'")" "double: rows done"
+for id in $(seq 1 10); do
+	grep -q "^$id " double.log || fail "double: row $id done but never seen by the handler"
+done
+# Caught between rows, or with the next row's answer (which then counts
+# as a failed try of that row, not as its answer).
+assert_match "(wrote .*ok 5.* when no row was waiting for an answer|answer out of protocol: .ok 5)" "$(cat double.err)" "double: stray answer logged"
+assert_ge "$(cut -d' ' -f2 double.log | sort -u | wc -l)" 2 "double: handler processes (restarted)"
+
 # ---- a handler that exits at start-up: restarts spaced out ----
 sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
     SELECT seq, CONCAT('u', seq, '@example.com'), 's', '' FROM seq_1_to_10"
