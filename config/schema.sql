@@ -1,5 +1,6 @@
--- The tables of the example queues: email (rowq.yaml) and webhooks
--- (queues.d/webhooks.yaml).  rowq needs nothing else in the database: no
+-- The tables of the example queues: email (rowq.yaml), webhooks
+-- (queues.d/webhooks.yaml), images (queues.d/images.yaml) and video
+-- (queues.d/video.yaml).  rowq needs nothing else in the database: no
 -- queue table, no extra columns.  Load with
 --
 --     mariadb shop < schema.sql
@@ -8,6 +9,8 @@
 --
 --     GRANT SELECT, UPDATE ON shop.email TO 'rowq'@'localhost';
 --     GRANT SELECT, UPDATE ON shop.webhooks TO 'rowq'@'localhost';
+--     GRANT SELECT, UPDATE ON shop.images TO 'rowq'@'localhost';
+--     GRANT SELECT, UPDATE ON shop.video TO 'rowq'@'localhost';
 --
 -- Each table has an index that serves its queue's WHERE and ORDER BY
 -- together, so that a claim reads the first waiting rows and nothing else.
@@ -19,7 +22,8 @@
 -- One row per email.  The application inserts a row and carries on; the
 -- email queue sends it.  attempts counts the tries made so far, retry_at
 -- is the Unix time before which a failed email is not tried again, and
--- last_error is what the handler said the last time it failed.
+-- last_error is what the handler said the last time it failed.  created_at
+-- is the queue's age: column, for `rowq status` and its alert.
 CREATE TABLE email (
     id          BIGINT NOT NULL AUTO_INCREMENT,
     recipient   VARCHAR(250) NOT NULL,
@@ -29,6 +33,7 @@ CREATE TABLE email (
     attempts    INT NOT NULL DEFAULT 0,
     retry_at    BIGINT NULL,
     last_error  TEXT NULL,
+    created_at  DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (id),
     -- WHERE status = 'waiting' ... ORDER BY id
     INDEX status_id (status, id)
@@ -53,4 +58,42 @@ CREATE TABLE webhooks (
     -- WHERE state = 'pending' AND next_try_at <= NOW()
     -- ORDER BY next_try_at, id (InnoDB ends every index with the key)
     INDEX state_next_try (state, next_try_at, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- One row per thumbnail to make, by the pipe handler resize-image: the
+-- picture originals/ID.jpg made at most width pixels wide and high.
+-- thumbnail is the file it wrote (the handler's answer, :output), retry_at
+-- the time before which a failed row is not tried again.
+CREATE TABLE images (
+    id          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    width       INT UNSIGNED NOT NULL,
+    status      ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
+    attempts    INT NOT NULL DEFAULT 0,
+    retry_at    DATETIME NULL,
+    thumbnail   VARCHAR(500) NULL,
+    last_error  TEXT NULL,
+    PRIMARY KEY (id),
+    -- WHERE status = 'waiting' ... ORDER BY id
+    INDEX status_id (status, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- One row per video to render: minutes or hours of work each, so the
+-- queue works in lease mode.  lease is the token of the worker that holds
+-- the row and leased_until when its lease runs out; a failed try sets
+-- leased_until to the time of the next try.  attempts counts the claims,
+-- so a try whose worker died is counted too.
+CREATE TABLE video (
+    id            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    source        VARCHAR(1000) NOT NULL,
+    status        ENUM('waiting', 'rendered', 'failed') NOT NULL DEFAULT 'waiting',
+    lease         CHAR(32) NULL,
+    leased_until  DATETIME NULL,
+    attempts      INT NOT NULL DEFAULT 0,
+    output        VARCHAR(1000) NULL,
+    last_error    TEXT NULL,
+    created_at    DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    PRIMARY KEY (id),
+    -- WHERE status = 'waiting' ... ORDER BY id; leased_until is checked
+    -- row by row, and only the rows being worked on have a live lease.
+    INDEX status_id (status, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
