@@ -32,6 +32,7 @@ OBJS =	build/backoff.o \
 	build/notify.o \
 	build/pipe.o \
 	build/proc.o \
+	build/recent.o \
 	build/sql.o \
 	build/stats.o \
 	build/status.o \
@@ -103,5 +104,41 @@ install: rowq
 clean:
 	rm -rf build rowq
 
-.PHONY: all check check-run demo install clean
+# The benchmark (bench/README.md): about 20 minutes, not part of `make
+# check`; BENCH_QUICK=1 for a quick try.
+bench:
+	@sh tests/deps.sh
+	@sh bench/deps.sh
+	@$(MAKE) --no-print-directory rowq
+	@bash bench/bench.sh
+
+.PHONY: all check check-run demo install clean bench
 .SECONDARY:
+
+# The fault suite (tests/TORTURE.md): the fault tests at full size, the
+# config fuzzer for a bounded time, and a summary of the figures; a few
+# minutes, not part of `make check`.
+torture:
+	@sh tests/deps.sh
+	@sh tests/torture/deps.sh
+	@$(MAKE) --no-print-directory rowq build/asan/rowq $(HANDLERS) build/fuzz/fuzz_config
+	@bash tests/torture/run.sh
+
+# libFuzzer target for config_load: clang, every source but main.c.
+FUZZ_CC	?= clang
+FUZZ_SRCS = $(filter-out src/main.c,$(wildcard src/*.c))
+build/fuzz/fuzz_config: tests/fuzz/fuzz_config.c $(FUZZ_SRCS) $(HDRS) | build/fuzz
+	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Isrc \
+	    -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
+	    $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+	    -o $@ tests/fuzz/fuzz_config.c $(FUZZ_SRCS) $(LDLIBS)
+
+# The corpus as a regression test in `make check`: gcc, the ASan objects.
+build/fuzz/replay_config: tests/fuzz/replay.c tests/fuzz/fuzz_config.c $(ASAN_OBJS) | build/fuzz
+	$(CC) $(CFLAGS) $(SANITIZE) -Isrc -o $@ tests/fuzz/replay.c \
+	    tests/fuzz/fuzz_config.c $(ASAN_OBJS) $(LDLIBS)
+
+build/fuzz:
+	mkdir -p $@
+
+.PHONY: torture

@@ -476,6 +476,21 @@ void	 histogram_merge(struct histogram *into, const struct histogram *);
 void	 rate_add(struct rate *, int64_t now_s);
 uint64_t rate_sum(const struct rate *, int64_t now_s);
 
+/* ---- recent.c: rows a worker finished lately ---- */
+
+struct recent;
+
+uint64_t	 recent_hash(const char *, size_t, uint64_t seed);
+struct recent	*recent_new(void);
+void		 recent_free(struct recent *);
+void		 recent_add(struct recent *, uint64_t key, uint64_t row,
+		    const char *where, int64_t now_ms);
+const char	*recent_match(struct recent *, uint64_t key, uint64_t row,
+		    int64_t now_ms, int64_t window_ms);
+void		 recent_forget(struct recent *, uint64_t key);
+void		 recent_commit(struct recent *);
+void		 recent_rollback(struct recent *);
+
 /* ---- worker.c: one worker's claim -> handle -> finish loop ---- */
 
 enum worker_state {

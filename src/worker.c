@@ -38,15 +38,6 @@ struct bound {
 	struct value		*values;
 };
 
-/* A row this worker finished, to notice it coming straight back round. */
-struct recent {
-	bool		 committed;	/* only a committed finish counts */
-	char		*key;
-	uint64_t	 hash;		/* of all its values as claimed */
-	const char	*where;		/* the statement that finished it */
-	int64_t		 at_ms;
-};
-
 /* A row claimed again this soon after it was finished never left. */
 #define HOT_LOOP_WINDOW_MS	10000
 #define HOT_LOOP_BACKOFF_MIN_MS	1000
@@ -72,7 +63,6 @@ struct worker {
 	const struct row	*leased_row;	/* being renewed, or NULL */
 	int64_t			 lease_renewed_ms;
 	struct recent		*recent;	/* rows finished lately */
-	size_t			 nrecent;
 	int			 hot_loops;	/* in a row, for backoff */
 	int64_t			 last_hot_ms;
 	char			 failing[256];	/* the statement that failed */
@@ -578,68 +568,36 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	buf_free(&json);
 }
 
-/* FNV-1a over a row's values, NULLs and lengths included. */
+/* A hash of all a row's values, NULLs and lengths included. */
 static uint64_t
 worker_row_hash(const struct worker *w, const struct row *row)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = 0;
 
 	for (size_t c = 0; c < w->ncols; c++) {
-		const unsigned char *v = (const unsigned char *)row->value[c];
-		size_t n = v ? row->len[c] : 0;
-		h = (h ^ (v ? 1 : 2)) * 0x100000001b3ULL;
-		for (size_t i = 0; i < n; i++)
-			h = (h ^ v[i]) * 0x100000001b3ULL;
-		h = (h ^ 0xff) * 0x100000001b3ULL;
+		char mark[24];
+		int n = snprintf(mark, sizeof(mark), "%c%zu|",
+		    row->value[c] ? 'v' : 'n', row->value[c] ? row->len[c] : 0);
+		h = recent_hash(mark, (size_t)n, h);
+		if (row->value[c] != NULL)
+			h = recent_hash(row->value[c], row->len[c], h);
 	}
 	return h;
 }
 
-static void
-worker_forget(struct worker *w)
+static uint64_t
+worker_key_hash(const char *key)
 {
-	for (size_t i = 0; i < w->nrecent; i++)
-		free(w->recent[i].key);
-	w->nrecent = 0;
-}
-
-/* Forget rows finished longer ago than the window. */
-static void
-worker_prune(struct worker *w, int64_t now)
-{
-	for (size_t i = 0; i < w->nrecent;) {
-		if (now - w->recent[i].at_ms > HOT_LOOP_WINDOW_MS) {
-			free(w->recent[i].key);
-			w->recent[i] = w->recent[--w->nrecent];
-		} else
-			i++;
-	}
+	return recent_hash(key, strlen(key), 0);
 }
 
 static void
 worker_remember(struct worker *w, const struct row *row, const char *where)
 {
-	struct recent *r;
-
 	if (w->recent == NULL)
-		w->recent = xcalloc(BATCH_MAX, sizeof(*w->recent));
-	if (w->nrecent >= BATCH_MAX)
-		worker_prune(w, now_ms());
-	if (w->nrecent >= BATCH_MAX)
-		return;
-	for (size_t i = 0; i < w->nrecent; i++) {
-		if (strcmp(w->recent[i].key, row->value[w->key_index]) == 0) {
-			free(w->recent[i].key);
-			w->recent[i] = w->recent[--w->nrecent];
-			break;
-		}
-	}
-	r = &w->recent[w->nrecent++];
-	r->committed = false;
-	r->key = xstrdup(row->value[w->key_index]);
-	r->hash = worker_row_hash(w, row);
-	r->where = where;
-	r->at_ms = now_ms();
+		w->recent = recent_new();
+	recent_add(w->recent, worker_key_hash(row->value[w->key_index]),
+	    worker_row_hash(w, row), where, now_ms());
 }
 
 /*
@@ -654,58 +612,50 @@ static bool
 worker_hot_loop(struct worker *w)
 {
 	int64_t now = now_ms();
-	bool hot = false;
 
-	for (size_t i = 0; i < w->rows.nrows && !hot; i++) {
+	if (w->recent == NULL)
+		return false;
+	if (now - w->last_hot_ms > HOT_LOOP_CALM_MS)
+		w->hot_loops = 0;
+	for (size_t i = 0; i < w->rows.nrows; i++) {
 		const struct row *row = &w->rows.rows[i];
 		const char *key = row->value[w->key_index];
+		const char *where;
+		char d[32];
 		if (key == NULL)
 			continue;
-		for (size_t k = 0; k < w->nrecent; k++) {
-			struct recent *r = &w->recent[k];
-			if (!r->committed || now - r->at_ms > HOT_LOOP_WINDOW_MS ||
-			    strcmp(r->key, key) != 0 ||
-			    r->hash != worker_row_hash(w, row))
-				continue;
-			char d[32];
-			int64_t delay = backoff_capped_ms(HOT_LOOP_BACKOFF_MIN_MS,
-			    HOT_LOOP_BACKOFF_MAX_MS, ++w->hot_loops);
-			duration_format(delay, d, sizeof(d));
-			log_set_row(key);
-			log_error("claimed again, unchanged, right after %s "
-			    "finished it: that statement does not take the row "
-			    "out of the select, so it would come straight back "
-			    "round; claims paused for %s",
-			    r->where, d);
-			log_set_row(NULL);
-			worker_note_error(w, key, "came straight back round: "
-			    "the finishing statement does not take it out of "
-			    "the select");
-			if (w->args->stats)
-				w->args->stats->errors++;
-			(void)db_rollback(w->db);
-			worker_set_state(w, WORKER_BACKOFF, key);
-			proc_title("rowq: %s worker %d (paused: row %s came "
-			    "back)", w->q->name, w->args->number, key);
-			stopper_sleep(&w->stopper, delay);
-			/*
-			 * After the pause it may run once more: an application
-			 * may have queued the same values again on purpose.
-			 * A real loop comes back here, later each time.
-			 */
-			free(r->key);
-			*r = w->recent[--w->nrecent];
-			w->last_hot_ms = now_ms();
-			hot = true;
-			break;
-		}
+		where = recent_match(w->recent, worker_key_hash(key),
+		    worker_row_hash(w, row), now, HOT_LOOP_WINDOW_MS);
+		if (where == NULL)
+			continue;
+		int64_t delay = backoff_capped_ms(HOT_LOOP_BACKOFF_MIN_MS,
+		    HOT_LOOP_BACKOFF_MAX_MS, ++w->hot_loops);
+		duration_format(delay, d, sizeof(d));
+		log_set_row(key);
+		log_error("claimed again, unchanged, right after %s finished "
+		    "it: that statement does not take the row out of the "
+		    "select, so it would come straight back round; claims "
+		    "paused for %s", where, d);
+		log_set_row(NULL);
+		worker_note_error(w, key, "came straight back round: the "
+		    "finishing statement does not take it out of the select");
+		if (w->args->stats)
+			w->args->stats->errors++;
+		(void)db_rollback(w->db);
+		worker_set_state(w, WORKER_BACKOFF, key);
+		proc_title("rowq: %s worker %d (paused: row %s came back)",
+		    w->q->name, w->args->number, key);
+		stopper_sleep(&w->stopper, delay);
+		/*
+		 * After the pause it may run once more: an application may
+		 * have queued the same values again on purpose.  A real
+		 * loop comes back here, later each time.
+		 */
+		recent_forget(w->recent, worker_key_hash(key));
+		w->last_hot_ms = now_ms();
+		return true;
 	}
-	if (!hot) {
-		worker_prune(w, now);
-		if (now - w->last_hot_ms > HOT_LOOP_CALM_MS)
-			w->hot_loops = 0;
-	}
-	return hot;
+	return false;
 }
 
 /*
@@ -776,13 +726,8 @@ static void
 worker_discard(struct worker *w)
 {
 	w->pending_done = w->pending_retried = w->pending_failed = 0;
-	for (size_t i = 0; i < w->nrecent;) {
-		if (!w->recent[i].committed) {
-			free(w->recent[i].key);
-			w->recent[i] = w->recent[--w->nrecent];
-		} else
-			i++;
-	}
+	if (w->recent != NULL)
+		recent_rollback(w->recent);
 }
 
 /* Claim a batch.  Returns rows claimed, or -1 after a database error. */
@@ -823,8 +768,8 @@ worker_commit(struct worker *w)
 		worker_discard(w);
 		return -1;
 	}
-	for (size_t i = 0; i < w->nrecent; i++)
-		w->recent[i].committed = true;
+	if (w->recent != NULL)
+		recent_commit(w->recent);
 	if (stats) {
 		stats->done += w->pending_done;
 		stats->retried += w->pending_retried;
@@ -980,8 +925,7 @@ worker_free(struct worker *w)
 	worker_disconnect(w);
 	rowset_clear(&w->rows, w->ncols);
 	free(w->rows.rows);
-	worker_forget(w);
-	free(w->recent);
+	recent_free(w->recent);
 	free(w->path);
 	handler_env_free(w->pipe.envp);
 	handler_env_free(w->base_env);

@@ -75,6 +75,43 @@ START_TEST(test_render)
 }
 END_TEST
 
+START_TEST(test_recent)
+{
+	struct recent *r = recent_new();
+	uint64_t k1 = recent_hash("1", 1, 0), k2 = recent_hash("2", 1, 0);
+
+	/* Not counted before the commit, nor after a rollback. */
+	recent_add(r, k1, 11, "done", 1000);
+	ck_assert_ptr_null(recent_match(r, k1, 11, 1001, 10000));
+	recent_rollback(r);
+	recent_commit(r);
+	ck_assert_ptr_null(recent_match(r, k1, 11, 1001, 10000));
+	/* Committed: the same values match, changed ones do not. */
+	recent_add(r, k1, 11, "done", 1000);
+	recent_add(r, k2, 22, "retry", 1000);
+	recent_commit(r);
+	ck_assert_str_eq(recent_match(r, k1, 11, 2000, 10000), "done");
+	ck_assert_str_eq(recent_match(r, k2, 22, 2000, 10000), "retry");
+	ck_assert_ptr_null(recent_match(r, k1, 12, 2000, 10000));
+	/* Too long ago, or forgotten: no match. */
+	ck_assert_ptr_null(recent_match(r, k1, 11, 20000, 10000));
+	recent_forget(r, k2);
+	ck_assert_ptr_null(recent_match(r, k2, 22, 2000, 10000));
+	/* Many more rows than slots: bounded, and the newest still match. */
+	for (int i = 0; i < 100000; i++) {
+		char key[16];
+		int n = snprintf(key, sizeof(key), "%d", i);
+		recent_add(r, recent_hash(key, (size_t)n, 0), (uint64_t)i,
+		    "done", 5000 + i);
+		if (i % 1000 == 999)
+			recent_commit(r);
+	}
+	ck_assert_str_eq(recent_match(r, recent_hash("99998", 5, 0), 99998,
+	    105000, 10000), "done");
+	recent_free(r);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -86,6 +123,7 @@ main(void)
 	tcase_add_test(tc, test_histogram_buckets);
 	tcase_add_test(tc, test_rate_window);
 	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_recent);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
