@@ -33,6 +33,7 @@ OBJS =	build/backoff.o \
 	build/pipe.o \
 	build/proc.o \
 	build/recent.o \
+	build/report.o \
 	build/sql.o \
 	build/stats.o \
 	build/status.o \
@@ -48,7 +49,7 @@ UNIT_TESTS = \
 	check_stats
 
 ASAN_OBJS = $(OBJS:build/%=build/asan/%)
-HDRS = src/rowq.h
+HDRS = src/rowq.h src/supervisor.h
 
 all: rowq
 
@@ -99,7 +100,10 @@ install: rowq
 	install -m 755 rowq $(DESTDIR)$(BINDIR)/rowq
 	install -m 644 man/rowq.8 $(DESTDIR)$(MANDIR)/man8/rowq.8
 	install -m 644 man/rowq.yaml.5 $(DESTDIR)$(MANDIR)/man5/rowq.yaml.5
-	install -m 644 contrib/systemd/rowq.service contrib/systemd/rowq@.service $(DESTDIR)$(UNITDIR)/
+	for u in rowq.service rowq@.service; do \
+		sed 's|/usr/local/bin/rowq|$(BINDIR)/rowq|g' contrib/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
+		chmod 644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
 
 clean:
 	rm -rf build rowq

@@ -35,23 +35,40 @@ usage(FILE *out, int code)
 	return code;
 }
 
-/* Load and check; on failure the reasons are already logged. */
+/*
+ * Load and check; on failure the reasons are already logged.  With
+ * stopper (rowq run), a database that is down only delays the start: wait
+ * with backoff, keep systemd from giving up on us, and leave early on
+ * SIGTERM (returning -1).  A SIGHUP then reads the file again.
+ */
 static int
-load_checked(const char *path, struct config **out, bool wait_for_db)
+load_checked(const char *path, struct config **out, bool explain,
+    struct stopper *stopper)
 {
 	struct config *cfg = config_load(path);
 	int problems, tries = 0;
 
 	if (cfg == NULL)
 		return ROWQ_EXIT_CONFIG;
-	/* A database that is down only delays `run`; it never fails it. */
-	while ((problems = check_config(cfg, false)) < 0 && wait_for_db) {
+	while ((problems = check_config(cfg, explain)) < 0 && stopper) {
 		int64_t delay = backoff_capped_ms(1000, 30000, ++tries);
 		char d[32];
 		duration_format(delay, d, sizeof(d));
 		log_warnx("waiting for the database; next try in %s", d);
-		notify_status("waiting for the database");
-		usleep((useconds_t)delay * 1000);
+		notify_status("waiting for the database (try %d)", tries);
+		notify_extend_timeout(delay + 30000);
+		if (stopper_sleep(stopper, delay)) {
+			config_free(cfg);
+			return -1;
+		}
+		if (stopper->hup) {
+			struct config *fresh = config_load(path);
+			stopper->hup = false;
+			if (fresh == NULL)
+				continue;	/* keep waiting with what we had */
+			config_free(cfg);
+			cfg = fresh;
+		}
 	}
 	if (problems != 0) {
 		config_free(cfg);
@@ -65,7 +82,7 @@ static int
 cmd_check(const char *path)
 {
 	struct config *cfg;
-	int rc = load_checked(path, &cfg, false);
+	int rc = load_checked(path, &cfg, true, NULL);
 
 	if (rc != ROWQ_EXIT_OK)
 		return rc;
@@ -82,9 +99,19 @@ cmd_run(const char *path)
 	struct config *cfg;
 	int rc;
 
+	struct stopper stopper;
+
 	log_set_timestamps(true);
 	notify_init();
-	rc = load_checked(path, &cfg, true);
+	/* Signals are blocked from here on; the supervisor reads them next. */
+	stopper_init(&stopper, 0);
+	rc = load_checked(path, &cfg, false, &stopper);
+	close(stopper.fd);
+	if (rc == -1) {
+		notify_stopping();
+		log_info("stopped before the database could be reached");
+		return ROWQ_EXIT_OK;
+	}
 	if (rc != ROWQ_EXIT_OK)
 		return rc;
 	return supervisor_run(cfg, &opts);
@@ -134,7 +161,7 @@ cmd_drain(const char *path, int argc, char **argv)
 		rc = ROWQ_EXIT_USAGE;
 	}
 	if (rc == ROWQ_EXIT_OK)
-		rc = load_checked(path, &cfg, false);
+		rc = load_checked(path, &cfg, false, NULL);
 	if (rc != ROWQ_EXIT_OK) {
 		free(opts.queues);
 		return rc;

@@ -129,20 +129,52 @@ stopper_sleep(struct stopper *s, int64_t ms)
 
 /*
  * Process titles for ps: "rowq: email worker 2 (row 8841)".  The title is
- * written over argv's own memory, which is all we may use without moving
- * the environment; a longer title is cut.  proc_title_init must run before
- * anything keeps a pointer into argv: it moves the arguments to the heap.
+ * written over the memory of argv and, past it, of the environment
+ * strings, which is all a process may use for it (setproctitle's way): a
+ * title that outgrows the arguments spills into the environment's area,
+ * and the kernel shows it whole in /proc/PID/cmdline.  proc_title_init must
+ * run first thing in main, before anything keeps a pointer into argv or
+ * into an environment string: it moves both to the heap.  A title longer
+ * than the whole area is cut.
  */
+extern char **environ;
+
 static char	*title_base;
-static size_t	 title_len;
+static size_t	 title_len;	/* bytes we may write, the last NUL included */
+/*
+ * The environment, moved to the heap: the array environ first points to,
+ * and its strings.  setenv may replace environ's array and unsetenv shifts
+ * it; these keep both for as long as the process lives (`used`: nothing
+ * reads them, and they must not be optimised away).
+ */
+static char	**title_environ __attribute__((used));
+static char	**title_env __attribute__((used));
 
 void
 proc_title_init(int argc, char **argv)
 {
+	char *end;
+	size_t n;
+
 	if (argc < 1 || argv[0] == NULL)
 		return;
+	/* The kernel lays the strings out end to end: use what is. */
+	end = argv[0];
+	for (int i = 0; i < argc && argv[i] == end; i++)
+		end = argv[i] + strlen(argv[i]) + 1;
+	for (n = 0; environ[n] != NULL; n++)
+		;
+	if (n > 0 && environ[0] == end) {
+		char **copy = xcalloc(n + 1, sizeof(*copy));
+		title_env = xcalloc(n + 1, sizeof(*title_env));
+		for (size_t i = 0; i < n; i++) {
+			if (environ[i] == end)
+				end = environ[i] + strlen(environ[i]) + 1;
+			copy[i] = title_env[i] = xstrdup(environ[i]);
+		}
+		environ = title_environ = copy;
+	}
 	title_base = argv[0];
-	char *end = argv[argc - 1] + strlen(argv[argc - 1]);
 	title_len = (size_t)(end - title_base);
 	for (int i = 0; i < argc; i++)
 		argv[i] = xstrdup(argv[i]);

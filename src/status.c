@@ -61,8 +61,8 @@ status_has_key(const struct rowset *rs, int k, const char *key)
 }
 
 /*
- * The age of the oldest row among the first STATUS_CAP in the select's
- * order: the age column holds a time (DATETIME, TIMESTAMP) or Unix
+ * The age of the oldest ready row among the first STATUS_CAP in the
+ * select's order (rows in progress are someone's already): the age column holds a time (DATETIME, TIMESTAMP) or Unix
  * seconds, and the server does the arithmetic, in its own time zone.
  */
 static int
@@ -146,7 +146,7 @@ status_query(struct db *db, const struct queue *q, struct queue_db_status *out)
 		    !status_has_key(&ready, k, seen.rows[i].value[k]))
 			out->in_progress++;
 	if (q->age_column != NULL &&
-	    status_oldest(db, q, cols, ncols, &seen, &out->oldest_age_s) == -1)
+	    status_oldest(db, q, cols, ncols, &ready, &out->oldest_age_s) == -1)
 		goto done;
 	if (q->failed_count.text != NULL) {
 		if (status_fetch(db, q->failed_count.positional,
@@ -227,8 +227,9 @@ status_listen(const char *path)
 	}
 	(void)unlink(path);
 	old = umask(0117);
+	/* The unit's UMask=0077 would leave out the group: say 0660 here. */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
-	    listen(fd, 16) == -1) {
+	    chmod(path, 0660) == -1 || listen(fd, 16) == -1) {
 		log_warn("status socket %s", path);
 		umask(old);
 		close(fd);

@@ -6,9 +6,23 @@
  * From the moment workers run, the supervisor must not die on a
  * recoverable error: a bad reload keeps the old workers, a crashing worker
  * is restarted with growing delays, a database that is down only delays
- * the workers.  Signals arrive through a signalfd read inside poll().
+ * the workers.  Signals arrive through a signalfd read inside poll(), and
+ * nothing in the loop blocks for long: the database check of a reload runs
+ * in a child process, so that reaping, stopping and the watchdog go on
+ * while it connects.
+ *
+ * A worker's life, as the supervisor drives it:
+ *
+ *	running --SIGTERM--> finishing --stop_timeout--> SIGQUIT: aborting
+ *	    --STOP_KILL_GRACE_MS--> SIGKILL, with its handler's process group
+ *
+ * A finishing worker completes its current row and commits; an aborting
+ * one kills its handler's group and exits with its transaction rolled back
+ * (the rows wait again).  The same steps serve a stop (every worker) and a
+ * reload (the old generation's workers, while the new ones already run).
  */
 #include "rowq.h"
+#include "supervisor.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -19,62 +33,35 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#define SLOTS_MAX		4096
-#define GENERATIONS_MAX		64
 /* A worker that lived this long before dying starts from a clean slate. */
 #define RESTART_RESET_MS	10000
+/* Restart delays double with each quick death: 1 s, 2 s, 4 s ... 60 s. */
 #define RESTART_MIN_MS		1000
 #define RESTART_MAX_MS		60000
-/* A worker that says the config does not fit the schema waits longer. */
-#define RESTART_CONFIG_MS	30000
-/* After stop_timeout, workers get this long to roll back before SIGKILL. */
+/*
+ * A worker that exits EX_CONFIG (the database refuses the user, a
+ * statement no longer fits the schema, the handler is gone) will not get
+ * better by itself soon: 2 s, 4 s, 8 s ... up to 5 minutes.  A reload
+ * with the fix starts it at once.
+ */
+#define RESTART_CONFIG_MIN_MS	2000
+#define RESTART_CONFIG_MAX_MS	300000
+/* After stop_timeout and SIGQUIT, workers get this long before SIGKILL. */
 #define STOP_KILL_GRACE_MS	3000
-
-struct generation {
-	struct config	*cfg;
-	int		 number;
-	int		 live;		/* slots still using cfg */
-};
-
-struct slot {
-	bool			 used;
-	pid_t			 pid;		/* 0: not running */
-	struct generation	*gen;
-	const struct queue	*queue;
-	int			 number;
-	bool			 retiring;	/* finish the row, then go */
-	bool			 finished;	/* drain: exited for good */
-	int64_t			 started_ms;
-	int			 quick_deaths;
-	int64_t			 restart_at_ms;	/* 0: no restart pending */
-	struct worker_stats	*stats;
-};
-
-/* Rows counted by workers that have exited, per queue name. */
-struct totals {
-	char		*queue;
-	uint64_t	 done, retried, failed, errors, restarts;
-};
-
-struct supervisor {
-	const struct run_options *opts;
-	int			 sigfd;
-	struct slot		*slots;
-	struct worker_stats	*stats;	/* SLOTS_MAX, shared with workers */
-	struct generation	*gens[GENERATIONS_MAX];
-	int			 ngens;
-	int			 generation;	/* the newest number */
-	struct totals		*totals;
-	size_t			 ntotals;
-	bool			 stopping;
-	int64_t			 stop_deadline_ms;
-	bool			 killed;
-	int			 exit_code;
-	char			 last_reload[160];
-	int64_t			 started_ms;
-};
+/* A reload's database check that takes longer than this has failed. */
+#define RELOAD_CHECK_MAX_MS	120000
+/*
+ * While workers finish during a stop, systemd hears from us this often,
+ * each time asking for EXTEND_TIMEOUT_MS more: a live supervisor that is
+ * still waiting for rows is never killed by TimeoutStopSec=, a hung one
+ * is, soon after it stops talking.
+ */
+#define EXTEND_EVERY_MS		2000
+#define EXTEND_TIMEOUT_MS	10000
+#define STATUS_EVERY_MS		5000
 
 static struct totals *
 supervisor_totals(struct supervisor *s, const char *queue)
@@ -88,8 +75,32 @@ supervisor_totals(struct supervisor *s, const char *queue)
 	return &s->totals[s->ntotals++];
 }
 
-/* Counts of a queue: what exited workers did plus what live ones report. */
-static struct totals
+/* What a worker did goes into its queue's totals when it exits. */
+static void
+supervisor_add(struct totals *t, const struct worker_stats *w)
+{
+	t->done += w->done;
+	t->retried += w->retried;
+	t->failed += w->failed;
+	t->errors += w->errors;
+	t->reconnects += w->reconnects;
+	t->db_retries += w->db_retries;
+	t->handler_restarts += w->handler_restarts;
+	histogram_merge(&t->claim, &w->claim);
+	histogram_merge(&t->handler, &w->handler);
+	if (w->last_error_ms > t->last_error_ms) {
+		t->last_error_ms = w->last_error_ms;
+		memcpy(t->last_error, (const char *)w->last_error,
+		    sizeof(t->last_error));
+		t->last_error[sizeof(t->last_error) - 1] = '\0';
+	}
+}
+
+/*
+ * Counts of a queue: what exited workers did plus what live ones report.
+ * The copy's queue name is borrowed.
+ */
+struct totals
 supervisor_count(struct supervisor *s, const char *queue)
 {
 	struct totals t = *supervisor_totals(s, queue);
@@ -99,10 +110,7 @@ supervisor_count(struct supervisor *s, const char *queue)
 		if (!sl->used || sl->pid == 0 ||
 		    strcmp(sl->queue->name, queue) != 0)
 			continue;
-		t.done += sl->stats->done;
-		t.retried += sl->stats->retried;
-		t.failed += sl->stats->failed;
-		t.errors += sl->stats->errors;
+		supervisor_add(&t, sl->stats);
 	}
 	return t;
 }
@@ -125,9 +133,12 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 	pid_t pid;
 
 	memset(sl->stats, 0, sizeof(*sl->stats));
+	sl->stage = STAGE_RUNNING;
 	pid = fork();
 	if (pid == -1) {
 		log_warn("fork for %s worker %d", sl->queue->name, sl->number);
+		if (s->fork_failing_since == 0)
+			s->fork_failing_since = now_ms();
 		sl->restart_at_ms = now_ms() + RESTART_MIN_MS;
 		return;
 	}
@@ -138,6 +149,7 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 			.number = sl->number,
 			.drain = s->opts->drain,
 			.stats = sl->stats,
+			.close_fd = -1,
 		};
 		close(s->sigfd);
 		proc_child_signals();
@@ -145,13 +157,16 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 		(void)prctl(PR_SET_PDEATHSIG, SIGQUIT);
 		if (getppid() != parent)
 			_exit(ROWQ_EXIT_TEMPFAIL);
+		/* Where the worker publishes its handler's process group. */
+		child_pgid_slot = &sl->stats->handler_pgid;
 		_exit(worker_run(&args));
 	}
+	s->fork_failing_since = 0;
 	sl->pid = pid;
 	sl->started_ms = now_ms();
 	sl->restart_at_ms = 0;
-	log_debug("started %s worker %d, pid %ld", sl->queue->name,
-	    sl->number, (long)pid);
+	log_debug("started %s worker %d (generation %d), pid %ld",
+	    sl->queue->name, sl->number, sl->gen->number, (long)pid);
 }
 
 static struct slot *
@@ -178,6 +193,7 @@ supervisor_start_generation(struct supervisor *s, struct config *cfg)
 	g->cfg = cfg;
 	g->number = ++s->generation;
 	s->gens[s->ngens++] = g;
+	s->current = g;
 	for (size_t i = 0; i < cfg->nqueues; i++) {
 		const struct queue *q = &cfg->queues[i];
 		int n = s->opts->workers > 0 ? s->opts->workers : q->workers;
@@ -205,31 +221,59 @@ supervisor_release_slot(struct supervisor *s, struct slot *sl)
 	struct generation *g = sl->gen;
 
 	sl->used = false;
-	if (--g->live > 0 || g->number == s->generation)
+	if (--g->live > 0 || g == s->current)
 		return;
 	/* The last worker of an old generation: its config can go. */
 	for (int i = 0; i < s->ngens; i++) {
 		if (s->gens[i] == g) {
-			s->gens[i] = s->gens[--s->ngens];
+			memmove(&s->gens[i], &s->gens[i + 1],
+			    (size_t)(s->ngens - i - 1) * sizeof(s->gens[0]));
+			s->ngens--;
 			break;
 		}
 	}
+	log_debug("generation %d has no worker left", g->number);
 	config_free(g->cfg);
 	free(g);
 }
 
+/* "exit status 78, EX_CONFIG: ...", "killed by signal 9 (Killed)". */
 static void
-supervisor_describe_death(const struct slot *sl, int status, char *buf,
-    size_t len)
+supervisor_describe_death(int status, char *buf, size_t len)
 {
-	if (WIFEXITED(status))
+	if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_CONFIG)
+		snprintf(buf, len, "exit status %d, EX_CONFIG: it cannot work "
+		    "with this configuration", WEXITSTATUS(status));
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_TEMPFAIL)
+		snprintf(buf, len, "exit status %d, EX_TEMPFAIL",
+		    WEXITSTATUS(status));
+	else if (WIFEXITED(status))
 		snprintf(buf, len, "exit status %d", WEXITSTATUS(status));
 	else if (WIFSIGNALED(status))
-		snprintf(buf, len, "killed by signal %d (%s)",
-		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+		snprintf(buf, len, "killed by signal %d (%s)%s",
+		    WTERMSIG(status), strsignal(WTERMSIG(status)),
+		    WCOREDUMP(status) ? ", core dumped" : "");
 	else
-		snprintf(buf, len, "status %d", status);
-	(void)sl;
+		snprintf(buf, len, "wait status %d", status);
+}
+
+/*
+ * A worker that died without reaping its handler (SIGKILL, a crash)
+ * leaves the handler's process group behind: PR_SET_PDEATHSIG kills only
+ * the handler itself, not what it started.  The group must not go on
+ * working on a row whose transaction is gone.
+ */
+static void
+supervisor_kill_handler_group(struct slot *sl)
+{
+	pid_t pgid = sl->stats->handler_pgid;
+
+	if (pgid <= 1)
+		return;
+	if (kill(-pgid, SIGKILL) == 0)
+		log_warnx("%s worker %d: killed its handler's process group "
+		    "%ld", sl->queue->name, sl->number, (long)pgid);
+	sl->stats->handler_pgid = 0;
 }
 
 /* A worker is gone: count what it did, and decide about its restart. */
@@ -239,47 +283,79 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 	struct totals *t = supervisor_totals(s, sl->queue->name);
 	int64_t lived = now_ms() - sl->started_ms;
 	bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	char why[96];
+	bool config = WIFEXITED(status) &&
+	    WEXITSTATUS(status) == ROWQ_EXIT_CONFIG;
+	char why[128], d[32], l[32];
 
-	t->done += sl->stats->done;
-	t->retried += sl->stats->retried;
-	t->failed += sl->stats->failed;
-	t->errors += sl->stats->errors;
+	log_set_about(sl->queue->name, sl->number);
+	supervisor_add(t, sl->stats);
 	sl->pid = 0;
-	supervisor_describe_death(sl, status, why, sizeof(why));
-	if (sl->retiring || s->stopping || (s->opts->drain && clean)) {
-		log_debug("%s worker %d exited (%s)", sl->queue->name,
+	s->status_dirty = true;
+	supervisor_describe_death(status, why, sizeof(why));
+	duration_format(lived, l, sizeof(l));
+	if (!clean)
+		supervisor_kill_handler_group(sl);
+	if (s->opts->drain && clean) {
+		log_debug("%s worker %d finished (%s)", sl->queue->name,
 		    sl->number, why);
+	} else if (sl->retiring || s->stopping) {
+		if (clean && sl->stage >= STAGE_ABORTING)
+			log_info("%s worker %d (generation %d) exited after "
+			    "stop_timeout; rows it had not finished were rolled "
+			    "back", sl->queue->name, sl->number,
+			    sl->gen->number);
+		else if (clean)
+			log_info("%s worker %d (generation %d) finished its "
+			    "rows and exited", sl->queue->name, sl->number,
+			    sl->gen->number);
+		else
+			log_warnx("%s worker %d (generation %d) exited while "
+			    "stopping (%s)", sl->queue->name, sl->number,
+			    sl->gen->number, why);
+	}
+	if (sl->retiring || s->stopping || (s->opts->drain && clean)) {
 		sl->finished = true;
 		supervisor_release_slot(s, sl);
+		log_set_about(NULL, 0);
 		return;
 	}
-	if (s->opts->drain && WIFEXITED(status) &&
-	    WEXITSTATUS(status) == ROWQ_EXIT_CONFIG) {
+	if (s->opts->drain && config) {
 		log_error("%s worker %d: the configuration does not fit the "
 		    "database; giving up", sl->queue->name, sl->number);
 		s->exit_code = ROWQ_EXIT_CONFIG;
 		sl->finished = true;
 		supervisor_release_slot(s, sl);
+		log_set_about(NULL, 0);
 		return;
 	}
 	t->restarts++;
 	if (clean) {
-		sl->restart_at_ms = now_ms();	/* max_jobs reached */
+		/* max_jobs reached; still, never two starts within a second. */
+		log_info("%s worker %d exited after its max_jobs rows; "
+		    "starting a new one", sl->queue->name, sl->number);
+		sl->quick_deaths = 0;
+		sl->last_death[0] = '\0';
+		sl->restart_at_ms = sl->started_ms + RESTART_MIN_MS;
+		if (sl->restart_at_ms < now_ms())
+			sl->restart_at_ms = now_ms();
+		log_set_about(NULL, 0);
 		return;
 	}
 	sl->quick_deaths = lived < RESTART_RESET_MS ? sl->quick_deaths + 1 : 1;
-	int64_t delay = backoff_capped_ms(RESTART_MIN_MS, RESTART_MAX_MS,
-	    sl->quick_deaths);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_CONFIG &&
-	    delay < RESTART_CONFIG_MS)
-		delay = RESTART_CONFIG_MS;
-	char d[32];
+	int64_t delay = config ?
+	    backoff_capped_ms(RESTART_CONFIG_MIN_MS, RESTART_CONFIG_MAX_MS,
+	    sl->quick_deaths) :
+	    backoff_capped_ms(RESTART_MIN_MS, RESTART_MAX_MS, sl->quick_deaths);
 	duration_format(delay, d, sizeof(d));
-	log_error("%s worker %d died (%s) after %llds; restarting in %s",
-	    sl->queue->name, sl->number, why, (long long)lived / 1000, d);
+	snprintf(sl->last_death, sizeof(sl->last_death), "%s", why);
+	log_error("%s worker %d died (%s) after %s; restarting in %s "
+	    "(death %d in a row)", sl->queue->name, sl->number, why, l, d,
+	    sl->quick_deaths);
 	sl->restart_at_ms = now_ms() + delay;
+	log_set_about(NULL, 0);
 }
+
+static void reload_checked(struct supervisor *, int status);
 
 static void
 supervisor_reap(struct supervisor *s)
@@ -288,6 +364,13 @@ supervisor_reap(struct supervisor *s)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == s->check_pid) {
+			s->check_pid = 0;
+			reload_checked(s, status);
+			continue;
+		}
+		if (report_reaped(s, pid, status))
+			continue;
 		for (int i = 0; i < SLOTS_MAX; i++) {
 			if (s->slots[i].used && s->slots[i].pid == pid) {
 				supervisor_reaped(s, &s->slots[i], status);
@@ -297,16 +380,68 @@ supervisor_reap(struct supervisor *s)
 	}
 }
 
+/*
+ * Ask a worker to finish its current row and exit within timeout_ms.  A
+ * worker already finishing keeps the earlier of the two deadlines.
+ */
 static void
-supervisor_signal_all(struct supervisor *s, int sig, bool old_only)
+supervisor_finish_slot(struct slot *sl, int64_t timeout_ms)
 {
+	int64_t deadline = now_ms() + timeout_ms;
+
+	if (sl->pid == 0)
+		return;
+	if (sl->stage == STAGE_RUNNING) {
+		(void)kill(sl->pid, SIGTERM);
+		sl->stage = STAGE_FINISHING;
+		sl->stage_deadline_ms = deadline;
+	} else if (sl->stage == STAGE_FINISHING &&
+	    deadline < sl->stage_deadline_ms)
+		sl->stage_deadline_ms = deadline;
+}
+
+/*
+ * Past its deadline a finishing worker is told to roll back (SIGQUIT: it
+ * kills its handler's group and exits), and STOP_KILL_GRACE_MS later it
+ * is killed, its handler's group first.
+ */
+static void
+supervisor_escalate(struct supervisor *s, int64_t now, int64_t *next)
+{
+	char d[32];
+
 	for (int i = 0; i < SLOTS_MAX; i++) {
 		struct slot *sl = &s->slots[i];
-		if (!sl->used || sl->pid == 0)
+		if (!sl->used || sl->pid == 0 || sl->stage == STAGE_RUNNING ||
+		    sl->stage == STAGE_KILLED)
 			continue;
-		if (old_only && !sl->retiring)
+		if (now < sl->stage_deadline_ms) {
+			if (sl->stage_deadline_ms < *next)
+				*next = sl->stage_deadline_ms;
 			continue;
-		kill(sl->pid, sig);
+		}
+		log_set_about(sl->queue->name, sl->number);
+		if (sl->stage == STAGE_FINISHING) {
+			duration_format(sl->gen->cfg->stop_timeout_ms, d,
+			    sizeof(d));
+			log_warnx("%s worker %d still busy after stop_timeout "
+			    "(%s): telling it to roll back and exit",
+			    sl->queue->name, sl->number, d);
+			(void)kill(sl->pid, SIGQUIT);
+			sl->stage = STAGE_ABORTING;
+			sl->stage_deadline_ms = now + STOP_KILL_GRACE_MS;
+			if (sl->stage_deadline_ms < *next)
+				*next = sl->stage_deadline_ms;
+		} else {
+			log_warnx("%s worker %d did not exit %ds after SIGQUIT: "
+			    "killing it and its handler", sl->queue->name,
+			    sl->number, STOP_KILL_GRACE_MS / 1000);
+			/* The worker first: it must not see its handler die. */
+			(void)kill(sl->pid, SIGKILL);
+			supervisor_kill_handler_group(sl);
+			sl->stage = STAGE_KILLED;
+		}
+		log_set_about(NULL, 0);
 	}
 }
 
@@ -330,78 +465,196 @@ supervisor_running(const struct supervisor *s, bool *pending)
 static void
 supervisor_begin_stop(struct supervisor *s, const char *why)
 {
+	int64_t timeout = s->current->cfg->stop_timeout_ms;
+	bool pending;
+	char d[32];
+
 	if (s->stopping)
 		return;
-	log_info("%s: stopping workers (they finish their rows within %llds)",
-	    why, (long long)s->gens[s->ngens - 1]->cfg->stop_timeout_ms / 1000);
 	s->stopping = true;
-	s->stop_deadline_ms = now_ms() +
-	    s->gens[s->ngens - 1]->cfg->stop_timeout_ms;
+	s->status_dirty = true;
+	duration_format(timeout, d, sizeof(d));
+	log_info("%s: stopping %d worker(s); they finish their rows within "
+	    "stop_timeout (%s)", why, supervisor_running(s, &pending), d);
 	notify_stopping();
-	notify_extend_timeout(s->gens[s->ngens - 1]->cfg->stop_timeout_ms +
-	    2 * STOP_KILL_GRACE_MS);
-	for (int i = 0; i < SLOTS_MAX; i++)
-		s->slots[i].restart_at_ms = 0;
-	supervisor_signal_all(s, SIGTERM, false);
+	if (s->check_pid != 0) {
+		/* The reload it checks will not happen: reaped in the loop. */
+		(void)kill(s->check_pid, SIGKILL);
+	}
+	for (int i = 0; i < SLOTS_MAX; i++) {
+		struct slot *sl = &s->slots[i];
+		if (!sl->used)
+			continue;
+		sl->restart_at_ms = 0;
+		supervisor_finish_slot(sl, timeout);
+	}
+}
+
+/* ---- reload ---- */
+
+static void
+reload_done(struct supervisor *s, bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Record the outcome of a reload, and tell systemd it is over. */
+static void
+reload_done(struct supervisor *s, bool ok, const char *fmt, ...)
+{
+	struct reload_result *r = &s->last_reload;
+	va_list ap;
+
+	r->wall_ms = wall_ms();
+	r->ok = ok;
+	r->generation = s->current->number;
+	va_start(ap, fmt);
+	vsnprintf(r->message, sizeof(r->message), fmt, ap);
+	va_end(ap);
+	if (ok)
+		log_info("reload: generation %d started; the old workers finish "
+		    "their rows", r->generation);
+	else
+		log_error("reload failed, old workers kept (generation %d): %s",
+		    r->generation, r->message);
+	s->status_dirty = true;
+	notify_ready();
 }
 
 /*
- * Reload: parse and fully check the new configuration first.  A bad one
- * changes nothing; a good one starts a new generation and retires the old
- * workers, which finish their rows and exit while the new ones work.
+ * Start a reload: parse the new configuration here (file reads only), and
+ * check it against the database in a child, so that the loop goes on
+ * meanwhile.  A bad one changes nothing.
  */
 static void
-supervisor_reload(struct supervisor *s)
+reload_begin(struct supervisor *s)
 {
+	char first[sizeof(s->last_reload.message)];
 	struct config *cfg;
-	int problems;
+	pid_t parent = getpid(), pid;
 
+	s->reload_wanted = false;
 	notify_reloading();
 	log_info("reloading %s", s->opts->config_path);
+	log_capture(first, sizeof(first));
 	cfg = config_load(s->opts->config_path);
+	log_capture(NULL, 0);
 	if (cfg == NULL) {
-		snprintf(s->last_reload, sizeof(s->last_reload),
-		    "failed: configuration errors; old workers kept");
-		log_error("reload: %s has errors, not reloading",
-		    s->opts->config_path);
-		notify_ready();
+		reload_done(s, false, "%s", first[0] ? first :
+		    "configuration errors");
 		return;
 	}
-	problems = check_config(cfg, false);
-	if (problems != 0 || s->ngens >= GENERATIONS_MAX) {
-		snprintf(s->last_reload, sizeof(s->last_reload),
-		    "failed: %s; old workers kept", problems < 0 ?
-		    "database unreachable" : problems > 0 ?
-		    "check failed" : "too many generations still retiring");
-		log_error("reload: %s", s->last_reload);
+	if (s->ngens >= GENERATIONS_MAX) {
 		config_free(cfg);
-		notify_ready();
+		reload_done(s, false, "%d generations are still retiring",
+		    s->ngens);
 		return;
 	}
+	s->shared->check_error[0] = '\0';
+	pid = fork();
+	if (pid == -1) {
+		log_warn("fork for the reload check");
+		config_free(cfg);
+		reload_done(s, false, "cannot fork the check: %s",
+		    strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		int problems;
+
+		close(s->sigfd);
+		proc_child_signals();
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(ROWQ_EXIT_FAILURE);
+		log_procinit("reload check");
+		proc_title("rowq: checking %s", s->opts->config_path);
+		log_capture(s->shared->check_error,
+		    sizeof(s->shared->check_error));
+		problems = check_config(cfg, false);
+		_exit(problems == 0 ? ROWQ_EXIT_OK : problems < 0 ?
+		    ROWQ_EXIT_FAILURE : ROWQ_EXIT_CONFIG);
+	}
+	s->check_pid = pid;
+	s->check_cfg = cfg;
+	s->check_started_ms = now_ms();
+}
+
+/* The new generation starts; then the old workers finish and go. */
+static void
+reload_apply(struct supervisor *s, struct config *cfg)
+{
 	for (int i = 0; i < SLOTS_MAX; i++) {
 		struct slot *sl = &s->slots[i];
 		if (!sl->used)
 			continue;
 		sl->retiring = true;
 		if (sl->pid == 0) {
+			/* Waiting for a restart: it will not be needed. */
 			sl->restart_at_ms = 0;
 			supervisor_release_slot(s, sl);
 		}
 	}
 	supervisor_start_generation(s, cfg);
-	supervisor_signal_all(s, SIGTERM, true);
-	snprintf(s->last_reload, sizeof(s->last_reload), "ok, generation %d",
-	    s->generation);
-	log_info("reload: generation %d started", s->generation);
-	notify_ready();
+	for (int i = 0; i < SLOTS_MAX; i++) {
+		struct slot *sl = &s->slots[i];
+		if (sl->used && sl->retiring)
+			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
+	}
+}
+
+/* The check child is done: apply the new configuration, or keep the old. */
+static void
+reload_checked(struct supervisor *s, int status)
+{
+	struct config *cfg = s->check_cfg;
+	const char *msg = s->shared->check_error;
+	char why[128];
+
+	s->check_cfg = NULL;
+	if (s->stopping) {
+		config_free(cfg);
+		return;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_OK) {
+		reload_apply(s, cfg);
+		reload_done(s, true, "generation %d", s->current->number);
+		return;
+	}
+	config_free(cfg);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_CONFIG)
+		reload_done(s, false, "%s", msg[0] ? msg : "check failed");
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_FAILURE)
+		reload_done(s, false, "database unreachable: %s",
+		    msg[0] ? msg : "no reason given");
+	else {
+		supervisor_describe_death(status, why, sizeof(why));
+		reload_done(s, false, "the check ended badly (%s)", why);
+	}
+}
+
+/* A check that hangs (a database that accepts and never answers) fails. */
+static void
+reload_watch(struct supervisor *s, int64_t now, int64_t *next)
+{
+	int64_t deadline = s->check_started_ms + RELOAD_CHECK_MAX_MS;
+
+	if (s->check_pid == 0)
+		return;
+	if (now >= deadline) {
+		log_warnx("reload check still running after %ds: killing it",
+		    RELOAD_CHECK_MAX_MS / 1000);
+		(void)kill(s->check_pid, SIGKILL);
+		s->check_started_ms = now;	/* once; the reap ends it */
+	} else if (deadline < *next)
+		*next = deadline;
 }
 
 static void
-supervisor_read_signals(struct supervisor *s, bool *reload)
+supervisor_read_signals(struct supervisor *s)
 {
 	struct signalfd_siginfo si;
+	ssize_t n;
 
-	while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+	while ((n = read(s->sigfd, &si, sizeof(si))) == (ssize_t)sizeof(si)) {
 		switch (si.ssi_signo) {
 		case SIGCHLD:
 			supervisor_reap(s);
@@ -411,13 +664,22 @@ supervisor_read_signals(struct supervisor *s, bool *reload)
 			supervisor_begin_stop(s, strsignal((int)si.ssi_signo));
 			break;
 		case SIGHUP:
-			if (!s->opts->drain)
-				*reload = true;
+			/*
+			 * One more reload after the one in progress, however
+			 * many SIGHUPs came meanwhile.
+			 */
+			if (!s->opts->drain && !s->stopping)
+				s->reload_wanted = true;
 			break;
 		default:
 			break;
 		}
 	}
+	if (n == -1 && errno != EAGAIN && errno != EINTR) {
+		if (s->signalfd_errors++ == 0)
+			log_warn("reading signals");
+	} else
+		s->signalfd_errors = 0;
 	/* SIGCHLDs coalesce: reap whatever is there in any case. */
 	supervisor_reap(s);
 }
@@ -429,40 +691,100 @@ supervisor_restart_due(struct supervisor *s, int64_t now, int64_t *next)
 		struct slot *sl = &s->slots[i];
 		if (!sl->used || sl->pid != 0 || sl->restart_at_ms == 0)
 			continue;
-		if (sl->restart_at_ms <= now)
+		if (sl->restart_at_ms <= now) {
 			supervisor_fork(s, sl);
-		else if (sl->restart_at_ms < *next)
+			if (sl->pid != 0 && sl->quick_deaths > 0)
+				log_info("%s worker %d restarted, pid %ld",
+				    sl->queue->name, sl->number, (long)sl->pid);
+			s->status_dirty = true;
+		} else if (sl->restart_at_ms < *next)
 			*next = sl->restart_at_ms;
 	}
 }
 
+/*
+ * The watchdog is fed only from the loop, and only while it can do its
+ * job: read signals and fork workers.  A supervisor stuck anywhere, or one
+ * that has been unable to fork for a whole watchdog period, goes quiet and
+ * systemd restarts the service.
+ */
+static bool
+supervisor_healthy(const struct supervisor *s, int64_t now, int64_t period)
+{
+	if (s->signalfd_errors > 0)
+		return false;
+	if (s->fork_failing_since != 0 && now - s->fork_failing_since > period)
+		return false;
+	return true;
+}
+
+/*
+ * One line for systemd's STATUS=: per queue the workers up, retiring and
+ * waiting to restart (with why the last one died), rows done and failed
+ * since the start; then the last reload's outcome.
+ */
 static void
 supervisor_status(struct supervisor *s)
 {
+	struct config *cfg = s->current->cfg;
 	struct buf b = { 0 };
-	struct config *cfg = s->gens[s->ngens - 1]->cfg;
+	bool pending;
 
+	if (s->stopping)
+		buf_printf(&b, "stopping: %d worker(s) finishing; ",
+		    supervisor_running(s, &pending));
+	else if (s->check_pid != 0)
+		buf_puts(&b, "reloading; ");
 	for (size_t i = 0; i < cfg->nqueues; i++) {
-		struct totals t = supervisor_count(s, cfg->queues[i].name);
-		int up = 0;
-		for (int k = 0; k < SLOTS_MAX; k++)
-			if (s->slots[k].used && s->slots[k].pid != 0 &&
-			    s->slots[k].queue == &cfg->queues[i])
+		const char *name = cfg->queues[i].name;
+		struct totals t = supervisor_count(s, name);
+		int up = 0, retiring = 0, waiting = 0;
+		const char *death = NULL;
+		for (int k = 0; k < SLOTS_MAX; k++) {
+			struct slot *sl = &s->slots[k];
+			if (!sl->used || strcmp(sl->queue->name, name) != 0)
+				continue;
+			if (sl->pid != 0 && sl->retiring)
+				retiring++;
+			else if (sl->pid != 0)
 				up++;
-		buf_printf(&b, "%s%s: %d up, %llu done, %llu failed",
-		    i ? "; " : "", cfg->queues[i].name, up,
+			else if (sl->restart_at_ms != 0) {
+				waiting++;
+				death = sl->last_death;
+			}
+		}
+		buf_printf(&b, "%s%s: %d/%d up", i ? "; " : "", name, up,
+		    cfg->queues[i].workers);
+		if (retiring > 0)
+			buf_printf(&b, ", %d retiring", retiring);
+		if (waiting > 0)
+			buf_printf(&b, ", %d restarting (%s)", waiting,
+			    death && death[0] ? death : "exited");
+		buf_printf(&b, ", %llu done, %llu failed",
 		    (unsigned long long)t.done, (unsigned long long)t.failed);
 	}
-	if (s->last_reload[0])
-		buf_printf(&b, "; last reload %s", s->last_reload);
+	if (s->last_reload.wall_ms != 0) {
+		char when[16];
+		time_t secs = (time_t)(s->last_reload.wall_ms / 1000);
+		struct tm tm;
+		localtime_r(&secs, &tm);
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+		if (s->last_reload.ok)
+			buf_printf(&b, "; last reload %s ok (generation %d)",
+			    when, s->last_reload.generation);
+		else
+			buf_printf(&b, "; last reload %s FAILED, old workers "
+			    "kept: %s", when, s->last_reload.message);
+	}
 	notify_status("%s", b.data ? b.data : "");
 	buf_free(&b);
+	s->status_dirty = false;
 }
 
 static void
 supervisor_progress(struct supervisor *s, bool final)
 {
-	struct config *cfg = s->gens[s->ngens - 1]->cfg;
+	struct config *cfg = s->current->cfg;
 	struct buf b = { 0 };
 
 	for (size_t i = 0; i < cfg->nqueues; i++) {
@@ -483,7 +805,7 @@ supervisor_progress(struct supervisor *s, bool final)
 static void
 supervisor_summary(struct supervisor *s)
 {
-	struct config *cfg = s->gens[s->ngens - 1]->cfg;
+	struct config *cfg = s->current->cfg;
 	double secs = (double)(now_ms() - s->started_ms) / 1000.0;
 
 	for (size_t i = 0; i < cfg->nqueues; i++) {
@@ -505,57 +827,66 @@ supervisor_summary(struct supervisor *s)
 }
 
 /*
- * Each turn of the loop: wait for a signal or the next timer; reap dead
- * workers; reload if asked; start workers whose restart delay is over;
- * in a stop, kill what outlives the deadline; ping the watchdog; and end
- * when a stop or a drain has no worker left.
+ * Each turn of the loop: start a reload if one is wanted and none is being
+ * checked; start workers whose restart delay is over; move finishing
+ * workers past their deadline to the next step; fail a reload check that
+ * hangs; end when a stop or a drain has no worker left; feed the watchdog
+ * if healthy; during a stop, ask systemd for more time; refresh STATUS=;
+ * then wait for a signal or the next timer and handle what came.
  */
 static void
 supervisor_loop(struct supervisor *s)
 {
 	int64_t watchdog = notify_watchdog_ms() / 2, next_ping = 0;
-	int64_t next_status = 0, next_progress = 0;
+	int64_t next_status = 0, next_progress = 0, next_extend = 0;
 	bool tty = !s->opts->drain ? false : isatty(STDOUT_FILENO);
 
 	for (;;) {
 		int64_t now = now_ms(), next = now + 1000;
-		bool reload = false, pending;
+		bool pending;
+		int running;
 
-		supervisor_restart_due(s, now, &next);
-		if (s->stopping && !s->killed && now >= s->stop_deadline_ms) {
-			if (supervisor_running(s, &pending) > 0)
-				log_warnx("stop_timeout passed: telling the "
-				    "remaining workers to roll back and exit");
-			supervisor_signal_all(s, SIGQUIT, false);
-			s->killed = true;
-		}
-		if (s->killed && now >= s->stop_deadline_ms + STOP_KILL_GRACE_MS)
-			supervisor_signal_all(s, SIGKILL, false);
-		if (supervisor_running(s, &pending) == 0 && !pending &&
+		if (s->reload_wanted && s->check_pid == 0 && !s->stopping)
+			reload_begin(s);
+		if (!s->stopping)
+			supervisor_restart_due(s, now, &next);
+		supervisor_escalate(s, now, &next);
+		reload_watch(s, now, &next);
+		running = supervisor_running(s, &pending);
+		if (running == 0 && !pending && s->check_pid == 0 &&
 		    (s->stopping || s->opts->drain))
 			break;
 		if (watchdog > 0 && now >= next_ping) {
-			notify_watchdog();
+			if (supervisor_healthy(s, now, 2 * watchdog))
+				notify_watchdog();
 			next_ping = now + watchdog;
 		}
-		if (now >= next_status) {
+		if (s->stopping && running > 0 && now >= next_extend) {
+			notify_extend_timeout(EXTEND_TIMEOUT_MS);
+			next_extend = now + EXTEND_EVERY_MS;
+		}
+		if (now >= next_status || s->status_dirty) {
 			supervisor_status(s);
-			next_status = now + 5000;
+			next_status = now + STATUS_EVERY_MS;
 		}
 		if (tty && now >= next_progress) {
 			supervisor_progress(s, false);
 			next_progress = now + 1000;
 		}
-		struct pollfd p = { .fd = s->sigfd, .events = POLLIN };
+		report_tick(s, now, &next);
+		struct pollfd p[4] = { { .fd = s->sigfd, .events = POLLIN } };
+		nfds_t np = 1;
+		report_poll_fds(s, p, &np);
 		int64_t wait = next - now;
 		if (watchdog > 0 && next_ping - now < wait)
 			wait = next_ping - now;
-		if (poll(&p, 1, (int)(wait < 0 ? 0 : wait)) == -1 &&
+		if (s->reload_wanted && s->check_pid == 0)
+			wait = 0;
+		if (poll(p, np, (int)(wait < 0 ? 0 : wait)) == -1 &&
 		    errno != EINTR)
 			log_warn("poll");
-		supervisor_read_signals(s, &reload);
-		if (reload && !s->stopping)
-			supervisor_reload(s);
+		supervisor_read_signals(s);
+		report_handle(s, p, np);
 	}
 	if (tty)
 		supervisor_progress(s, true);
@@ -567,33 +898,43 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 {
 	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
 	struct supervisor s = { .opts = opts, .exit_code = ROWQ_EXIT_OK };
+	bool pending;
 
 	s.started_ms = now_ms();
 	s.sigfd = proc_signalfd(sigs, sizeof(sigs) / sizeof(sigs[0]));
 	s.slots = xcalloc(SLOTS_MAX, sizeof(*s.slots));
 	s.stats = mmap(NULL, SLOTS_MAX * sizeof(*s.stats),
 	    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (s.stats == MAP_FAILED)
+	s.shared = mmap(NULL, sizeof(*s.shared), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (s.stats == MAP_FAILED || s.shared == MAP_FAILED)
 		fatal("mmap");
 	proc_title("rowq: supervisor");
+	s.status_fd = -1;
 	supervisor_start_generation(&s, cfg);
-	notify_ready();
+	if (!opts->drain)
+		report_start(&s);
 	log_info("started %d worker(s) for %zu queue(s)",
-	    s.gens[0]->live, cfg->nqueues);
+	    supervisor_running(&s, &pending), cfg->nqueues);
+	supervisor_status(&s);
+	notify_ready();
 	supervisor_loop(&s);
 	if (opts->drain)
 		supervisor_summary(&s);
 	else
 		log_info("stopped");
+	report_stop(&s);
 	for (int i = 0; i < s.ngens; i++) {
 		config_free(s.gens[i]->cfg);
 		free(s.gens[i]);
 	}
+	config_free(s.check_cfg);
 	for (size_t i = 0; i < s.ntotals; i++)
 		free(s.totals[i].queue);
 	free(s.totals);
 	free(s.slots);
 	munmap(s.stats, SLOTS_MAX * sizeof(*s.stats));
+	munmap(s.shared, sizeof(*s.shared));
 	close(s.sigfd);
 	return s.exit_code;
 }

@@ -219,6 +219,9 @@ worker_connect(struct worker *w)
 	int problems, r;
 
 	w->db = db_open(&w->args->cfg->db, &st);
+	if (st == DB_CONFIG)
+		log_error("database refuses this configuration: %s",
+		    db_error(w->db));
 	if (st != DB_OK)
 		return st == DB_CONFIG ? -2 : -1;
 	claim = sql_claim(w->q->select.positional, w->q->batch);

@@ -53,8 +53,10 @@ assert_ge "$queues" 2 "queues in the examples"
 
 out=$("$ROWQ" -c "$copy/rowq.yaml" check 2>&1) ||
 	fail "rowq check of the examples: $out"
-# Nothing but the verdict: no warning either.
-assert_eq "$copy/rowq.yaml: ok, $queues queues" "$out" "rowq check output"
+# The verdict, and for each queue a claim plan that reads only the rows
+# it returns: no warning.
+assert_eq "$copy/rowq.yaml: ok, $queues queues" "$(tail -n 1 <<<"$out")" "rowq check verdict"
+assert_eq "" "$(head -n -1 <<<"$out" | grep -v 'claim plan: .* reads only the rows it returns$' || true)" "rowq check warnings"
 
 # Each select, as rowq claims with it, on tables where most rows are
 # finished: the plan must walk an index in the select's order.  A new

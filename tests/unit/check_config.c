@@ -1330,7 +1330,7 @@ START_TEST(test_check_columns_good)
 	    "  render:\n"
 	    "    select: SELECT id, path, tries FROM video\n"
 	    "    key: path\n"
-	    "    pipe: [/usr/bin/render, \"--in={path}\", \"{{x}}\"]\n"
+	    "    exec: [/usr/bin/render, \"--in={path}\", \"{{x}}\"]\n"
 	    "    done: UPDATE video SET out = :output WHERE id = :id\n"
 	    "    retry:\n"
 	    "      attempts_column: tries\n"
@@ -1347,11 +1347,18 @@ START_TEST(test_check_columns_good)
 	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 3, &log), 0);
 	ck_assert_str_eq(log, "");
 	free(log);
+	/* A pipe handler's arguments are fixed: no {column} there. */
+	cfg->queues[0].handler = HANDLER_PIPE;
+	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 3, &log), 1);
+	ck_assert_has(log, "queues.render.exec[1]: {path}: a pipe handler's "
+	    "arguments are fixed for its life");
+	free(log);
+	cfg->queues[0].handler = HANDLER_EXEC;
 	/* With :lease allowed, the list of built-ins says so. */
 	ck_assert_int_eq(check_columns(&cfg->queues[0], bad, 2, &log), 3);
 	ck_assert_has(log, "rowq.yaml:6: queues.render.done: :id is not a "
 	    "column of the select (columns: path, tries) nor a built-in "
-	    "(:attempt :delay :error :output :lease)\n");
+	    "(:attempt :delay :error :output :lease :duration)\n");
 	free(log);
 	config_free(cfg);
 }
@@ -1363,9 +1370,10 @@ START_TEST(test_builtins)
 
 	for (n = 0; config_builtin_params[n] != NULL; n++)
 		;
-	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(n, 6);
 	ck_assert_str_eq(config_builtin_params[0], "attempt");
 	ck_assert_str_eq(config_builtin_params[4], "lease");
+	ck_assert_str_eq(config_builtin_params[5], "duration");
 }
 END_TEST
 
