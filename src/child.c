@@ -184,18 +184,35 @@ errsink_feed(struct errsink *e, const char *data, size_t n)
 		memmove(e->tail.data, e->tail.data + cut, e->tail.len - cut + 1);
 		e->tail.len -= cut;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (data[i] == '\n') {
+	/*
+	 * Line by line, not byte by byte: a handler may write hundreds of
+	 * megabytes.  A line longer than HANDLER_LOG_LINE_MAX is logged in
+	 * pieces of that size.
+	 */
+	while (n > 0) {
+		const char *nl = memchr(data, '\n', n);
+		size_t len = nl != NULL ? (size_t)(nl - data) : n;
+
+		while (len > 0) {
+			if (e->line.len >= HANDLER_LOG_LINE_MAX) {
+				errsink_log(e, e->line.data, e->line.len);
+				buf_reset(&e->line);
+			}
+			size_t take = HANDLER_LOG_LINE_MAX - e->line.len;
+			if (take > len)
+				take = len;
+			buf_append(&e->line, data, take);
+			data += take;
+			n -= take;
+			len -= take;
+		}
+		if (nl != NULL) {
 			errsink_log(e, e->line.data ? e->line.data : "",
 			    e->line.len);
 			buf_reset(&e->line);
-			continue;
+			data++;
+			n--;
 		}
-		if (e->line.len >= HANDLER_LOG_LINE_MAX) {
-			errsink_log(e, e->line.data, e->line.len);
-			buf_reset(&e->line);
-		}
-		buf_putc(&e->line, data[i]);
 	}
 }
 

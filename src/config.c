@@ -290,6 +290,17 @@ config_builder_path(const struct builder *b, char *out, size_t len)
 		}
 		if (inner && n->nitems % 2 == 0)
 			break;
+		/*
+		 * Below the top, the collection above is this mapping's last
+		 * item: its value (an even count), or its key (an odd count:
+		 * a mapping or sequence as a key, `{{a: b}: c}`), which has
+		 * no name to show.
+		 */
+		if (!inner && n->nitems % 2 == 1) {
+			o += (size_t)snprintf(out + o, len - o, "%s?",
+			    o == 0 ? "" : ".");
+			continue;
+		}
 		k = n->items[inner ? n->nitems - 1 : n->nitems - 2];
 		o += (size_t)snprintf(out + o, len - o, "%s%s",
 		    o == 0 ? "" : ".", k->kind == NODE_SCALAR ? k->value : "?");
@@ -479,6 +490,15 @@ config_parse(struct load *ld, const char *data, size_t len,
 	bool end = false;
 	int rc = 0;
 
+	/*
+	 * YAML allows a byte order mark, and some editors write one; libyaml
+	 * skips it only when it detects the encoding itself, which it must
+	 * not do here (UTF-16 is no configuration of ours).
+	 */
+	if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0) {
+		data += 3;
+		len -= 3;
+	}
 	if (!yaml_parser_initialize(&p))
 		fatalx("%s: out of memory", ld->file->path);
 	yaml_parser_set_input_string(&p, (const unsigned char *)data, len);

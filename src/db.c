@@ -18,9 +18,9 @@
 #include <string.h>
 
 /* Client timeouts, so that a frozen server cannot hang a worker forever. */
-#define DB_CONNECT_TIMEOUT_S	10
-#define DB_READ_TIMEOUT_S	60
-#define DB_WRITE_TIMEOUT_S	60
+#define DB_CONNECT_TIMEOUT_S	5
+#define DB_READ_TIMEOUT_S	30
+#define DB_WRITE_TIMEOUT_S	30
 /* A finishing UPDATE waits at most this long for an application's lock. */
 #define DB_LOCK_WAIT_TIMEOUT_S	10
 /* Fetch buffer per column; longer values are fetched a second time. */
@@ -321,12 +321,12 @@ db_stmt_bind_results(struct db_stmt *s, MYSQL_FIELD *fields)
 	for (size_t i = 0; i < n; i++) {
 		MYSQL_BIND *b = &s->results[i];
 		s->is_bit[i] = fields[i].type == MYSQL_TYPE_BIT;
-		/* Every value as text, except BIT, which is a number. */
-		if (s->is_bit[i]) {
-			b->buffer_type = MYSQL_TYPE_LONGLONG;
-			b->is_unsigned = 1;
-		} else
-			b->buffer_type = MYSQL_TYPE_STRING;
+		/*
+		 * Every value as text; BIT as its raw bytes, most significant
+		 * first, which db_stmt_copy_row turns into a number (the
+		 * library's own BIT to integer conversion swaps the bytes).
+		 */
+		b->buffer_type = MYSQL_TYPE_STRING;
 		b->buffer = s->fetchbuf + i * DB_FETCH_CHUNK;
 		b->buffer_length = DB_FETCH_CHUNK;
 		b->length = &s->lengths[i];
@@ -467,9 +467,12 @@ db_stmt_copy_row(struct db_stmt *s, struct rowset *rs)
 		if (s->nulls[i])
 			continue;
 		if (s->is_bit[i]) {
+			const unsigned char *raw = s->results[i].buffer;
+			unsigned long long v = 0;
 			char num[32];
-			int k = snprintf(num, sizeof(num), "%llu",
-			    *(unsigned long long *)s->results[i].buffer);
+			for (unsigned long k = 0; k < len && k < 8; k++)
+				v = v << 8 | raw[k];
+			int k = snprintf(num, sizeof(num), "%llu", v);
 			r->value[i] = xstrndup(num, (size_t)k);
 			r->len[i] = (size_t)k;
 			continue;

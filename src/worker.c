@@ -38,6 +38,13 @@ struct bound {
 	struct value		*values;
 };
 
+/*
+ * After a turn that had to skip rows it cannot finish (NULL keys, a key
+ * returned twice), the next claim asks for this many more, so that such
+ * rows at the head of the queue do not block the ones behind them.
+ */
+#define WIDE_EXTRA		16
+
 /* A row claimed again this soon after it was finished never left. */
 #define HOT_LOOP_WINDOW_MS	10000
 #define HOT_LOOP_BACKOFF_MIN_MS	1000
@@ -51,6 +58,9 @@ struct worker {
 	struct stopper		 stopper;
 	struct db		*db;
 	struct db_stmt		*claim;
+	struct db_stmt		*claim_wide;	/* LIMIT batch + WIDE_EXTRA */
+	int			 skipped;	/* rows the last turn skipped */
+	bool			 used_wide;	/* this turn claimed wide */
 	struct bound		 done, retry, failed, lease, renew;
 	const struct column	*cols;
 	size_t			 ncols;
@@ -66,6 +76,7 @@ struct worker {
 	int			 hot_loops;	/* in a row, for backoff */
 	int64_t			 last_hot_ms;
 	char			 failing[256];	/* the statement that failed */
+	int64_t			 null_key_logged_ms;
 	/* Counted when the transaction that finished them commits. */
 	uint64_t		 pending_done, pending_retried, pending_failed;
 	uint64_t		 pipe_restarts_seen;
@@ -76,6 +87,20 @@ struct worker {
 	int64_t			 db_failing_since;
 	int64_t			 db_last_log;
 };
+
+/*
+ * A wait of ms, give or take a quarter: workers that lost the database
+ * together must not all come back in the same millisecond.
+ */
+static int64_t
+worker_jitter(int64_t ms)
+{
+	int64_t spread = ms / 2;
+
+	if (spread <= 0)
+		return ms;
+	return ms - ms / 4 + (int64_t)(backoff_random() % (uint64_t)(spread + 1));
+}
 
 /* Log a database problem once, then at most once a minute while it lasts. */
 static void
@@ -150,6 +175,8 @@ worker_disconnect(struct worker *w)
 	bound_free(&w->renew);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
+	db_stmt_free(w->claim_wide);
+	w->claim_wide = NULL;
 	db_close(w->db);
 	w->db = NULL;
 	w->cols = NULL;
@@ -231,6 +258,11 @@ worker_connect(struct worker *w)
 		log_error("%s: %s", w->q->select.where, db_error(w->db));
 		return st == DB_RECONNECT ? -1 : -2;
 	}
+	claim = sql_claim(w->q->select.positional, w->q->batch + WIDE_EXTRA);
+	w->claim_wide = db_prepare(w->db, claim, &st);
+	free(claim);
+	if (w->claim_wide == NULL)
+		return st == DB_RECONNECT ? -1 : -2;
 	w->cols = db_stmt_columns(w->claim, &w->ncols);
 	names = xcalloc(w->ncols + 1, sizeof(*names));
 	for (size_t i = 0; i < w->ncols; i++)
@@ -268,8 +300,8 @@ worker_ensure_db(struct worker *w)
 			return -2;
 		worker_set_state(w, WORKER_DB_DOWN, NULL);
 		worker_db_trouble(w, "cannot connect to the database");
-		if (stopper_sleep(&w->stopper,
-		    backoff_capped_ms(500, 30000, w->db_failures)))
+		if (stopper_sleep(&w->stopper, worker_jitter(
+		    backoff_capped_ms(500, 30000, w->db_failures))))
 			return -1;
 	}
 	return 0;
@@ -299,8 +331,8 @@ worker_db_failed(struct worker *w, enum db_status st, const char *what)
 		worker_db_trouble(w, what);
 		worker_disconnect(w);
 		/* A link that drops at every turn must not spin either. */
-		stopper_sleep(&w->stopper,
-		    backoff_capped_ms(100, 30000, w->db_failures));
+		stopper_sleep(&w->stopper, worker_jitter(
+		    backoff_capped_ms(100, 30000, w->db_failures)));
 		return;
 	default:
 		/* Bad SQL or data: it will likely fail again, so wait longer. */
@@ -662,6 +694,62 @@ worker_hot_loop(struct worker *w)
 }
 
 /*
+ * The finishing statement failed for this row alone (data too long for a
+ * column, a constraint): InnoDB rolled back just that statement and the
+ * transaction keeps its locks.  Rather than roll everything back and meet
+ * the row again at the next claim, for ever, mark it failed with the
+ * database's reason as :error.  Returns the failed statement's status.
+ */
+static enum db_status
+worker_finish_failed_instead(struct worker *w, struct bound *b,
+    const struct row *row, int attempt, const char *key, struct bound **used)
+{
+	enum db_status st;
+
+	buf_reset(&w->result.error);
+	buf_printf(&w->result.error, "%s for key %s: %s", b->sql->where, key,
+	    db_error(w->db));
+	utf8_sanitize(&w->result.error);
+	log_error("%s; marking the row failed instead", w->result.error.data);
+	st = worker_finish(w, &w->failed, row, attempt, 0, key);
+	if (st != DB_OK)
+		return st;
+	if (b == &w->done)
+		w->pending_done--;
+	else if (b == &w->retry)
+		w->pending_retried--;
+	w->pending_failed++;
+	worker_note_error(w, key, w->result.error.data);
+	*used = &w->failed;
+	return DB_OK;
+}
+
+/*
+ * A select that returns the same key twice in one claim (a join) would
+ * have the row handled and finished twice: the second is skipped.
+ */
+static bool
+worker_key_repeated(struct worker *w, size_t i)
+{
+	const char *key = w->rows.rows[i].value[w->key_index];
+
+	for (size_t k = 0; k < i; k++) {
+		const char *other = w->rows.rows[k].value[w->key_index];
+		if (other != NULL && strcmp(other, key) == 0) {
+			log_set_row(key);
+			log_error("%s: the select returned this key twice in "
+			    "one claim (a join?); handled once",
+			    w->q->select.where);
+			log_set_row(NULL);
+			if (w->args->stats)
+				w->args->stats->errors++;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Handle one claimed row and run its finishing statement.  Returns DB_OK,
  * or the status that ends the turn.  *aborted is set when the handler was
  * stopped without a verdict (rowq is stopping, or the lease was lost): the
@@ -695,6 +783,8 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	if (w->result.outcome != OUTCOME_DONE)
 		worker_note_error(w, key, w->result.error.data);
 	st = worker_finish(w, b, row, attempt, delay_ms, key);
+	if (st == DB_FATAL && b != &w->failed && w->failed.stmt != NULL)
+		st = worker_finish_failed_instead(w, b, row, attempt, key, &b);
 	if (st == DB_OK)
 		worker_remember(w, row, b->sql->where);
 	else
@@ -715,10 +805,16 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 static bool
 worker_key_ok(struct worker *w, const struct row *row)
 {
+	int64_t now = now_ms();
+
 	if (row->value[w->key_index] != NULL)
 		return true;
-	log_error("%s: the key column is NULL in a claimed row; it cannot be "
-	    "finished, skipped", w->q->select.where);
+	if (now - w->null_key_logged_ms >= 60000) {
+		w->null_key_logged_ms = now;
+		log_error("%s: the key column is NULL in a claimed row; it "
+		    "cannot be finished, skipped (said once a minute)",
+		    w->q->select.where);
+	}
 	if (w->args->stats)
 		w->args->stats->errors++;
 	return false;
@@ -743,7 +839,9 @@ worker_claim(struct worker *w)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rowset_clear(&w->rows, w->ncols);
-	st = db_stmt_fetch_all(w->claim, NULL, 0, &w->rows);
+	w->used_wide = w->skipped > 0;
+	st = db_stmt_fetch_all(w->used_wide ? w->claim_wide : w->claim, NULL,
+	    0, &w->rows);
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "claim");
 		return -1;
@@ -797,6 +895,7 @@ worker_no_progress(struct worker *w)
 
 	worker_set_state(w, WORKER_BACKOFF, NULL);
 	stopper_sleep(&w->stopper, delay);
+	w->last_hot_ms = now_ms();
 }
 
 /* Transaction mode: claim, handle, finish, commit, all in one transaction. */
@@ -809,9 +908,13 @@ worker_turn_transaction(struct worker *w)
 
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
-	for (int i = 0; i < n && !aborted; i++) {
-		if (!worker_key_ok(w, &w->rows.rows[i]))
+	w->skipped = 0;
+	for (int i = 0; i < n && !aborted && handled < w->q->batch; i++) {
+		if (!worker_key_ok(w, &w->rows.rows[i]) ||
+		    worker_key_repeated(w, (size_t)i)) {
+			w->skipped++;
 			continue;
+		}
 		st = worker_row(w, &w->rows.rows[i], &aborted);
 		if (st != DB_OK) {
 			worker_db_failed(w, st, w->failing);
@@ -830,7 +933,8 @@ worker_turn_transaction(struct worker *w)
 	}
 	if (worker_commit(w) != 0)
 		return -1;
-	if (handled == 0)
+	/* Only unfinishable rows, even with the wider claim: pause. */
+	if (handled == 0 && w->used_wide)
 		worker_no_progress(w);
 	return n;
 }
@@ -853,7 +957,8 @@ worker_turn_lease(struct worker *w)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
 	for (int i = 0; i < n; i++) {
 		leased[i] = false;
-		if (!worker_key_ok(w, &w->rows.rows[i]))
+		if (!worker_key_ok(w, &w->rows.rows[i]) ||
+		    worker_key_repeated(w, (size_t)i))
 			continue;
 		worker_new_token(w);
 		memcpy(tokens[i], w->token, sizeof(w->token));
