@@ -1,0 +1,623 @@
+#!/usr/bin/env bash
+# rowq's benchmark: `make bench`, or `BENCH_QUICK=1 make bench` to try
+# things out (2 worker counts, 1 run, smaller tables).
+#
+# Starts its own throwaway MariaDB (tests/lib.sh), and measures, on the
+# same table for every contender, rows per second as the median of RUNS
+# runs, each contender also as a ratio to the raw loop measured in the
+# same run:
+#
+#   raw1   bench/rawloop.c: BEGIN / claim LIMIT 1 / UPDATE / COMMIT
+#   raw10  the same, 10 rows per transaction
+#   php    the design article's PDO worker (bench/worker.php), N processes
+#   rowq1  rowq drain, pipe handler bench/okpipe.c answering "ok", batch 1
+#   rowq10 the same, batch 10
+#   rawx   raw1 plus posix_spawn of /bin/true per row, in the transaction
+#   rowqx  rowq drain, exec handler /bin/true
+#
+# then the residue (1,000 waiting rows behind 4,000,000 finished ones,
+# with the good index and with the article's), the idle cost (queries per
+# worker against an empty queue, pickup latency) and memory (RSS).
+# After every run it checks that every row was done exactly once.
+#
+# Prints a table and writes bench/README.md, bench/results.png and
+# bench/results.tsv.
+
+. "$(dirname "$0")/../tests/lib.sh"
+. "$TESTS_DIR/email.sh"
+
+BENCH_DIR=$REPO_ROOT/bench
+BIN=$REPO_ROOT/build/bench
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+	WORKERS_LIST=${BENCH_WORKERS:-"1 2"}
+	RUNS=${BENCH_RUNS:-1}
+	ROWS=${BENCH_ROWS:-5000}
+	EXEC_ROWS=${BENCH_EXEC_ROWS:-300}
+	RESIDUE=${BENCH_RESIDUE:-400000}
+	ARTICLE_LIMIT_S=8
+	IDLE_WINDOW_S=5
+	LATENCY_SAMPLES=5
+else
+	WORKERS_LIST=${BENCH_WORKERS:-"1 2 4 8"}
+	RUNS=${BENCH_RUNS:-3}
+	ROWS=${BENCH_ROWS:-20000}
+	EXEC_ROWS=${BENCH_EXEC_ROWS:-1000}
+	RESIDUE=${BENCH_RESIDUE:-4000000}
+	ARTICLE_LIMIT_S=10
+	IDLE_WINDOW_S=10
+	LATENCY_SAMPLES=10
+fi
+RESIDUE_WAITING=1000
+RESIDUE_WORKERS=2
+# A drain of 1,000 rows lasts about a second: more runs for a steadier median.
+RESIDUE_RUNS=$((QUICK == 1 ? RUNS : (RUNS < 5 ? 5 : RUNS)))
+IDLE=1s
+IDLE_WORKERS=2
+CONTENDERS="raw1 raw10 php rowq1 rowq10 rawx rowqx"
+
+label()
+{
+	case $1 in
+	raw1) echo "raw loop, 1 row/transaction" ;;
+	raw10) echo "raw loop, 10 rows/transaction" ;;
+	php) echo "PHP worker of the article" ;;
+	rowq1) echo "rowq, pipe handler, batch 1" ;;
+	rowq10) echo "rowq, pipe handler, batch 10" ;;
+	rawx) echo "raw loop + posix_spawn /bin/true" ;;
+	rowqx) echo "rowq, exec /bin/true" ;;
+	esac
+}
+
+# What each contender is compared with.
+baseline()
+{
+	case $1 in
+	raw10 | php | rowq1) echo raw1 ;;
+	rowq10) echo raw10 ;;
+	rowqx) echo rawx ;;
+	*) echo "" ;;
+	esac
+}
+
+say() { printf '%s\n' "$*" >&2; }
+
+# ---- build -------------------------------------------------------------
+
+mkdir -p "$BIN"
+# shellcheck disable=SC2046 # pkg-config's words
+cc -O2 -g -Wall -Wextra -o "$BIN/rawloop" "$BENCH_DIR/rawloop.c" \
+    $(pkg-config --cflags --libs libmariadb)
+cc -O2 -g -Wall -Wextra -o "$BIN/okpipe" "$BENCH_DIR/okpipe.c"
+[ -x "$ROWQ" ] || fail "no $ROWQ: run make first"
+
+# ---- the server --------------------------------------------------------
+
+# Room for the 4,000,000-row table in memory; durability as in the tests
+# (flush at commit 2): the limit here is CPU and round trips, not fsync.
+DB_SERVER_OPTS+=(--innodb-buffer-pool-size=1G --innodb-log-file-size=512M)
+unset ROWQ_TEST_SOCKET
+db_start
+db_create rowq_bench
+MAIN_DB=$ROWQ_TEST_DB
+SERVER_PID=$_lib_db_pid
+W=$ROWQ_TEST_TMP
+cd "$W"
+
+# status NAME...: global status counters, "name value" lines.
+status()
+{
+	local names
+	names=$(printf "'%s'," "$@")
+	mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot -N -B -e \
+	    "SHOW GLOBAL STATUS WHERE Variable_name IN (${names%,})"
+}
+
+counter() { status "$1" | awk '{ print $2 }'; }
+
+# CPU time of the server so far, in clock ticks.
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
+CLK_TCK=$(getconf CLK_TCK)
+
+# ---- configurations ----------------------------------------------------
+
+pipe_config()
+{
+	local file=$1 batch=$2
+	shift 2
+	email_config "$file" "[x]" "batch: $batch" "$@"
+	sed -i "s|^    exec: .*|    pipe: [$BIN/okpipe]|" "$file"
+}
+
+make_configs()
+{
+	pipe_config pipe1.yaml 1
+	pipe_config pipe10.yaml 10
+	email_config exec.yaml "[/bin/true]"
+}
+make_configs
+
+# ---- one measured run --------------------------------------------------
+
+# The command a contender runs, for WORKERS workers.
+contender_run()
+{
+	local c=$1 n=$2 i pids=()
+	case $c in
+	raw1) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 1 ;;
+	raw10) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 10 ;;
+	rawx) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 1 -x /bin/true ;;
+	rowq1) "$ROWQ" -c pipe1.yaml drain email -w "$n" ;;
+	rowq10) "$ROWQ" -c pipe10.yaml drain email -w "$n" ;;
+	rowqx) "$ROWQ" -c exec.yaml drain email -w "$n" ;;
+	php)
+		for ((i = 0; i < n; i++)); do
+			php "$BENCH_DIR/worker.php" "$ROWQ_TEST_SOCKET" "$ROWQ_TEST_DB" &
+			pids+=($!)
+		done
+		for i in "${pids[@]}"; do
+			wait "$i" || return 1
+		done
+		;;
+	esac
+}
+
+# verify ROWS [WHERE]: every row done exactly once.
+verify()
+{
+	local rows=$1 where=${2:-1} got
+	got=$(sql_value "SELECT CONCAT_WS(' ', COUNT(*), SUM(status = 'sent'),
+	    SUM(done_count), MAX(done_count), MIN(done_count)) FROM email WHERE $where")
+	[ "$got" = "$rows $rows $rows 1 1" ] ||
+	    fail "not every row done exactly once: rows, sent, done, max, min = $got (expected $rows rows)"
+}
+
+# measure CONTENDER WORKERS RUN ROWS: fill, run, verify, append a line to
+# results.tsv: contender workers run rows seconds rows/s questions/row
+# client-cpu-us/row server-cpu-us/row.
+measure()
+{
+	local c=$1 n=$2 run=$3 rows=$4 q0 q1 s0 s1 t0 t1 cpu secs
+	sql "DROP TABLE IF EXISTS email"
+	email_table "$rows"
+	q0=$(counter Questions)
+	s0=$(server_ticks)
+	t0=$(now_us)
+	TIMEFORMAT='%3U %3S'
+	{ time contender_run "$c" "$n" >"run.$c.log" 2>&1; } 2>time.out ||
+	    fail "$c with $n workers failed: $(tail -5 "run.$c.log")"
+	t1=$(now_us)
+	s1=$(server_ticks)
+	q1=$(counter Questions)
+	cpu=$(tail -1 time.out)
+	verify "$rows"
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e6 }')
+	awk -v c="$c" -v n="$n" -v r="$run" -v rows="$rows" -v secs="$secs" \
+	    -v q=$((q1 - q0 - 1)) -v cpu="$cpu" -v st=$((s1 - s0)) -v hz="$CLK_TCK" '
+	    BEGIN {
+		split(cpu, u, " ")
+		printf "%s\t%d\t%d\t%d\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f\n", c, n, r,
+		    rows, secs, rows / secs, q / rows,
+		    (u[1] + u[2]) * 1e6 / rows, st / hz * 1e6 / rows
+	    }' >>results.tsv
+	say "$(tail -1 results.tsv | awk -F'\t' '{ printf "  %-7s %d workers, run %d: %8.0f rows/s (%.2f round trips/row)", $1, $2, $3, $6, $7 }')"
+}
+
+# ---- the contenders ----------------------------------------------------
+
+started=$(now_us)
+: >results.tsv
+say "bench: $ROWS rows ($EXEC_ROWS for the exec pair), workers $WORKERS_LIST, $RUNS run(s)"
+for ((run = 1; run <= RUNS; run++)); do
+	for n in $WORKERS_LIST; do
+		for c in $CONTENDERS; do
+			rows=$ROWS
+			case $c in rawx | rowqx) rows=$EXEC_ROWS ;; esac
+			measure "$c" "$n" "$run" "$rows"
+		done
+	done
+done
+
+# median CONTENDER WORKERS COLUMN: the median over runs (odd counts: the
+# middle one; even: the mean of the middle two).
+median()
+{
+	awk -F'\t' -v c="$1" -v n="$2" -v col="$3" '
+	    $1 == c && $2 == n { v[++k] = $col }
+	    END {
+		if (k == 0) { print "-"; exit }
+		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++)
+			if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+		m = k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+		print m
+	    }' results.tsv
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+# ---- residue: 1,000 waiting rows behind RESIDUE finished ones -----------
+
+say "bench: residue, $RESIDUE finished rows"
+residue_drain()
+{
+	local cfg=$1 limit=${2:-0} lo t0 t1 done_rows status=0
+	lo=$(sql_value "SELECT COALESCE(MAX(id), 0) FROM email")
+	sql "INSERT INTO email (recipient, subject, body)
+	    SELECT CONCAT('user', seq, '@example.com'), 'new', 'body'
+	    FROM seq_1_to_$RESIDUE_WAITING"
+	t0=$(now_us)
+	if [ "$limit" -gt 0 ]; then
+		timeout -s TERM "$limit" "$ROWQ" -c "$cfg" drain email \
+		    -w "$RESIDUE_WORKERS" >residue.out 2>>residue.err || status=$?
+		[ "$status" -eq 0 ] || [ "$status" -eq 124 ] ||
+		    fail "residue drain: exit $status: $(tail -3 residue.err)"
+	else
+		"$ROWQ" -c "$cfg" drain email -w "$RESIDUE_WORKERS" \
+		    >residue.out 2>>residue.err || fail "residue drain: $(tail -3 residue.err)"
+	fi
+	t1=$(now_us)
+	done_rows=$(sql_value "SELECT COUNT(*) FROM email WHERE id > $lo AND status = 'sent'")
+	[ "$(sql_value "SELECT COALESCE(MAX(done_count), 0) FROM email WHERE id > $lo")" -le 1 ] ||
+	    fail "residue: a row done twice"
+	if [ "$limit" -eq 0 ]; then
+		verify "$RESIDUE_WAITING" "id > $lo"
+	else
+		# Stopped by the time limit: what is left is put out of the way.
+		sql "UPDATE email SET status = 'failed' WHERE id > $lo AND status = 'waiting'"
+	fi
+	awk -v d="$done_rows" -v a="$t0" -v b="$t1" \
+	    'BEGIN { printf "%.1f %d\n", d / ((b - a) / 1e6), d }'
+}
+
+# settle: have the server write out what a bulk load left dirty (at most
+# a minute), so that background flushing does not compete with the drains
+# that follow.
+settle()
+{
+	local i pct
+	pct=$(sql_value "SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
+	sql "SET GLOBAL innodb_max_dirty_pages_pct = 0"
+	for ((i = 0; i < 60; i++)); do
+		[ "$(counter Innodb_buffer_pool_pages_dirty)" -gt 500 ] || break
+		sleep 1
+	done
+	sql "SET GLOBAL innodb_max_dirty_pages_pct = $pct"
+	SETTLE_S=$((${SETTLE_S:-0} + i))
+}
+
+db_create rowq_bench_big
+BIG_DB=$ROWQ_TEST_DB
+email_table 0
+t0=$(now_us)
+step=1000000
+for ((a = 1; a <= RESIDUE; a += step)); do
+	b=$((a + step - 1))
+	[ "$b" -le "$RESIDUE" ] || b=$RESIDUE
+	sql "INSERT INTO email (recipient, subject, body, status, attempts, done_count)
+	    SELECT CONCAT('user', seq, '@example.com'), 'old', '', 'sent', 1, 1
+	    FROM seq_${a}_to_$b"
+done
+sql "ANALYZE TABLE email" >/dev/null
+FILL_S=$(awk -v a="$t0" -v b="$(now_us)" 'BEGIN { printf "%.0f", (b - a) / 1e6 }')
+say "  filled in $FILL_S s"
+pipe_config big.yaml 1
+ROWQ_TEST_DB=$MAIN_DB pipe_config small.yaml 1
+settle
+
+# The small table (the same 1,000 rows and nothing else) and the big one,
+# in turn, so that both see the same load.
+residue_small=()
+residue_good=()
+for ((run = 1; run <= RESIDUE_RUNS; run++)); do
+	ROWQ_TEST_DB=$MAIN_DB sql "DROP TABLE IF EXISTS email"
+	ROWQ_TEST_DB=$MAIN_DB email_table 0
+	residue_small+=("$(ROWQ_TEST_DB=$MAIN_DB residue_drain small.yaml | cut -d' ' -f1)")
+	residue_good+=("$(residue_drain big.yaml | cut -d' ' -f1)")
+done
+CHECK_GOOD=$("$ROWQ" -c big.yaml check 2>&1 || true)
+
+t0=$(now_us)
+sql "ALTER TABLE email DROP INDEX status, ADD INDEX (status, retry_at);
+    ANALYZE TABLE email" >/dev/null
+ALTER_S=$(awk -v a="$t0" -v b="$(now_us)" 'BEGIN { printf "%.0f", (b - a) / 1e6 }')
+settle
+CHECK_ARTICLE=$("$ROWQ" -c big.yaml check 2>&1 || true)
+EXPLAIN_ARTICLE=$(sql "EXPLAIN SELECT id, recipient, subject, attempts FROM email
+    WHERE status = 'waiting' AND (retry_at IS NULL OR retry_at <= UNIX_TIMESTAMP())
+    ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED" | cut -f4-10)
+residue_article=()
+residue_article_done=()
+for ((run = 1; run <= RUNS; run++)); do
+	r=$(residue_drain big.yaml "$ARTICLE_LIMIT_S")
+	residue_article+=("${r% *}")
+	residue_article_done+=("${r#* }")
+done
+sql "DROP TABLE email"
+ROWQ_TEST_DB=$MAIN_DB
+make_configs
+
+# The start-up cost of check's EXPLAIN on the big table, for the record.
+list_median()
+{
+	printf '%s\n' "$@" | sort -g | awk '{ v[++k] = $1 }
+	    END { print k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2 }'
+}
+
+# ---- idle cost, pickup latency, memory ---------------------------------
+
+say "bench: idle cost and pickup latency, $IDLE_WORKERS workers, idle $IDLE"
+sql "DROP TABLE IF EXISTS email"
+email_table 0
+: >stamps
+WORKERS=$IDLE_WORKERS IDLE=$IDLE email_config idle.yaml "[x]"
+sed -i "s|^    exec: .*|    pipe: [$BIN/okpipe, $W/stamps]|" idle.yaml
+rowq_start idle.yaml idle.log
+wait_until 10 '[ "$(children_of "$ROWQ_PID" | wc -l)" -ge '"$IDLE_WORKERS"' ]' ||
+    fail "rowq run did not start its workers: $(cat idle.log)"
+sleep 3
+read -r sel0 q0 < <(status Com_select Questions | awk '{ v[$1] = $2 } END { print v["Com_select"], v["Questions"] }')
+sleep "$IDLE_WINDOW_S"
+read -r sel1 q1 < <(status Com_select Questions | awk '{ v[$1] = $2 } END { print v["Com_select"], v["Questions"] }')
+idle_s=${IDLE%s}
+CLAIMS_PER_IDLE=$(awk -v d=$((sel1 - sel0)) -v w="$IDLE_WINDOW_S" -v i="$idle_s" -v n="$IDLE_WORKERS" \
+    'BEGIN { printf "%.2f", d / (w / i) / n }')
+QPS_PER_WORKER=$(awk -v d=$((q1 - q0 - 1)) -v w="$IDLE_WINDOW_S" -v n="$IDLE_WORKERS" \
+    'BEGIN { printf "%.2f", d / w / n }')
+
+# Pickup: the row carries its insert time (the server's clock, at the
+# INSERT), the handler notes when the row reaches it.
+for ((i = 0; i < LATENCY_SAMPLES; i++)); do
+	sleep "0.$((RANDOM % 9 + 1))$((RANDOM % 10))"
+	id=$(sql "INSERT INTO email (recipient, subject, body)
+	    VALUES ('late@example.com', ROUND(UNIX_TIMESTAMP(NOW(6)) * 1000000), 'body');
+	    SELECT LAST_INSERT_ID()")
+	wait_until 10 '[ "$(sql_value "SELECT done_count FROM email WHERE id = '"$id"'")" = 1 ]' ||
+	    fail "row $id not picked up in 10 s"
+done
+sql "SELECT id, subject FROM email" | sort >inserted
+sort stamps | awk '{ print $2, $1 }' | sort >arrived
+join inserted arrived | awk '{ print ($3 - $2) / 1000 }' | sort -g >latency
+LAT_MEDIAN=$(list_median $(cat latency))
+LAT_MAX=$(tail -1 latency)
+LAT_MIN=$(head -1 latency)
+[ "$(wc -l <latency)" -eq "$LATENCY_SAMPLES" ] || fail "latency: $(wc -l <latency) samples"
+
+# Memory in steady state: the supervisor and each worker, idle after work.
+rss()
+{
+	local pid=$1
+	awk '/^VmRSS|^RssAnon|^RssFile|^RssShmem/ { v[$1] = $2 }
+	    END { printf "%d %d %d %d", v["VmRSS:"], v["RssAnon:"], v["RssFile:"], v["RssShmem:"] }' \
+	    "/proc/$pid/status"
+	awk '/^Pss:/ { printf " %d\n", $2 }' "/proc/$pid/smaps_rollup"
+}
+SUP_MEM=$(rss "$ROWQ_PID")
+WORKER_MEM=
+for p in $(children_of "$ROWQ_PID"); do
+	m=$(rss "$p")
+	# The largest worker.
+	if [ -z "$WORKER_MEM" ] || [ "${m%% *}" -gt "${WORKER_MEM%% *}" ]; then
+		WORKER_MEM=$m
+	fi
+done
+kill -TERM "$ROWQ_PID"
+wait "$ROWQ_PID" || fail "rowq run exited with $?"
+untrack_pid "$ROWQ_PID"
+TOTAL_S=$(awk -v a="$started" -v b="$(now_us)" 'BEGIN { printf "%.0f", (b - a) / 1e6 }')
+
+# ---- report ------------------------------------------------------------
+
+kib_mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+
+table()
+{
+	local c n m b rm rb
+	printf '| contender |'
+	for n in $WORKERS_LIST; do printf ' %s worker%s |' "$n" "$([ "$n" = 1 ] || echo s)"; done
+	printf '\n|---|'
+	for n in $WORKERS_LIST; do printf -- '---:|'; done
+	printf '\n'
+	for c in $CONTENDERS; do
+		printf '| %s |' "$(label "$c")"
+		b=$(baseline "$c")
+		for n in $WORKERS_LIST; do
+			m=$(median "$c" "$n" 6)
+			if [ -n "$b" ]; then
+				printf ' %s (%s×) |' "$(printf '%.0f' "$m")" "$(ratio "$m" "$(median "$b" "$n" 6)")"
+			else
+				printf ' %s |' "$(printf '%.0f' "$m")"
+			fi
+		done
+		printf '\n'
+	done
+}
+
+costs()
+{
+	local c n
+	n=${WORKERS_LIST%% *}
+	printf '| contender | round trips per row | client CPU µs per row | server CPU µs per row |\n'
+	printf '|---|---:|---:|---:|\n'
+	for c in $CONTENDERS; do
+		printf '| %s | %s | %s | %s |\n' "$(label "$c")" "$(median "$c" "$n" 7)" \
+		    "$(median "$c" "$n" 8)" "$(median "$c" "$n" 9)"
+	done
+}
+
+# target NAME CONDITION-TEXT MET: a line of the targets table.
+targets()
+{
+	local n r1 r10 rp rx lows okall
+	printf '| target | measured | met |\n|---|---|---|\n'
+	for pair in "rowq1 raw1 1.0 rowq pipe batch 1 ≥ 1.0× raw loop" \
+	    "rowq10 raw10 1.0 rowq pipe batch 10 ≥ 1.0× raw 10-row loop" \
+	    "rowq10 php 3.0 rowq pipe batch 10 ≥ 3× PHP worker" \
+	    "rowqx rawx 1.0 rowq exec ≥ 1.0× raw spawn loop"; do
+		read -r a b want text <<<"$pair"
+		lows=
+		okall=yes
+		for n in $WORKERS_LIST; do
+			r1=$(ratio "$(median "$a" "$n" 6)" "$(median "$b" "$n" 6)")
+			lows="$lows${lows:+, }$n: ${r1}×"
+			awk -v r="$r1" -v w="$want" 'BEGIN { exit !(r >= w) }' || okall=no
+		done
+		printf '| %s | %s | %s |\n' "$text" "$lows" "$okall"
+	done
+	rx=$(ratio "$RES_GOOD" "$RES_SMALL")
+	printf '| %s finished rows, good index ≥ 0.9× small table | %s× | %s |\n' \
+	    "$RESIDUE" "$rx" "$(awk -v r="$rx" 'BEGIN { print r >= 0.9 ? "yes" : "no" }')"
+	printf '| idle: ≤ 1 claim per worker per idle interval | %s | %s |\n' "$CLAIMS_PER_IDLE" \
+	    "$(awk -v r="$CLAIMS_PER_IDLE" 'BEGIN { print r <= 1.0 ? "yes" : "no" }')"
+	printf '| supervisor RSS ≤ 4 MiB | %s MiB | %s |\n' "$(kib_mib "${SUP_MEM%% *}")" \
+	    "$(awk -v k="${SUP_MEM%% *}" 'BEGIN { print k <= 4096 ? "yes" : "no" }')"
+	printf '| worker RSS ≤ 4 MiB | %s MiB | %s |\n' "$(kib_mib "${WORKER_MEM%% *}")" \
+	    "$(awk -v k="${WORKER_MEM%% *}" 'BEGIN { print k <= 4096 ? "yes" : "no" }')"
+}
+
+RES_SMALL=$(list_median "${residue_small[@]}")
+RES_GOOD=$(list_median "${residue_good[@]}")
+RES_ARTICLE=$(list_median "${residue_article[@]}")
+
+# The chart: rows/s against workers, database-bound contenders on the
+# left, process-spawning ones on the right.
+for c in $CONTENDERS; do
+	for n in $WORKERS_LIST; do
+		printf '%s %s\n' "$n" "$(median "$c" "$n" 6)"
+	done >"chart.$c"
+done
+gnuplot <<GNUPLOT || say "bench: gnuplot failed; no chart"
+set terminal pngcairo size 1100,480 font "sans,10" noenhanced
+set output "$BENCH_DIR/results.png"
+set multiplot layout 1,2 title "rowq benchmark: rows/s, median of $RUNS run(s), $(nproc) CPUs"
+set xlabel "workers"
+set ylabel "rows/s"
+set logscale x 2
+set xrange [0.8:$(echo "$WORKERS_LIST" | awk '{ print $NF * 1.25 }')]
+set xtics ($(echo "$WORKERS_LIST" | sed 's/ /, /g'))
+set key top left
+set grid ytics
+set yrange [0:*]
+set title "$ROWS rows, no-op handler"
+plot "chart.raw1" w lp lw 2 t "raw loop, 1 row/txn", \
+     "chart.raw10" w lp lw 2 t "raw loop, 10 rows/txn", \
+     "chart.php" w lp lw 2 t "PHP worker (article)", \
+     "chart.rowq1" w lp lw 2 dt 2 t "rowq pipe, batch 1", \
+     "chart.rowq10" w lp lw 2 dt 2 t "rowq pipe, batch 10"
+set title "$EXEC_ROWS rows, one /bin/true per row"
+plot "chart.rawx" w lp lw 2 t "raw loop + posix_spawn", \
+     "chart.rowqx" w lp lw 2 dt 2 t "rowq exec"
+unset multiplot
+GNUPLOT
+
+cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+mem_total=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
+mariadb_version=$(sql_value "SELECT VERSION()")
+php_version=$(php -r 'echo PHP_VERSION;')
+spawn_rate=$(median rawx 1 6)
+
+{
+	cat <<EOF
+# rowq benchmark
+
+Written by \`make bench\` (bench/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'),
+in $TOTAL_S s$([ "$QUICK" = 1 ] && echo ", **quick mode** (BENCH_QUICK=1): fewer workers, runs and rows").
+Run it again to replace every figure below; the text after the figures is
+bench/analysis.md, written by hand from a run like this one.
+
+## Machine
+- $(nproc) CPUs: $cpu_model; $mem_total; Linux $(uname -r)
+- MariaDB $mariadb_version, a throwaway server (tests/lib.sh) with
+  \`innodb_flush_log_at_trx_commit=2\`, 1 GiB buffer pool, no binary log
+- PHP $php_version (PDO, mysqlnd), rowq $("$ROWQ" --version | cut -d' ' -f2)
+- Load average when the run ended: $(cut -d' ' -f1-3 /proc/loadavg) (other work
+  on the machine shows here, and in the spread between runs)
+
+## Throughput
+Rows per second, median of $RUNS run(s); in brackets, the ratio to the
+loop it is measured against in the same run (raw loop 1 row/transaction for
+the 10-row loop, PHP and rowq batch 1; the 10-row loop for rowq batch 10;
+the spawning loop for rowq exec). $ROWS rows per run, $EXEC_ROWS for the two
+contenders that start a process per row. Every run is checked: every row
+sent, \`done_count\` exactly 1 everywhere.
+
+$(table)
+
+![rows per second against workers](results.png)
+
+Cost per row at ${WORKERS_LIST%% *} worker (medians): round trips are the server's
+\`Questions\` counter over the run, divided by the rows (start-up included);
+client CPU is user + system time of the contender and all its processes
+(rowq: supervisor, worker, handler); server CPU is mariadbd's.
+
+$(costs)
+
+## Residue: $RESIDUE_WAITING waiting rows behind $RESIDUE finished ones
+rowq, pipe handler, batch 1, $RESIDUE_WORKERS workers; rows/s, median of $RESIDUE_RUNS run(s) for the
+good index (the small and the big table in turn), $RUNS with the article's.
+Filling the $RESIDUE finished rows took $FILL_S s (once per bench run);
+swapping the index took $ALTER_S s; writing out the dirty pages after
+each took $SETTLE_S s in all.
+
+| table | rows/s | ratio to the small table | each run |
+|---|---:|---:|---|
+| $RESIDUE_WAITING rows alone, INDEX (status, id) | $RES_SMALL | 1.00 | ${residue_small[*]} |
+| + $RESIDUE finished, INDEX (status, id) | $RES_GOOD | $(ratio "$RES_GOOD" "$RES_SMALL") | ${residue_good[*]} |
+| + $RESIDUE finished, the article's INDEX (status, retry_at) | $RES_ARTICLE | $(ratio "$RES_ARTICLE" "$RES_SMALL") | ${residue_article[*]} |
+
+Each drain with the article's index was given at most $ARTICLE_LIMIT_S s and did
+$(printf '%s, ' "${residue_article_done[@]}" | sed 's/, $//') of its $RESIDUE_WAITING rows (the rate is rows done over time
+taken). Its plan, by EXPLAIN of the claim (type, possible keys, key,
+key length, ref, rows, Extra):
+
+\`\`\`
+$EXPLAIN_ARTICLE
+\`\`\`
+
+What \`rowq check\` says about that table (it says nothing but ok with
+INDEX (status, id): \`$(echo "$CHECK_GOOD" | tail -1)\`):
+
+\`\`\`
+$(echo "$CHECK_ARTICLE" | fold -s -w 100)
+\`\`\`
+
+## Idle cost and pickup latency
+\`rowq run\`, $IDLE_WORKERS workers, \`idle: $IDLE\`, an empty queue, over $IDLE_WINDOW_S s:
+- claims (Com_select) per worker per idle interval: **$CLAIMS_PER_IDLE**
+- all statements (Questions) per worker per second: **$QPS_PER_WORKER**
+- pickup latency, INSERT to the handler reading the row, $LATENCY_SAMPLES rows
+  inserted at random moments: median **$LAT_MEDIAN ms**, min $LAT_MIN ms,
+  max $LAT_MAX ms
+
+## Memory
+Steady state: \`rowq run\` idle after handling rows; KiB from /proc.
+
+| process | VmRSS | RssAnon | RssFile | RssShmem | Pss |
+|---|---:|---:|---:|---:|---:|
+| supervisor | $(echo "$SUP_MEM" | tr ' ' '|' | sed 's/|/ | /g') |
+| worker (largest) | $(echo "$WORKER_MEM" | tr ' ' '|' | sed 's/|/ | /g') |
+
+## Targets (issue 6), as measured in this run
+
+$(targets)
+
+For scale: one /bin/true started per row by the raw loop at 1 worker gives
+$spawn_rate rows/s here.
+
+EOF
+	cat "$BENCH_DIR/analysis.md"
+} >"$BENCH_DIR/README.md"
+cp results.tsv "$BENCH_DIR/results.tsv"
+
+# The terminal gets the tables.
+echo
+table
+echo
+costs
+echo
+echo "residue: small $RES_SMALL rows/s, $RESIDUE finished + good index $RES_GOOD, article's index $RES_ARTICLE"
+echo "idle: $CLAIMS_PER_IDLE claims/worker/interval, $QPS_PER_WORKER queries/s/worker; pickup median $LAT_MEDIAN ms (max $LAT_MAX)"
+echo "memory (KiB VmRSS RssAnon RssFile RssShmem Pss): supervisor $SUP_MEM; worker $WORKER_MEM"
+echo
+targets
+echo
+echo "bench: wrote bench/README.md, bench/results.png, bench/results.tsv in $TOTAL_S s"
