@@ -31,9 +31,11 @@ rowq_start "$cfg" "$ROWQ_TEST_TMP/rowq.log"
 on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/rowq.log"'
 
 # Between tries the row carries its retry time.
-wait_until 20 '[ "$(sql_value "SELECT attempts FROM email WHERE id = 1")" = 1 ]' ||
+# (retry_at counts whole seconds: the next try may come within
+# milliseconds, when a second boundary passes, so look for >= 1.)
+wait_until 20 '[ "$(sql_value "SELECT attempts FROM email WHERE id = 1")" -ge 1 ]' ||
 	fail "row 1 was never retried"
-assert_eq 1 "$(sql_value "SELECT retry_at IS NOT NULL AND status = 'waiting' FROM email WHERE id = 1")" "retry_at set after the first failure"
+assert_eq 1 "$(sql_value "SELECT retry_at IS NOT NULL FROM email WHERE id = 1")" "retry_at set after the first failure"
 
 wait_until 30 '[ "$(sql_value "SELECT COUNT(*) FROM email WHERE status <> '"'waiting'"'")" = 3 ]' ||
 	fail "rows did not reach their final state: $(sql "SELECT id, status, attempts FROM email")"
