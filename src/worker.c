@@ -77,6 +77,9 @@ struct worker {
 	int64_t			 last_hot_ms;
 	char			 failing[256];	/* the statement that failed */
 	int64_t			 null_key_logged_ms;
+	int64_t			 claim_mean_us;	/* the usual claim, for slow ones */
+	int			 claims;
+	int64_t			 slow_logged_ms;
 	/* Counted when the transaction that finished them commits. */
 	uint64_t		 pending_done, pending_retried, pending_failed;
 	uint64_t		 pipe_restarts_seen;
@@ -820,6 +823,36 @@ worker_key_ok(struct worker *w, const struct row *row)
 	return false;
 }
 
+/*
+ * A claim much slower than this worker's usual (a table that grew, an
+ * index dropped, a plan changed) is said once an hour at most, with a
+ * pointer to `rowq check`.  The usual is a running mean over 16 claims,
+ * fed a slow claim only up to twice the mean, so one stall hides no other.
+ */
+static void
+worker_claim_time(struct worker *w, int64_t us)
+{
+	char took[32], usual[32];
+
+	if (w->claims < 16) {
+		w->claim_mean_us += (us - w->claim_mean_us) / ++w->claims;
+		return;
+	}
+	if (us > 10 * w->claim_mean_us && us > 100000 &&
+	    (w->slow_logged_ms == 0 || now_ms() - w->slow_logged_ms > 3600000)) {
+		w->slow_logged_ms = now_ms();
+		duration_format(us / 1000, took, sizeof(took));
+		snprintf(usual, sizeof(usual), "%.1fms",
+		    (double)w->claim_mean_us / 1000);
+		log_warnx("%s: a claim took %s (usually %s): the select may "
+		    "read rows it will not return; see `rowq check`",
+		    w->q->select.where, took, usual);
+	}
+	if (us > 2 * w->claim_mean_us)
+		us = 2 * w->claim_mean_us;
+	w->claim_mean_us += (us - w->claim_mean_us) / 16;
+}
+
 /* A rolled back transaction finished nothing. */
 static void
 worker_discard(struct worker *w)
@@ -846,11 +879,12 @@ worker_claim(struct worker *w)
 		worker_db_failed(w, st, "claim");
 		return -1;
 	}
+	(void)clock_gettime(CLOCK_MONOTONIC, &t1);
+	int64_t us = (t1.tv_sec - t0.tv_sec) * 1000000 +
+	    (t1.tv_nsec - t0.tv_nsec) / 1000;
 	if (w->args->stats)
-		(void)clock_gettime(CLOCK_MONOTONIC, &t1),
-		histogram_add(&w->args->stats->claim,
-		    (t1.tv_sec - t0.tv_sec) * 1000000 +
-		    (t1.tv_nsec - t0.tv_nsec) / 1000);
+		histogram_add(&w->args->stats->claim, us);
+	worker_claim_time(w, us);
 	if (worker_hot_loop(w))
 		return -1;
 	return (int)w->rows.nrows;
