@@ -270,15 +270,15 @@ residue_drain()
 }
 
 # settle: have the server write out what a bulk load left dirty (at most
-# a minute), so that background flushing does not compete with the drains
+# 20 s), so that background flushing does not compete with the drains
 # that follow.
 settle()
 {
 	local i pct
 	pct=$(sql_value "SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
 	sql "SET GLOBAL innodb_max_dirty_pages_pct = 0"
-	for ((i = 0; i < 60; i++)); do
-		[ "$(counter Innodb_buffer_pool_pages_dirty)" -gt 500 ] || break
+	for ((i = 0; i < 20; i++)); do
+		[ "$(counter Innodb_buffer_pool_pages_dirty)" -gt 1000 ] || break
 		sleep 1
 	done
 	sql "SET GLOBAL innodb_max_dirty_pages_pct = $pct"
