@@ -111,8 +111,8 @@ clean:
 # The benchmark (bench/README.md): about 20 minutes, not part of `make
 # check`; BENCH_QUICK=1 for a quick try.
 bench:
-	@sh tests/deps.sh
-	@sh bench/deps.sh
+	@# PHP with PDO/MySQL for the article's worker; gnuplot for the chart.
+	@sh tests/deps.sh php-cli php-mysql gnuplot-nox
 	@$(MAKE) --no-print-directory rowq
 	@bash bench/bench.sh
 
@@ -123,8 +123,8 @@ bench:
 # config fuzzer for a bounded time, and a summary of the figures; a few
 # minutes, not part of `make check`.
 torture:
-	@sh tests/deps.sh
-	@sh tests/torture/deps.sh
+	@# clang and its libFuzzer runtime, for the config fuzzer.
+	@sh tests/deps.sh clang libclang-rt-dev
 	@$(MAKE) --no-print-directory rowq build/asan/rowq $(HANDLERS) build/fuzz/fuzz_config
 	@bash tests/torture/run.sh
 

@@ -278,8 +278,9 @@ describe_wait_status(int status, struct buf *b)
 	if (WIFEXITED(status))
 		buf_printf(b, "exit status %d", WEXITSTATUS(status));
 	else if (WIFSIGNALED(status))
-		buf_printf(b, "killed by signal %d (%s)", WTERMSIG(status),
-		    strsignal(WTERMSIG(status)));
+		buf_printf(b, "killed by signal %d (%s)%s", WTERMSIG(status),
+		    strsignal(WTERMSIG(status)),
+		    WCOREDUMP(status) ? ", core dumped" : "");
 	else
 		buf_printf(b, "wait status %d", status);
 }

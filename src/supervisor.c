@@ -241,20 +241,16 @@ supervisor_release_slot(struct supervisor *s, struct slot *sl)
 static void
 supervisor_describe_death(int status, char *buf, size_t len)
 {
+	struct buf b = { 0 };
+
+	describe_wait_status(status, &b);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_CONFIG)
-		snprintf(buf, len, "exit status %d, EX_CONFIG: it cannot work "
-		    "with this configuration", WEXITSTATUS(status));
+		buf_puts(&b, ", EX_CONFIG: it cannot work with this "
+		    "configuration");
 	else if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_TEMPFAIL)
-		snprintf(buf, len, "exit status %d, EX_TEMPFAIL",
-		    WEXITSTATUS(status));
-	else if (WIFEXITED(status))
-		snprintf(buf, len, "exit status %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(buf, len, "killed by signal %d (%s)%s",
-		    WTERMSIG(status), strsignal(WTERMSIG(status)),
-		    WCOREDUMP(status) ? ", core dumped" : "");
-	else
-		snprintf(buf, len, "wait status %d", status);
+		buf_puts(&b, ", EX_TEMPFAIL");
+	snprintf(buf, len, "%s", b.data);
+	buf_free(&b);
 }
 
 /*

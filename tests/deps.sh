@@ -4,11 +4,13 @@
 # silent and fast when nothing is missing.  As root it installs what is
 # missing; otherwise it prints the command to run and fails.
 
+# Packages named as arguments are wanted too (make bench, make torture).
+#
 # systemd: for systemd-analyze verify of the units.  procps: ps, pgrep.
 PACKAGES="build-essential pkg-config libmariadb-dev libyaml-dev
 libsystemd-dev libmicrohttpd-dev check mariadb-server mariadb-client python3
 python3-prometheus-client mandoc valgrind
-systemd procps"
+systemd procps $*"
 
 set -eu
 
