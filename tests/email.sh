@@ -2,8 +2,9 @@
 # The design article's email queue, for integration tests.  Sourced after
 # lib.sh, once db_create has run.
 #
-#   email_table N            the table, with N waiting rows and the index
+#   email_table N [COLUMNS]  the table, with N waiting rows and the index
 #                            that keeps the claim on two rows per claim
+#                            (or an index on COLUMNS, to test a bad one)
 #   email_config FILE EXEC [KEY: VALUE...]
 #                            a configuration for it, EXEC being the YAML
 #                            flow sequence of the handler's argv; more
@@ -25,7 +26,7 @@ email_table()
 	    retry_at BIGINT NULL,
 	    last_error TEXT NULL,
 	    PRIMARY KEY (id),
-	    INDEX (status, id)
+	    INDEX (${2:-status, id})
 	) ENGINE=InnoDB"
 	if [ "$1" -gt 0 ]; then
 		sql "INSERT INTO email (recipient, subject, body)

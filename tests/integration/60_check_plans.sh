@@ -14,19 +14,7 @@ cd "$ROWQ_TEST_TMP"
 # The article's table, 4,000 rows of which the first half are sent, so
 # that the optimizer sees a realistic queue, not a toy table it would scan
 # whatever the indexes.
-sql "CREATE TABLE email (
-    id BIGINT NOT NULL AUTO_INCREMENT,
-    recipient VARCHAR(250) NOT NULL,
-    subject VARCHAR(250) NOT NULL,
-    body TEXT NOT NULL,
-    status ENUM('waiting', 'sent', 'failed') NOT NULL DEFAULT 'waiting',
-    attempts INT NOT NULL DEFAULT 0,
-    done_count INT NOT NULL DEFAULT 0,
-    retry_at BIGINT NULL,
-    last_error TEXT NULL,
-    PRIMARY KEY (id),
-    INDEX (status, retry_at)
-) ENGINE=InnoDB"
+email_table 0 "status, retry_at"
 sql "INSERT INTO email (recipient, subject, body, status)
     SELECT CONCAT('user', seq, '@example.com'), CONCAT('hello ', seq), 'body',
     IF(seq <= 2000, 'sent', 'waiting') FROM seq_1_to_4000;
