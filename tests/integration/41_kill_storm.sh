@@ -134,14 +134,18 @@ storm()
 	echo "$log" >"$mode.pattern"
 	assert_eq "" "$(grep -lFf "$mode.pattern" /proc/[0-9]*/cmdline 2>/dev/null | head -3)" "$mode: handler processes left running"
 
-	# Counted tries: attempts = distinct try numbers in the log, 1..attempts.
+	# Counted tries: attempts = distinct try numbers, 1..attempts.  A try
+	# is in the handler's log, or -- when its handler was killed before it
+	# could write that line -- in rowq's "try N failed: killed by signal 9".
 	sql "SELECT id, attempts FROM email" | sort -k1,1 >"$mode.attempts"
-	awk '{ k = $1 " " $2; if (!(k in seen)) { seen[k] = 1; n[$1]++; if ($2 > mx[$1]) mx[$1] = $2 } }
-	    END { for (id in n) print id, n[id], mx[id] }' "$log" | sort -k1,1 >"$mode.tries"
+	sed -nE 's/.*row ([0-9]+): try ([0-9]+) failed: .*killed by signal 9.*/\1 \2/p' "$mode.rowq" >"$mode.killed"
+	cut -d' ' -f1,2 "$log" | cat - "$mode.killed" | sort -u >"$mode.tryset"
+	awk '{ n[$1]++; if ($2 > mx[$1]) mx[$1] = $2 }
+	    END { for (id in n) print id, n[id], mx[id] }' "$mode.tryset" | sort -k1,1 >"$mode.tries"
 	local bad
 	bad=$(join "$mode.attempts" "$mode.tries" | awk '$2 != $3 || $2 != $4' | head -5)
 	assert_eq "" "$bad" "$mode: rows whose attempts differ from their distinct tries (id attempts distinct highest)"
-	assert_eq "$rows" "$(wc -l <"$mode.tries")" "$mode: rows the handler saw"
+	assert_eq "$rows" "$(wc -l <"$mode.tries")" "$mode: rows tried"
 
 	# Tries that did not count: run again under the same number.
 	local repeats
@@ -153,11 +157,10 @@ storm()
 	counted=$(lines "$mode.rowq" 'try [0-9]+ failed: .*killed by signal 9')
 	assert_le "$counted" "$kh" "$mode: handler deaths logged (<= handler kills)"
 	while read -r key try; do
-		grep -q "^$key $((try + 1)) " "$log" ||
+		grep -qx "$key $((try + 1))" "$mode.tryset" ||
 		    [ "$(sql_value "SELECT status FROM email WHERE id = $key")" = failed ] ||
 		    fail "$mode: row $key: try $try was killed but no try $((try + 1)) followed"
-	done < <(sed -nE 's/.*row ([0-9]+): try ([0-9]+) failed: .*killed by signal 9.*/\1 \2/p' "$mode.rowq")
-	# Every killed worker is logged once, as a death.
+	done <"$mode.killed"
 	# Every killed worker is logged once, as a death -- unless its
 	# supervisor was killed before it could reap it.
 	local deaths
