@@ -54,7 +54,10 @@ RESIDUE_WORKERS=2
 RESIDUE_RUNS=$((QUICK == 1 ? RUNS : (RUNS < 5 ? 5 : RUNS)))
 IDLE=1s
 IDLE_WORKERS=2
-CONTENDERS="raw1 raw10 php rowq1 rowq10 rawx rowqx"
+CONTENDERS=${BENCH_CONTENDERS:-"raw1 raw10 php rowq1 rowq10 rawx rowqx"}
+# BENCH_CONTENDERS_ONLY=1: print the contenders' medians and stop, leaving
+# bench/README.md as it is (to compare two builds of rowq by hand).
+CONTENDERS_ONLY=${BENCH_CONTENDERS_ONLY:-0}
 
 label()
 {
@@ -234,6 +237,15 @@ median()
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+if [ "$CONTENDERS_ONLY" = 1 ]; then
+	for n in $WORKERS_LIST; do
+		for c in $CONTENDERS; do
+			printf '%-7s %d workers: %8s rows/s\n' "$c" "$n" "$(median "$c" "$n" 6)"
+		done
+	done
+	exit 0
+fi
 
 # ---- residue: 1,000 waiting rows behind RESIDUE finished ones -----------
 

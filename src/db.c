@@ -30,6 +30,7 @@ struct db {
 	MYSQL		*mysql;
 	char		 error[512];
 	unsigned	 errnum;
+	bool		 bulk;		/* the server takes array binding */
 };
 
 struct db_stmt {
@@ -136,6 +137,26 @@ db_set_options(MYSQL *m, const struct db_options *o)
 		mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, o->option_group);
 }
 
+/* MariaDB (not MySQL) 10.2 and later: COM_STMT_BULK_EXECUTE. */
+static bool
+db_can_bulk(MYSQL *m)
+{
+	unsigned long caps = 0, ext = 0;
+
+	if (mariadb_get_infov(m, MARIADB_CONNECTION_SERVER_CAPABILITIES,
+	    &caps) != 0 || mariadb_get_infov(m,
+	    MARIADB_CONNECTION_EXTENDED_SERVER_CAPABILITIES, &ext) != 0)
+		return false;
+	return (caps & CLIENT_MYSQL) == 0 &&
+	    (ext & (MARIADB_CLIENT_STMT_BULK_OPERATIONS >> 32)) != 0;
+}
+
+/*
+ * CLIENT_MULTI_STATEMENTS lets db_select send COMMIT and the next claim in
+ * one round trip.  It opens no door: values are only ever bound to
+ * prepared statements, and sql.c refuses a configured statement with text
+ * after its ';'.
+ */
 struct db *
 db_open(const struct db_options *o, enum db_status *status)
 {
@@ -150,7 +171,7 @@ db_open(const struct db_options *o, enum db_status *status)
 	db_set_options(db->mysql, o);
 	if (mysql_real_connect(db->mysql, o->socket ? NULL : o->host, o->user,
 	    o->password, o->name, o->socket ? 0 : o->port, o->socket,
-	    CLIENT_FOUND_ROWS) == NULL) {
+	    CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS) == NULL) {
 		*status = db_fail_mysql(db);
 		/* Any failure to connect is a reconnect, unless it is the config. */
 		if (*status != DB_CONFIG)
@@ -158,6 +179,7 @@ db_open(const struct db_options *o, enum db_status *status)
 		return db;
 	}
 	db_cloexec(db);
+	db->bulk = db_can_bulk(db->mysql);
 	snprintf(lockwait, sizeof(lockwait),
 	    "SET SESSION innodb_lock_wait_timeout = %d", DB_LOCK_WAIT_TIMEOUT_S);
 	if (mysql_query(db->mysql, session) != 0 ||
@@ -274,12 +296,51 @@ rowset_clear(struct rowset *rs, size_t ncols)
 	rs->nrows = 0;
 }
 
+/* BIT arrives as raw bytes, most significant first: keep it as a number. */
+static void
+db_bit_value(struct row *r, size_t i, const unsigned char *raw,
+    unsigned long len)
+{
+	unsigned long long v = 0;
+	char num[32];
+
+	for (unsigned long k = 0; k < len && k < 8; k++)
+		v = v << 8 | raw[k];
+	int k = snprintf(num, sizeof(num), "%llu", v);
+	r->value[i] = xstrndup(num, (size_t)k);
+	r->len[i] = (size_t)k;
+}
+
+/* Copy a text-protocol result into rs, every value as its text. */
+static void
+db_copy_result(MYSQL_RES *res, struct rowset *rs)
+{
+	const MYSQL_FIELD *f = mysql_fetch_fields(res);
+	size_t n = mysql_num_fields(res);
+	MYSQL_ROW mrow;
+
+	while ((mrow = mysql_fetch_row(res)) != NULL) {
+		unsigned long *lens = mysql_fetch_lengths(res);
+		struct row *r = rowset_add(rs, n);
+		for (size_t i = 0; i < n; i++) {
+			if (mrow[i] == NULL)
+				continue;
+			if (f[i].type == MYSQL_TYPE_BIT) {
+				db_bit_value(r, i, (unsigned char *)mrow[i],
+				    lens[i]);
+				continue;
+			}
+			r->value[i] = xstrndup(mrow[i], lens[i]);
+			r->len[i] = lens[i];
+		}
+	}
+}
+
 enum db_status
 db_query(struct db *db, const char *sql, struct rowset *rs,
     struct column **cols, size_t *ncols)
 {
 	MYSQL_RES *res;
-	MYSQL_ROW mrow;
 	size_t n;
 
 	*cols = NULL;
@@ -293,18 +354,91 @@ db_query(struct db *db, const char *sql, struct rowset *rs,
 	n = mysql_num_fields(res);
 	*cols = db_columns(mysql_fetch_fields(res), n);
 	*ncols = n;
-	while ((mrow = mysql_fetch_row(res)) != NULL) {
-		unsigned long *lens = mysql_fetch_lengths(res);
-		struct row *r = rowset_add(rs, n);
-		for (size_t i = 0; i < n; i++) {
-			if (mrow[i] == NULL)
-				continue;
-			r->value[i] = xstrndup(mrow[i], lens[i]);
-			r->len[i] = lens[i];
-		}
-	}
+	db_copy_result(res, rs);
 	mysql_free_result(res);
 	return DB_OK;
+}
+
+/* Run a statement that returns no rows and takes no values. */
+enum db_status
+db_run(struct db *db, const char *sql)
+{
+	MYSQL_RES *res;
+
+	if (mysql_query(db->mysql, sql) != 0)
+		return db_fail_mysql(db);
+	if ((res = mysql_store_result(db->mysql)) != NULL)
+		mysql_free_result(res);
+	return DB_OK;
+}
+
+/*
+ * Read what is left of a multi-statement's results, so the link is clean;
+ * a statement after the select (a SAVEPOINT) can fail too.
+ */
+static enum db_status
+db_rest_of_results(struct db *db)
+{
+	int rc;
+
+	while (mysql_more_results(db->mysql)) {
+		if ((rc = mysql_next_result(db->mysql)) > 0)
+			return db_fail_mysql(db);
+		if (rc < 0)
+			break;
+		MYSQL_RES *res = mysql_store_result(db->mysql);
+		if (res != NULL)
+			mysql_free_result(res);
+	}
+	return DB_OK;
+}
+
+/*
+ * Run a select that takes no parameters, as text, and copy its ncols
+ * columns into rs.  With commit_first, sql starts with "COMMIT;" and the
+ * select follows in the same round trip: the transaction that finished
+ * the last rows ends and the next one opens with the select.  Statements
+ * that return no rows may follow the select.  The server runs nothing
+ * after a statement that fails, so *committed says whether the COMMIT
+ * went through, and the error is the first statement's that failed.
+ */
+enum db_status
+db_select(struct db *db, const char *sql, bool commit_first, size_t ncols,
+    struct rowset *rs, bool *committed)
+{
+	MYSQL_RES *res;
+	enum db_status st = DB_OK;
+
+	*committed = false;
+	if (mysql_query(db->mysql, sql) != 0)
+		return db_fail_mysql(db);
+	if (commit_first) {
+		*committed = true;
+		if (mysql_next_result(db->mysql) != 0)
+			return db_fail_mysql(db);
+	}
+	res = mysql_store_result(db->mysql);
+	if (res == NULL) {
+		st = db_fail_mysql(db);
+		if (st == DB_OK) {	/* a statement that returns no rows */
+			(void)db_fail(db, 0, "the select returned no result");
+			st = DB_FATAL;
+		}
+	} else if (mysql_num_fields(res) != ncols) {
+		/* SELECT * and an ALTER TABLE: prepare and check again. */
+		db_fail(db, 0, "the select's columns changed since it was "
+		    "prepared (ALTER TABLE?)");
+		st = DB_RECONNECT;
+	} else {
+		db_copy_result(res, rs);
+	}
+	if (res != NULL)
+		mysql_free_result(res);
+	if (st == DB_OK)
+		st = db_rest_of_results(db);
+	else
+		(void)db_rest_of_results(db);
+	return st;
 }
 
 static void
@@ -456,6 +590,139 @@ db_stmt_exec(struct db_stmt *s, const struct value *v, size_t n,
 	return DB_OK;
 }
 
+/*
+ * The type one parameter has in every row of a bulk execute, NULLs aside,
+ * or false when rows disagree (a column that is an integer in one row and
+ * text in another): such a batch runs row by row.
+ */
+static bool
+db_bulk_column_type(const struct value *v, size_t nrows, size_t nparams,
+    size_t col, struct value *type)
+{
+	bool seen = false;
+
+	memset(type, 0, sizeof(*type));
+	type->type = VALUE_NULL;
+	for (size_t r = 0; r < nrows; r++) {
+		const struct value *x = &v[r * nparams + col];
+		if (x->type == VALUE_NULL)
+			continue;
+		if (seen && (x->type != type->type ||
+		    x->is_unsigned != type->is_unsigned))
+			return false;
+		seen = true;
+		type->type = x->type;
+		type->is_unsigned = x->is_unsigned;
+	}
+	return true;
+}
+
+bool
+db_stmt_bulk_possible(const struct db_stmt *s, const struct value *v,
+    size_t nrows)
+{
+	struct value type;
+
+	if (!s->db->bulk || s->ncols > 0 ||
+	    s->nparams == 0)
+		return false;
+	for (size_t c = 0; c < s->nparams; c++)
+		if (!db_bulk_column_type(v, nrows, s->nparams, c, &type))
+			return false;
+	return true;
+}
+
+/* One parameter's column of values, laid out as array binding wants it. */
+struct db_bulk_column {
+	long long	*ints;
+	const char	**ptrs;
+	unsigned long	*lens;
+	char		*nulls;
+};
+
+static void
+db_bulk_bind(MYSQL_BIND *b, struct db_bulk_column *c, const struct value *v,
+    size_t nrows, size_t nparams, size_t col)
+{
+	struct value type;
+
+	(void)db_bulk_column_type(v, nrows, nparams, col, &type);
+	c->ints = xcalloc(nrows, sizeof(*c->ints));
+	c->ptrs = xcalloc(nrows, sizeof(*c->ptrs));
+	c->lens = xcalloc(nrows, sizeof(*c->lens));
+	c->nulls = xcalloc(nrows, sizeof(*c->nulls));
+	for (size_t r = 0; r < nrows; r++) {
+		const struct value *x = &v[r * nparams + col];
+		c->nulls[r] = x->type == VALUE_NULL ? STMT_INDICATOR_NULL :
+		    STMT_INDICATOR_NONE;
+		c->ints[r] = x->i;
+		c->ptrs[r] = x->s ? x->s : "";
+		c->lens[r] = (unsigned long)x->len;
+	}
+	memset(b, 0, sizeof(*b));
+	b->u.indicator = c->nulls;
+	switch (type.type) {
+	case VALUE_INT:
+		b->buffer_type = MYSQL_TYPE_LONGLONG;
+		b->buffer = c->ints;
+		b->is_unsigned = type.is_unsigned;
+		break;
+	case VALUE_NULL:
+	case VALUE_TEXT:
+	case VALUE_BLOB:
+		/* Variable length: an array of pointers and one of lengths. */
+		b->buffer_type = type.type == VALUE_BLOB ? MYSQL_TYPE_BLOB :
+		    MYSQL_TYPE_STRING;
+		b->buffer = (void *)c->ptrs;
+		b->length = c->lens;
+		break;
+	}
+}
+
+static void
+db_bulk_free(struct db_bulk_column *cols, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(cols[i].ints);
+		free(cols[i].ptrs);
+		free(cols[i].lens);
+		free(cols[i].nulls);
+	}
+	free(cols);
+}
+
+/*
+ * Execute a statement for nrows rows of values (row after row, nparams
+ * each) in one round trip: array binding, sent as COM_STMT_BULK_EXECUTE.
+ * Check db_stmt_bulk_possible first.  *affected is the total over all
+ * rows.  On an error, the rows before the failing one have run and the
+ * rest have not, and which one failed is not told: the caller rolls back
+ * to a savepoint taken before.
+ */
+enum db_status
+db_stmt_exec_bulk(struct db_stmt *s, const struct value *v, size_t nrows,
+    unsigned long long *affected)
+{
+	struct db_bulk_column *cols = xcalloc(s->nparams, sizeof(*cols));
+	unsigned int size = (unsigned int)nrows, none = 0;
+	enum db_status st = DB_OK;
+
+	*affected = 0;
+	memset(s->params, 0, s->nparams * sizeof(*s->params));
+	for (size_t c = 0; c < s->nparams; c++)
+		db_bulk_bind(&s->params[c], &cols[c], v, nrows, s->nparams, c);
+	if (mysql_stmt_attr_set(s->stmt, STMT_ATTR_ARRAY_SIZE, &size) != 0 ||
+	    mysql_stmt_bind_param(s->stmt, s->params) != 0 ||
+	    mysql_stmt_execute(s->stmt) != 0)
+		st = db_fail_stmt(s);
+	else
+		*affected = (unsigned long long)mysql_stmt_affected_rows(s->stmt);
+	/* Back to one row per execute for the statement's other uses. */
+	(void)mysql_stmt_attr_set(s->stmt, STMT_ATTR_ARRAY_SIZE, &none);
+	db_bulk_free(cols, s->nparams);
+	return st;
+}
+
 /* Copy the current row out of the fetch buffers. */
 static enum db_status
 db_stmt_copy_row(struct db_stmt *s, struct rowset *rs)
@@ -467,14 +734,7 @@ db_stmt_copy_row(struct db_stmt *s, struct rowset *rs)
 		if (s->nulls[i])
 			continue;
 		if (s->is_bit[i]) {
-			const unsigned char *raw = s->results[i].buffer;
-			unsigned long long v = 0;
-			char num[32];
-			for (unsigned long k = 0; k < len && k < 8; k++)
-				v = v << 8 | raw[k];
-			int k = snprintf(num, sizeof(num), "%llu", v);
-			r->value[i] = xstrndup(num, (size_t)k);
-			r->len[i] = (size_t)k;
+			db_bit_value(r, i, s->results[i].buffer, len);
 			continue;
 		}
 		r->value[i] = xmalloc((size_t)len + 1);

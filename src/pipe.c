@@ -62,6 +62,12 @@ pipe_unasked(struct pipe_handler *p)
 	return -1;
 }
 
+bool
+pipe_running(const struct pipe_handler *p)
+{
+	return p->child.pid > 0 && !child_exited(&p->child);
+}
+
 /*
  * Make sure a handler runs, waiting out its restart delay first.  Returns
  * 0 when one runs, -1 when rowq is stopping.
@@ -70,7 +76,7 @@ int
 pipe_ensure(struct pipe_handler *p, struct stopper *st)
 {
 	while (!st->stop) {
-		if (p->child.pid > 0 && !child_exited(&p->child)) {
+		if (pipe_running(p)) {
 			if (pipe_unasked(p) == 0)
 				return 0;
 			(void)pipe_kill(p, true);

@@ -393,6 +393,7 @@ struct pipe_handler {
 };
 
 int	 pipe_ensure(struct pipe_handler *, struct stopper *);
+bool	 pipe_running(const struct pipe_handler *);
 void	 pipe_handle(struct pipe_handler *, const struct handler_job *,
 	    struct stopper *, struct handler_result *);
 void	 pipe_stop(struct pipe_handler *, int64_t grace_ms);
@@ -442,6 +443,9 @@ enum db_status	 db_commit(struct db *);
 enum db_status	 db_rollback(struct db *);
 enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
 		    struct column **cols, size_t *ncols);
+enum db_status	 db_run(struct db *, const char *sql);
+enum db_status	 db_select(struct db *, const char *sql, bool commit_first,
+		    size_t ncols, struct rowset *, bool *committed);
 struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
 void		 db_stmt_free(struct db_stmt *);
 size_t		 db_stmt_nparams(const struct db_stmt *);
@@ -450,6 +454,10 @@ enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
 		    size_t nvalues, unsigned long long *affected);
 enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
 		    size_t nvalues, struct rowset *);
+bool		 db_stmt_bulk_possible(const struct db_stmt *,
+		    const struct value *, size_t nrows);
+enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
+		    size_t nrows, unsigned long long *affected);
 void		 rowset_clear(struct rowset *, size_t ncols);
 void		 columns_free(struct column *, size_t);
 

@@ -45,6 +45,15 @@ struct bound {
  */
 #define WIDE_EXTRA		16
 
+/*
+ * A turn that finished rows leaves its COMMIT to go in front of the next
+ * claim, in the same round trip; the claim texts start with it, and skip
+ * it when there is nothing to commit.
+ */
+#define COMMIT_FIRST		"COMMIT;\n"
+/* Taken by a batch's claim, for worker_finish_oks to go back to. */
+#define CLAIMED_SAVEPOINT	"rowq_claimed"
+
 /* A row claimed again this soon after it was finished never left. */
 #define HOT_LOOP_WINDOW_MS	10000
 #define HOT_LOOP_BACKOFF_MIN_MS	1000
@@ -57,8 +66,21 @@ struct worker {
 	const struct queue	*q;
 	struct stopper		 stopper;
 	struct db		*db;
-	struct db_stmt		*claim;
-	struct db_stmt		*claim_wide;	/* LIMIT batch + WIDE_EXTRA */
+	struct db_stmt		*claim;		/* prepared for its columns */
+	/*
+	 * The claim as text, behind "COMMIT;\n" (see COMMIT_FIRST): one
+	 * with LIMIT batch, one with LIMIT batch + WIDE_EXTRA.
+	 */
+	char			*claim_sql, *claim_wide_sql;
+	bool			 uncommitted;	/* rows finished, COMMIT not sent */
+	/*
+	 * With batch > 1, the rows whose handler said ok run `done` together
+	 * at the end of the turn, in one execute (see worker_finish_oks).
+	 */
+	bool			 bulk_done;
+	int			 noks;
+	int			 ok_row[BATCH_MAX + WIDE_EXTRA];
+	int			 ok_attempt[BATCH_MAX + WIDE_EXTRA];
 	int			 skipped;	/* rows the last turn skipped */
 	bool			 used_wide;	/* this turn claimed wide */
 	struct bound		 done, retry, failed, lease, renew;
@@ -178,8 +200,10 @@ worker_disconnect(struct worker *w)
 	bound_free(&w->renew);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
-	db_stmt_free(w->claim_wide);
-	w->claim_wide = NULL;
+	free(w->claim_sql);
+	free(w->claim_wide_sql);
+	w->claim_sql = w->claim_wide_sql = NULL;
+	w->uncommitted = false;
 	db_close(w->db);
 	w->db = NULL;
 	w->cols = NULL;
@@ -237,6 +261,38 @@ worker_bind(struct worker *w, struct bound *b, const struct sql *sql)
 }
 
 /*
+ * Whether `done` can run for a batch's ok rows at once: a batch, in one
+ * transaction, and a statement whose values are the row's own (:output
+ * differs from row to row and would have to be kept for each).
+ */
+static bool
+worker_batches_done(const struct worker *w)
+{
+	const struct sql *done = &w->q->done;
+
+	if (w->q->batch < 2 || w->q->lease.enabled)
+		return false;
+	for (size_t i = 0; i < done->nparams; i++)
+		if (strcmp(done->params[i], "output") == 0 ||
+		    strcmp(done->params[i], "error") == 0)
+			return false;
+	return true;
+}
+
+static char *
+worker_claim_sql(const struct worker *w, int limit)
+{
+	char *claim = sql_claim(w->q->select.positional, limit);
+	struct buf b = { 0 };
+
+	buf_printf(&b, "%s%s", COMMIT_FIRST, claim);
+	if (worker_batches_done(w))
+		buf_printf(&b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
+	free(claim);
+	return buf_steal(&b);
+}
+
+/*
  * Connect and prepare everything.  Returns 0, -1 to try again later (the
  * database is away), or -2 when the configuration does not fit the schema.
  */
@@ -244,8 +300,7 @@ static int
 worker_connect(struct worker *w)
 {
 	enum db_status st;
-	char *claim;
-	char **names;
+	char *claim, **names;
 	int problems, r;
 
 	w->db = db_open(&w->args->cfg->db, &st);
@@ -254,6 +309,8 @@ worker_connect(struct worker *w)
 		    db_error(w->db));
 	if (st != DB_OK)
 		return st == DB_CONFIG ? -2 : -1;
+	w->claim_sql = worker_claim_sql(w, w->q->batch);
+	w->claim_wide_sql = worker_claim_sql(w, w->q->batch + WIDE_EXTRA);
 	claim = sql_claim(w->q->select.positional, w->q->batch);
 	w->claim = db_prepare(w->db, claim, &st);
 	free(claim);
@@ -261,11 +318,6 @@ worker_connect(struct worker *w)
 		log_error("%s: %s", w->q->select.where, db_error(w->db));
 		return st == DB_RECONNECT ? -1 : -2;
 	}
-	claim = sql_claim(w->q->select.positional, w->q->batch + WIDE_EXTRA);
-	w->claim_wide = db_prepare(w->db, claim, &st);
-	free(claim);
-	if (w->claim_wide == NULL)
-		return st == DB_RECONNECT ? -1 : -2;
 	w->cols = db_stmt_columns(w->claim, &w->ncols);
 	names = xcalloc(w->ncols + 1, sizeof(*names));
 	for (size_t i = 0; i < w->ncols; i++)
@@ -283,6 +335,7 @@ worker_connect(struct worker *w)
 	    (r = worker_bind(w, &w->lease, &w->q->lease.claim)) != 0 ||
 	    (r = worker_bind(w, &w->renew, &w->q->lease.renew)) != 0)
 		return r;
+	w->bulk_done = worker_batches_done(w);
 	return 0;
 }
 
@@ -377,16 +430,13 @@ worker_value(struct value *v, const struct column *col, const char *s,
 	v->len = len;
 }
 
-/*
- * Run a statement for a row; a database error is returned to roll back.
- * *affected says how many rows it changed.
- */
-static enum db_status
-worker_exec(struct worker *w, struct bound *b, const struct row *row,
-    int attempt, int64_t delay_ms, unsigned long long *affected)
+/* The values of a statement's parameters for a row. */
+static void
+worker_values(struct worker *w, const struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, struct value *values)
 {
 	for (size_t i = 0; i < b->sql->nparams; i++) {
-		struct value *v = &b->values[i];
+		struct value *v = &values[i];
 		memset(v, 0, sizeof(*v));
 		switch (b->source[i]) {
 		case PARAM_COLUMN:
@@ -422,6 +472,17 @@ worker_exec(struct worker *w, struct bound *b, const struct row *row,
 			break;
 		}
 	}
+}
+
+/*
+ * Run a statement for a row; a database error is returned to roll back.
+ * *affected says how many rows it changed.
+ */
+static enum db_status
+worker_exec(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, unsigned long long *affected)
+{
+	worker_values(w, b, row, attempt, delay_ms, b->values);
 	*affected = 0;
 	return db_stmt_exec(b->stmt, b->values, b->sql->nparams, affected);
 }
@@ -753,6 +814,101 @@ worker_key_repeated(struct worker *w, size_t i)
 }
 
 /*
+ * Run a row's finishing statement; when the database refuses it for this
+ * row alone, mark the row failed instead.  Returns DB_OK, or the status
+ * that ends the turn.
+ */
+static enum db_status
+worker_finish_row(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms)
+{
+	const char *key = row->value[w->key_index];
+	enum db_status st;
+
+	st = worker_finish(w, b, row, attempt, delay_ms, key);
+	if (st == DB_FATAL && b != &w->failed && w->failed.stmt != NULL)
+		st = worker_finish_failed_instead(w, b, row, attempt, key, &b);
+	if (st == DB_OK)
+		worker_remember(w, row, b->sql->where);
+	else
+		snprintf(w->failing, sizeof(w->failing), "%s for key %s",
+		    b->sql->where, key);
+	return st;
+}
+
+/* Say which keys a bulk `done` may not have finished. */
+static void
+worker_oks_unmatched(struct worker *w, unsigned long long affected)
+{
+	struct buf keys = { 0 };
+
+	for (int i = 0; i < w->noks && keys.len < 512; i++)
+		buf_printf(&keys, "%s%s", i ? ", " : "",
+		    w->rows.rows[w->ok_row[i]].value[w->key_index]);
+	log_error("%s changed %llu of %d rows (keys %s%s): the others stay "
+	    "as they were", w->done.sql->where, affected, w->noks, keys.data,
+	    keys.len >= 512 ? ", ..." : "");
+	buf_free(&keys);
+	if (w->args->stats)
+		w->args->stats->errors++;
+}
+
+/*
+ * Run `done` for the turn's ok rows in one execute, one round trip
+ * instead of one per row.  When the database refuses it (data too long
+ * for a column, a constraint), the rows before the failing one have run
+ * and the others not, and which one failed is not told: go back to the
+ * savepoint the claim took and finish them one by one, which finds it.
+ */
+static enum db_status
+worker_finish_oks(struct worker *w)
+{
+	size_t n = (size_t)w->noks, np = w->done.sql->nparams;
+	struct value *values;
+	unsigned long long affected;
+	enum db_status st = DB_OK;
+
+	if (n == 0)
+		return DB_OK;
+	values = xcalloc(n * np, sizeof(*values));
+	for (size_t i = 0; i < n; i++)
+		worker_values(w, &w->done, &w->rows.rows[w->ok_row[i]],
+		    w->ok_attempt[i], 0, values + i * np);
+	if (n > 1 && db_stmt_bulk_possible(w->done.stmt, values, n)) {
+		st = db_stmt_exec_bulk(w->done.stmt, values, n, &affected);
+		if (st == DB_OK) {
+			if (affected < n)
+				worker_oks_unmatched(w, affected);
+			for (size_t i = 0; i < n; i++)
+				worker_remember(w, &w->rows.rows[w->ok_row[i]],
+				    w->done.sql->where);
+			goto out;
+		}
+		snprintf(w->failing, sizeof(w->failing), "%s for %zu rows",
+		    w->done.sql->where, n);
+		if (st != DB_FATAL)
+			goto out;
+		log_info("%s for %zu rows at once: %s; finishing them one by "
+		    "one", w->done.sql->where, n, db_error(w->db));
+		if ((st = db_run(w->db, "ROLLBACK TO SAVEPOINT "
+		    CLAIMED_SAVEPOINT)) != DB_OK)
+			goto out;
+	}
+	/* Another row's :output must not reach a failed statement. */
+	buf_reset(&w->result.output);
+	for (size_t i = 0; i < n && st == DB_OK; i++) {
+		const struct row *row = &w->rows.rows[w->ok_row[i]];
+		log_set_row(row->value[w->key_index]);
+		st = worker_finish_row(w, &w->done, row, w->ok_attempt[i], 0);
+		log_set_row(NULL);
+	}
+out:
+	free(values);
+	w->noks = 0;
+	return st;
+}
+
+/*
  * Handle one claimed row and run its finishing statement.  Returns DB_OK,
  * or the status that ends the turn.  *aborted is set when the handler was
  * stopped without a verdict (rowq is stopping, or the lease was lost): the
@@ -785,14 +941,14 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	b = worker_decide(w, attempt, &delay_ms);
 	if (w->result.outcome != OUTCOME_DONE)
 		worker_note_error(w, key, w->result.error.data);
-	st = worker_finish(w, b, row, attempt, delay_ms, key);
-	if (st == DB_FATAL && b != &w->failed && w->failed.stmt != NULL)
-		st = worker_finish_failed_instead(w, b, row, attempt, key, &b);
-	if (st == DB_OK)
-		worker_remember(w, row, b->sql->where);
-	else
-		snprintf(w->failing, sizeof(w->failing), "%s for key %s",
-		    b->sql->where, key);
+	if (b == &w->done && w->bulk_done) {
+		/* Finished with the batch's other ok rows, at the end. */
+		w->ok_row[w->noks] = (int)(row - w->rows.rows);
+		w->ok_attempt[w->noks++] = attempt;
+		st = DB_OK;
+	} else {
+		st = worker_finish_row(w, b, row, attempt, delay_ms);
+	}
 	if (w->args->stats)
 		histogram_add(&w->args->stats->handler,
 		    w->result.duration_ms * 1000);
@@ -858,23 +1014,60 @@ static void
 worker_discard(struct worker *w)
 {
 	w->pending_done = w->pending_retried = w->pending_failed = 0;
+	w->uncommitted = false;
+	w->noks = 0;
 	if (w->recent != NULL)
 		recent_rollback(w->recent);
 }
 
-/* Claim a batch.  Returns rows claimed, or -1 after a database error. */
+/* The transaction committed: only now count the rows it finished. */
+static void
+worker_committed(struct worker *w)
+{
+	struct worker_stats *stats = w->args->stats;
+	uint64_t n = w->pending_done + w->pending_retried + w->pending_failed;
+
+	if (w->recent != NULL)
+		recent_commit(w->recent);
+	if (stats) {
+		stats->done += w->pending_done;
+		stats->retried += w->pending_retried;
+		stats->failed += w->pending_failed;
+		for (uint64_t i = 0; i < n; i++)
+			rate_add(&stats->rate, wall_ms() / 1000);
+	}
+	w->pending_done = w->pending_retried = w->pending_failed = 0;
+	w->uncommitted = false;
+	worker_db_ok(w);
+}
+
+/*
+ * Claim a batch, committing the last turn's rows in the same round trip
+ * when they are still uncommitted.  Returns rows claimed, or -1 after a
+ * database error.
+ */
 static int
 worker_claim(struct worker *w)
 {
+	const char *sql = w->skipped > 0 ? w->claim_wide_sql : w->claim_sql;
+	bool commit_first = w->uncommitted, committed;
 	enum db_status st;
-
 	struct timespec t0, t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rowset_clear(&w->rows, w->ncols);
 	w->used_wide = w->skipped > 0;
-	st = db_stmt_fetch_all(w->used_wide ? w->claim_wide : w->claim, NULL,
-	    0, &w->rows);
+	if (!commit_first)
+		sql += strlen(COMMIT_FIRST);
+	st = db_select(w->db, sql, commit_first, w->ncols, &w->rows,
+	    &committed);
+	if (commit_first && !committed) {
+		worker_db_failed(w, st, "commit");
+		worker_discard(w);
+		return -1;
+	}
+	if (commit_first)
+		worker_committed(w);
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "claim");
 		return -1;
@@ -894,8 +1087,6 @@ worker_claim(struct worker *w)
 static int
 worker_commit(struct worker *w)
 {
-	struct worker_stats *stats = w->args->stats;
-	uint64_t n = w->pending_done + w->pending_retried + w->pending_failed;
 	enum db_status st = db_commit(w->db);
 
 	if (st != DB_OK) {
@@ -903,18 +1094,16 @@ worker_commit(struct worker *w)
 		worker_discard(w);
 		return -1;
 	}
-	if (w->recent != NULL)
-		recent_commit(w->recent);
-	if (stats) {
-		stats->done += w->pending_done;
-		stats->retried += w->pending_retried;
-		stats->failed += w->pending_failed;
-		for (uint64_t i = 0; i < n; i++)
-			rate_add(&stats->rate, wall_ms() / 1000);
-	}
-	worker_discard(w);
-	worker_db_ok(w);
+	worker_committed(w);
 	return 0;
+}
+
+/* Send the COMMIT a turn left for the next claim, when no claim follows. */
+static void
+worker_flush(struct worker *w)
+{
+	if (w->uncommitted && w->db != NULL)
+		(void)worker_commit(w);
 }
 
 /*
@@ -943,6 +1132,7 @@ worker_turn_transaction(struct worker *w)
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
 	w->skipped = 0;
+	w->noks = 0;
 	for (int i = 0; i < n && !aborted && handled < w->q->batch; i++) {
 		if (!worker_key_ok(w, &w->rows.rows[i]) ||
 		    worker_key_repeated(w, (size_t)i)) {
@@ -965,11 +1155,20 @@ worker_turn_transaction(struct worker *w)
 		worker_discard(w);
 		return -1;
 	}
-	if (worker_commit(w) != 0)
+	if ((st = worker_finish_oks(w)) != DB_OK) {
+		worker_db_failed(w, st, w->failing);
+		worker_discard(w);
 		return -1;
+	}
 	/* Only unfinishable rows, even with the wider claim: pause. */
-	if (handled == 0 && w->used_wide)
+	if (handled == 0 && w->used_wide) {
+		if (worker_commit(w) != 0)
+			return -1;
 		worker_no_progress(w);
+		return n;
+	}
+	/* The COMMIT goes with the next claim, or worker_run sends it. */
+	w->uncommitted = true;
 	return n;
 }
 
@@ -1133,9 +1332,13 @@ worker_run(const struct worker_args *args)
 		if (r == -1)
 			continue;
 		/* No claim without a handler to give the rows to. */
-		if (w.q->handler == HANDLER_PIPE &&
-		    pipe_ensure(&w.pipe, &w.stopper) == -1)
-			break;
+		if (w.q->handler == HANDLER_PIPE) {
+			/* Restarting it may wait: commit before that. */
+			if (w.uncommitted && !pipe_running(&w.pipe))
+				worker_flush(&w);
+			if (pipe_ensure(&w.pipe, &w.stopper) == -1)
+				break;
+		}
 		/* The first start is not a restart. */
 		if (args->stats && w.pipe.restarts > 1)
 			args->stats->handler_restarts = w.pipe.restarts - 1;
@@ -1152,6 +1355,7 @@ worker_run(const struct worker_args *args)
 			worker_idle(&w, idle);
 		}
 	}
+	worker_flush(&w);
 	worker_set_state(&w, WORKER_STOPPING, NULL);
 	worker_free(&w);
 	return rc;
