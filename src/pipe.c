@@ -62,10 +62,47 @@ pipe_unasked(struct pipe_handler *p)
 	return -1;
 }
 
-bool
-pipe_running(const struct pipe_handler *p)
+/*
+ * Between rows: has the handler exited, or written something?  With a
+ * pidfd one poll answers both; this runs before every row.
+ */
+static bool
+pipe_stirred(const struct pipe_handler *p, bool *exited)
 {
-	return p->child.pid > 0 && !child_exited(&p->child);
+	struct pollfd fds[2] = {
+		{ .fd = p->child.pidfd, .events = POLLIN },
+		{ .fd = p->child.out, .events = POLLIN },
+	};
+
+	if (p->child.pidfd < 0) {
+		*exited = child_exited(&p->child);
+		return true;	/* no pidfd: read to see */
+	}
+	if (poll(fds, 2, 0) <= 0)
+		return (*exited = false);
+	*exited = fds[0].revents != 0;
+	return true;
+}
+
+/*
+ * The handler runs and wrote nothing out of turn: the next row can go.
+ * One that wrote out of turn is killed (and counts as a quick death).
+ */
+bool
+pipe_ready(struct pipe_handler *p)
+{
+	bool exited;
+
+	if (p->child.pid <= 0)
+		return false;
+	if (!pipe_stirred(p, &exited))
+		return true;
+	if (exited)
+		return false;
+	if (pipe_unasked(p) == 0)
+		return true;
+	(void)pipe_kill(p, true);
+	return false;
 }
 
 /*
@@ -76,12 +113,8 @@ int
 pipe_ensure(struct pipe_handler *p, struct stopper *st)
 {
 	while (!st->stop) {
-		if (pipe_running(p)) {
-			if (pipe_unasked(p) == 0)
-				return 0;
-			(void)pipe_kill(p, true);
-			continue;
-		}
+		if (pipe_ready(p))
+			return 0;
 		if (p->child.pid > 0) {
 			struct buf why = { 0 };
 			int status = pipe_kill(p, true);

@@ -186,10 +186,20 @@ proc_title(const char *fmt, ...)
 	char buf[256];
 	va_list ap;
 
+	static char comm[16];	/* what PR_SET_NAME keeps: 15 bytes */
+	const char *name;
+
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	(void)prctl(PR_SET_NAME, buf + (strncmp(buf, "rowq: ", 6) == 0 ? 6 : 0));
+	/* A worker sets its title for every row: no system call for that. */
+	name = buf + (strncmp(buf, "rowq: ", 6) == 0 ? 6 : 0);
+	if (strncmp(comm, name, sizeof(comm) - 1) != 0) {
+		size_t n = strnlen(name, sizeof(comm) - 1);
+		memcpy(comm, name, n);
+		comm[n] = '\0';
+		(void)prctl(PR_SET_NAME, comm);
+	}
 	if (title_base == NULL || title_len < 2)
 		return;
 	size_t n = strlen(buf);

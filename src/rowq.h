@@ -393,7 +393,7 @@ struct pipe_handler {
 };
 
 int	 pipe_ensure(struct pipe_handler *, struct stopper *);
-bool	 pipe_running(const struct pipe_handler *);
+bool	 pipe_ready(struct pipe_handler *);
 void	 pipe_handle(struct pipe_handler *, const struct handler_job *,
 	    struct stopper *, struct handler_result *);
 void	 pipe_stop(struct pipe_handler *, int64_t grace_ms);

@@ -1332,10 +1332,9 @@ worker_run(const struct worker_args *args)
 		if (r == -1)
 			continue;
 		/* No claim without a handler to give the rows to. */
-		if (w.q->handler == HANDLER_PIPE) {
-			/* Restarting it may wait: commit before that. */
-			if (w.uncommitted && !pipe_running(&w.pipe))
-				worker_flush(&w);
+		if (w.q->handler == HANDLER_PIPE && !pipe_ready(&w.pipe)) {
+			/* Starting it again may wait: commit before that. */
+			worker_flush(&w);
 			if (pipe_ensure(&w.pipe, &w.stopper) == -1)
 				break;
 		}
