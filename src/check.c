@@ -35,6 +35,29 @@ check_statement(struct db *db, const struct sql *sql)
 	return 0;
 }
 
+/*
+ * A row whose key is NULL cannot be finished by key: workers skip it, and
+ * it stays in the queue.  Worth a warning, not a refusal: the column may
+ * never hold a NULL.
+ */
+static void
+check_key_nullable(const struct queue *q, const struct column *cols,
+    size_t ncols)
+{
+	size_t k = 0;
+
+	if (q->key_column != NULL)
+		for (k = 0; k < ncols; k++)
+			if (strcmp(cols[k].name, q->key_column) == 0)
+				break;
+	if (k >= ncols || !cols[k].nullable)
+		return;
+	log_warnx("%s: the key column %s may be NULL: a claimed row whose key "
+	    "is NULL cannot be finished, and workers skip it; declare it NOT "
+	    "NULL or choose another key", q->key_where ? q->key_where :
+	    q->select.where, cols[k].name);
+}
+
 /* ---- the claim's plan ---- */
 
 /*
@@ -839,6 +862,8 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 		names[i] = cols[i].name;
 	problems += config_check_columns(q, names, ncols);
 	free(names);
+	if (explain)
+		check_key_nullable(q, cols, ncols);
 	db_stmt_free(claim);
 	problems += check_plan(db, q, explain);
 	problems += check_statement(db, &q->done);

@@ -230,6 +230,7 @@ struct column {
 	char		*name;
 	enum column_kind kind;
 	bool		 is_unsigned;
+	bool		 nullable;	/* as the server describes it */
 };
 
 struct row {

@@ -12,6 +12,7 @@ cd "$ROWQ_TEST_TMP"
 email_config good.yaml "[$HANDLERS/fake, append, log]"
 out=$("$ROWQ" -c good.yaml check 2>&1) || fail "check of a good config: $out"
 assert_match "good.yaml: ok, 1 queue" "$out" "check output"
+case $out in *"may be NULL"*) fail "check warns of a NOT NULL key: $out" ;; esac
 
 expect_78()
 {

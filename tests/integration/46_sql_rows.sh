@@ -48,6 +48,8 @@ queues:
     failed: UPDATE jobs SET status = 'failed' WHERE k = :k
     idle: 200ms
 YAML
+out=$("$ROWQ" -c null.yaml check 2>&1) || fail "check of a nullable key: $out"
+assert_match "null.yaml:[0-9]+: queues.jobs.key: the key column k may be NULL" "$out" "check warns of a nullable key"
 rowq_for null.yaml null.log 5
 assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM jobs WHERE n > 1")" "NULL keys: rows done twice"
 assert_eq 2 "$(sql_value "SELECT COUNT(*) FROM jobs WHERE k IS NULL AND status = 'waiting'")" "NULL keys: NULL-key rows left alone"
