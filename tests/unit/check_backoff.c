@@ -2,6 +2,7 @@
 #include "rowq.h"
 
 #include <check.h>
+#include "unit.h"
 
 static struct retry_policy
 policy(enum backoff_kind kind, bool jitter)
@@ -89,8 +90,6 @@ main(void)
 {
 	Suite *s = suite_create("backoff");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_fixed);
 	tcase_add_test(tc, test_linear);
@@ -99,9 +98,5 @@ main(void)
 	tcase_add_test(tc, test_zero_delay);
 	tcase_add_test(tc, test_capped);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return unit_run(s);
 }

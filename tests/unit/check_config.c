@@ -11,6 +11,7 @@
 #include "rowq.h"
 
 #include <check.h>
+#include "unit.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1484,11 +1485,5 @@ config_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(config_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return unit_run(config_suite());
 }

@@ -4,6 +4,7 @@
 #include "rowq.h"
 
 #include <check.h>
+#include "unit.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,11 +200,5 @@ duration_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(duration_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return unit_run(duration_suite());
 }

@@ -2,6 +2,7 @@
 #include "rowq.h"
 
 #include <check.h>
+#include "unit.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,8 +119,6 @@ main(void)
 {
 	Suite *s = suite_create("json");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_escapes);
 	tcase_add_test(tc, test_nul_inside);
@@ -128,9 +127,5 @@ main(void)
 	tcase_add_test(tc, test_base64_padding);
 	tcase_add_test(tc, test_utf8_sanitize);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return unit_run(s);
 }

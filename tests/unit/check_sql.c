@@ -2,6 +2,7 @@
 #include "rowq.h"
 
 #include <check.h>
+#include "unit.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,8 +139,6 @@ main(void)
 {
 	Suite *s = suite_create("sql");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_named_to_positional);
 	tcase_add_test(tc, test_literals_and_comments_are_not_parameters);
@@ -151,9 +150,5 @@ main(void)
 	tcase_add_test(tc, test_select_rules);
 	tcase_add_test(tc, test_claim_clause);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return unit_run(s);
 }

@@ -2,6 +2,7 @@
 #include "rowq.h"
 
 #include <check.h>
+#include "unit.h"
 #include <string.h>
 
 START_TEST(test_histogram_buckets)
@@ -117,17 +118,11 @@ main(void)
 {
 	Suite *s = suite_create("stats");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_histogram_buckets);
 	tcase_add_test(tc, test_rate_window);
 	tcase_add_test(tc, test_render);
 	tcase_add_test(tc, test_recent);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return unit_run(s);
 }
