@@ -8,12 +8,16 @@ UNITDIR	?= $(PREFIX)/lib/systemd/system
 DESTDIR	?=
 
 CC	?= cc
-PKGS	 = libmariadb yaml-0.1 libsystemd libmicrohttpd
+PKGS	 = libmariadb yaml-0.1 libsystemd
+# Headers only: metrics.c loads the library itself when metrics: is set.
+PKGS_DLOPEN = libmicrohttpd
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wpointer-arith -Wformat=2 -Wno-format-nonliteral
 CFLAGS	?= -O2 -g
-CFLAGS	+= -std=c11 -D_GNU_SOURCE $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS	+= $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS	+= -std=c11 -D_GNU_SOURCE $(WARN) \
+	   $(shell pkg-config --cflags $(PKGS) $(PKGS_DLOPEN) 2>/dev/null)
+# dlopen: in libc since glibc 2.34 (libdl.a is empty there), libdl before.
+LDLIBS	+= $(shell pkg-config --libs $(PKGS) 2>/dev/null) -ldl
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -22,6 +26,7 @@ OBJS =	build/backoff.o \
 	build/buf.o \
 	build/child.o \
 	build/check.o \
+	build/checker.o \
 	build/config.o \
 	build/db.o \
 	build/duration.o \
@@ -134,7 +139,7 @@ FUZZ_SRCS = $(filter-out src/main.c,$(wildcard src/*.c))
 build/fuzz/fuzz_config: tests/fuzz/fuzz_config.c $(FUZZ_SRCS) $(HDRS) | build/fuzz
 	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Isrc \
 	    -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
-	    $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+	    $(shell pkg-config --cflags $(PKGS) $(PKGS_DLOPEN) 2>/dev/null) \
 	    -o $@ tests/fuzz/fuzz_config.c $(FUZZ_SRCS) $(LDLIBS)
 
 # The corpus as a regression test in `make check`: gcc, the ASan objects.

@@ -137,6 +137,22 @@ db_set_options(MYSQL *m, const struct db_options *o)
 		mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, o->option_group);
 }
 
+/*
+ * The supervisor initialises libmariadb, and through it OpenSSL, before it
+ * forks the first worker, though it never connects itself: a worker that
+ * did it on its own would map about 2 MiB of libcrypto's pages that the
+ * initialisation runs through, each worker again.  Forked, they start with
+ * the work done and those pages counted once, in the supervisor.  If it
+ * fails here, each process tries again at its first connection.
+ */
+void
+db_library_init(void)
+{
+	if (mysql_library_init(0, NULL, NULL) != 0)
+		log_warnx("cannot initialise libmariadb; each worker will try "
+		    "on its own");
+}
+
 /* MariaDB (not MySQL) 10.2 and later: COM_STMT_BULK_EXECUTE. */
 static bool
 db_can_bulk(MYSQL *m)

@@ -36,6 +36,21 @@ usage(FILE *out, int code)
 }
 
 /*
+ * `rowq check` explains the claims' plans and checks in this process; run
+ * and drain check in a child, so that what connecting leaves behind stays
+ * out of the supervisor and of the workers it forks (checker.c).
+ */
+static int
+load_check(const struct config *cfg, bool explain, struct stopper *stopper)
+{
+	struct checker how = { .close_fd = stopper ? stopper->fd : -1 };
+
+	if (explain)
+		return check_config(cfg, true);
+	return checker_run(cfg, &how);
+}
+
+/*
  * Load and check; on failure the reasons are already logged.  With
  * stopper (rowq run), a database that is down only delays the start: wait
  * with backoff, keep systemd from giving up on us, and leave early on
@@ -50,7 +65,7 @@ load_checked(const char *path, struct config **out, bool explain,
 
 	if (cfg == NULL)
 		return ROWQ_EXIT_CONFIG;
-	while ((problems = check_config(cfg, explain)) < 0 && stopper) {
+	while ((problems = load_check(cfg, explain, stopper)) < 0 && stopper) {
 		int64_t delay = backoff_capped_ms(1000, 30000, ++tries);
 		char d[32];
 		duration_format(delay, d, sizeof(d));

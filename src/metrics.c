@@ -4,10 +4,17 @@
  * node_exporter textfile.  The HTTP server runs inside the supervisor's
  * own poll loop (epoll mode, no threads: the supervisor forks, and a
  * forked thread is trouble).
+ *
+ * libmicrohttpd is loaded with dlopen when metrics: asks for it, not
+ * linked: it brings GnuTLS and p11-kit, which initialise themselves as
+ * they load, and linked they would do so in every rowq process, most of
+ * which never serve HTTP.  The header still gives the types, constants and
+ * prototypes, which type the function pointers below.
  */
 #include "rowq.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -17,11 +24,78 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The soname of libmicrohttpd's stable ABI (0.9.x), as the linker names it. */
+#define MHD_LIBRARY	"libmicrohttpd.so.12"
+
 struct metrics {
 	struct MHD_Daemon	*mhd;
 	metrics_render_fn	 render;
 	void			*ctx;
 };
+
+/* The functions of libmicrohttpd this file calls, once it is loaded. */
+static struct {
+	void	*handle;
+	__typeof__(MHD_start_daemon)			*start_daemon;
+	__typeof__(MHD_stop_daemon)			*stop_daemon;
+	__typeof__(MHD_run)				*run;
+	__typeof__(MHD_get_daemon_info)			*get_daemon_info;
+	__typeof__(MHD_create_response_from_buffer)	*create_response_from_buffer;
+	__typeof__(MHD_add_response_header)		*add_response_header;
+	__typeof__(MHD_queue_response)			*queue_response;
+	__typeof__(MHD_destroy_response)		*destroy_response;
+} mhd;
+
+static void *
+mhd_symbol(void *handle, const char *name, bool *ok)
+{
+	void *p = dlsym(handle, name);
+
+	if (p == NULL && *ok) {
+		log_error("metrics: %s: %s", MHD_LIBRARY, dlerror());
+		*ok = false;
+	}
+	return p;
+}
+
+#define MHD_RESOLVE(handle, field, name, ok)				\
+	(mhd.field = (__typeof__(mhd.field))mhd_symbol(handle, name, ok))
+
+/*
+ * Load libmicrohttpd once, all its symbols bound now (RTLD_NOW: a missing
+ * one is an error here, not a crash at the first request) and none of them
+ * visible to the libraries loaded after it (RTLD_LOCAL).
+ */
+static int
+mhd_load(void)
+{
+	void *h;
+	bool ok = true;
+
+	if (mhd.handle != NULL)
+		return 0;
+	h = dlopen(MHD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		log_error("metrics: cannot load %s, which serving metrics "
+		    "needs: %s", MHD_LIBRARY, dlerror());
+		return -1;
+	}
+	MHD_RESOLVE(h, start_daemon, "MHD_start_daemon", &ok);
+	MHD_RESOLVE(h, stop_daemon, "MHD_stop_daemon", &ok);
+	MHD_RESOLVE(h, run, "MHD_run", &ok);
+	MHD_RESOLVE(h, get_daemon_info, "MHD_get_daemon_info", &ok);
+	MHD_RESOLVE(h, create_response_from_buffer,
+	    "MHD_create_response_from_buffer", &ok);
+	MHD_RESOLVE(h, add_response_header, "MHD_add_response_header", &ok);
+	MHD_RESOLVE(h, queue_response, "MHD_queue_response", &ok);
+	MHD_RESOLVE(h, destroy_response, "MHD_destroy_response", &ok);
+	if (!ok) {
+		(void)dlclose(h);
+		return -1;
+	}
+	mhd.handle = h;
+	return 0;
+}
 
 /* Label values escape \, " and newline. */
 static void
@@ -169,15 +243,15 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 		buf_puts(&b, "rowq serves /metrics\n");
 	} else
 		m->render(m->ctx, &b);
-	resp = MHD_create_response_from_buffer(b.len, b.data ? b.data : "",
+	resp = mhd.create_response_from_buffer(b.len, b.data ? b.data : "",
 	    MHD_RESPMEM_MUST_COPY);
 	buf_free(&b);
 	if (resp == NULL)
 		return MHD_NO;
-	MHD_add_response_header(resp, "Content-Type", status == MHD_HTTP_OK ?
+	mhd.add_response_header(resp, "Content-Type", status == MHD_HTTP_OK ?
 	    "text/plain; version=0.0.4; charset=utf-8" : "text/plain");
-	r = MHD_queue_response(conn, status, resp);
-	MHD_destroy_response(resp);
+	r = mhd.queue_response(conn, status, resp);
+	mhd.destroy_response(resp);
 	return r;
 }
 
@@ -220,10 +294,12 @@ metrics_start(const char *addr, metrics_render_fn render, void *ctx)
 		log_error("metrics: not an address HOST:PORT: %s", addr);
 		return NULL;
 	}
+	if (mhd_load() == -1)
+		return NULL;
 	m = xcalloc(1, sizeof(*m));
 	m->render = render;
 	m->ctx = ctx;
-	m->mhd = MHD_start_daemon(MHD_USE_EPOLL |
+	m->mhd = mhd.start_daemon(MHD_USE_EPOLL |
 	    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
 	    metrics_answer, m,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -244,7 +320,7 @@ metrics_start(const char *addr, metrics_render_fn render, void *ctx)
 int
 metrics_fd(const struct metrics *m)
 {
-	const union MHD_DaemonInfo *i = MHD_get_daemon_info(m->mhd,
+	const union MHD_DaemonInfo *i = mhd.get_daemon_info(m->mhd,
 	    MHD_DAEMON_INFO_EPOLL_FD);
 
 	return i ? i->epoll_fd : -1;
@@ -253,7 +329,7 @@ metrics_fd(const struct metrics *m)
 void
 metrics_run(struct metrics *m)
 {
-	(void)MHD_run(m->mhd);
+	(void)mhd.run(m->mhd);
 }
 
 void
@@ -261,7 +337,7 @@ metrics_stop(struct metrics *m)
 {
 	if (m == NULL)
 		return;
-	MHD_stop_daemon(m->mhd);
+	mhd.stop_daemon(m->mhd);
 	free(m);
 }
 

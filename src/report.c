@@ -51,7 +51,7 @@ report_workers_up(const struct supervisor *s, const struct queue *q)
 {
 	int up = 0;
 
-	for (int i = 0; i < SLOTS_MAX; i++)
+	for (int i = 0; i < s->nslots; i++)
 		if (s->slots[i].used && s->slots[i].pid != 0 &&
 		    !s->slots[i].retiring && s->slots[i].queue == q)
 			up++;
@@ -115,7 +115,7 @@ report_status_text(struct supervisor *s, struct buf *b)
 		const struct queue *q = &cfg->queues[i];
 		struct totals t = supervisor_count(s, q->name);
 		uint64_t rate = 0;
-		for (int k = 0; k < SLOTS_MAX; k++)
+		for (int k = 0; k < s->nslots; k++)
 			if (s->slots[k].used && s->slots[k].pid != 0 &&
 			    strcmp(s->slots[k].queue->name, q->name) == 0)
 				rate += rate_sum(&s->slots[k].stats->rate,
@@ -136,7 +136,7 @@ report_status_text(struct supervisor *s, struct buf *b)
 		status_field(b, "last_error", t.last_error);
 		buf_putc(b, '\n');
 	}
-	for (int k = 0; k < SLOTS_MAX; k++)
+	for (int k = 0; k < s->nslots; k++)
 		if (s->slots[k].used)
 			report_worker_line(b, &s->slots[k], wall);
 }

@@ -2,8 +2,9 @@
  * rowq.h: shared types and prototypes, grouped by the file that owns them.
  *
  * Only config.c includes <yaml.h>, only db.c includes <mysql.h>, only
- * notify.c includes <systemd/sd-daemon.h>: everything they expose to the
- * rest of the program is declared here in plain C types.
+ * notify.c includes <systemd/sd-daemon.h>, only metrics.c includes
+ * <microhttpd.h>: everything they expose to the rest of the program is
+ * declared here in plain C types.
  */
 #ifndef ROWQ_H
 #define ROWQ_H
@@ -436,6 +437,7 @@ struct rowset {
 struct db;
 struct db_stmt;
 
+void		 db_library_init(void);	/* before forking workers */
 struct db	*db_open(const struct db_options *, enum db_status *);
 void		 db_close(struct db *);
 const char	*db_error(const struct db *);	/* last error, for messages */
@@ -549,6 +551,21 @@ int	 worker_run(const struct worker_args *);
 /* ---- check.c: the configuration against the live database ---- */
 
 int	 check_config(const struct config *, bool explain);
+
+/* ---- checker.c: check_config in a short-lived child ---- */
+
+struct checker {
+	const char	*name;		/* the child's log name; NULL: ours */
+	int		 close_fd;	/* ours, not for the child; -1: none */
+	char		*error;		/* shared memory for the first error */
+	size_t		 errlen;	/* or NULL, 0 */
+};
+
+#define CHECKER_DIED	(-2)	/* killed, or an unexpected exit status */
+
+pid_t	 checker_start(const struct config *, const struct checker *);
+int	 checker_problems(int status);
+int	 checker_run(const struct config *, const struct checker *);
 
 /* ---- status.c: `rowq status`, and the daemon's status socket ---- */
 

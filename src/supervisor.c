@@ -105,7 +105,7 @@ supervisor_count(struct supervisor *s, const char *queue)
 {
 	struct totals t = *supervisor_totals(s, queue);
 
-	for (int i = 0; i < SLOTS_MAX; i++) {
+	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		if (!sl->used || sl->pid == 0 ||
 		    strcmp(sl->queue->name, queue) != 0)
@@ -169,17 +169,20 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 	    sl->queue->name, sl->number, sl->gen->number, (long)pid);
 }
 
+/* The first free slot: a slot freed earlier, else one past the last. */
 static struct slot *
 supervisor_new_slot(struct supervisor *s)
 {
 	for (int i = 0; i < SLOTS_MAX; i++) {
-		if (!s->slots[i].used) {
-			struct slot *sl = &s->slots[i];
-			memset(sl, 0, sizeof(*sl));
-			sl->used = true;
-			sl->stats = &s->stats[i];
-			return sl;
-		}
+		if (i < s->nslots && s->slots[i].used)
+			continue;
+		struct slot *sl = &s->slots[i];
+		memset(sl, 0, sizeof(*sl));
+		sl->used = true;
+		sl->stats = &s->stats[i];
+		if (i == s->nslots)
+			s->nslots++;
+		return sl;
 	}
 	return NULL;
 }
@@ -367,7 +370,7 @@ supervisor_reap(struct supervisor *s)
 		}
 		if (report_reaped(s, pid, status))
 			continue;
-		for (int i = 0; i < SLOTS_MAX; i++) {
+		for (int i = 0; i < s->nslots; i++) {
 			if (s->slots[i].used && s->slots[i].pid == pid) {
 				supervisor_reaped(s, &s->slots[i], status);
 				break;
@@ -406,7 +409,7 @@ supervisor_escalate(struct supervisor *s, int64_t now, int64_t *next)
 {
 	char d[32];
 
-	for (int i = 0; i < SLOTS_MAX; i++) {
+	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		if (!sl->used || sl->pid == 0 || sl->stage == STAGE_RUNNING ||
 		    sl->stage == STAGE_KILLED)
@@ -447,7 +450,7 @@ supervisor_running(const struct supervisor *s, bool *pending)
 	int n = 0;
 
 	*pending = false;
-	for (int i = 0; i < SLOTS_MAX; i++) {
+	for (int i = 0; i < s->nslots; i++) {
 		if (!s->slots[i].used)
 			continue;
 		if (s->slots[i].pid != 0)
@@ -477,7 +480,7 @@ supervisor_begin_stop(struct supervisor *s, const char *why)
 		/* The reload it checks will not happen: reaped in the loop. */
 		(void)kill(s->check_pid, SIGKILL);
 	}
-	for (int i = 0; i < SLOTS_MAX; i++) {
+	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		if (!sl->used)
 			continue;
@@ -517,15 +520,21 @@ reload_done(struct supervisor *s, bool ok, const char *fmt, ...)
 
 /*
  * Start a reload: parse the new configuration here (file reads only), and
- * check it against the database in a child, so that the loop goes on
- * meanwhile.  A bad one changes nothing.
+ * check it against the database in a child (checker.c), so that the loop
+ * goes on meanwhile.  A bad one changes nothing.
  */
 static void
 reload_begin(struct supervisor *s)
 {
 	char first[sizeof(s->last_reload.message)];
+	struct checker how = {
+		.name = "reload check",
+		.close_fd = s->sigfd,
+		.error = s->shared->check_error,
+		.errlen = sizeof(s->shared->check_error),
+	};
 	struct config *cfg;
-	pid_t parent = getpid(), pid;
+	pid_t pid;
 
 	s->reload_wanted = false;
 	notify_reloading();
@@ -545,29 +554,13 @@ reload_begin(struct supervisor *s)
 		return;
 	}
 	s->shared->check_error[0] = '\0';
-	pid = fork();
+	pid = checker_start(cfg, &how);
 	if (pid == -1) {
 		log_warn("fork for the reload check");
 		config_free(cfg);
 		reload_done(s, false, "cannot fork the check: %s",
 		    strerror(errno));
 		return;
-	}
-	if (pid == 0) {
-		int problems;
-
-		close(s->sigfd);
-		proc_child_signals();
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(ROWQ_EXIT_FAILURE);
-		log_procinit("reload check");
-		proc_title("rowq: checking %s", s->opts->config_path);
-		log_capture(s->shared->check_error,
-		    sizeof(s->shared->check_error));
-		problems = check_config(cfg, false);
-		_exit(problems == 0 ? ROWQ_EXIT_OK : problems < 0 ?
-		    ROWQ_EXIT_FAILURE : ROWQ_EXIT_CONFIG);
 	}
 	s->check_pid = pid;
 	s->check_cfg = cfg;
@@ -578,7 +571,7 @@ reload_begin(struct supervisor *s)
 static void
 reload_apply(struct supervisor *s, struct config *cfg)
 {
-	for (int i = 0; i < SLOTS_MAX; i++) {
+	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		if (!sl->used)
 			continue;
@@ -590,7 +583,7 @@ reload_apply(struct supervisor *s, struct config *cfg)
 		}
 	}
 	supervisor_start_generation(s, cfg);
-	for (int i = 0; i < SLOTS_MAX; i++) {
+	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		if (sl->used && sl->retiring)
 			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
@@ -604,21 +597,22 @@ reload_checked(struct supervisor *s, int status)
 	struct config *cfg = s->check_cfg;
 	const char *msg = s->shared->check_error;
 	char why[128];
+	int problems = checker_problems(status);
 
 	s->check_cfg = NULL;
 	if (s->stopping) {
 		config_free(cfg);
 		return;
 	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_OK) {
+	if (problems == 0) {
 		reload_apply(s, cfg);
 		reload_done(s, true, "generation %d", s->current->number);
 		return;
 	}
 	config_free(cfg);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_CONFIG)
+	if (problems > 0)
 		reload_done(s, false, "%s", msg[0] ? msg : "check failed");
-	else if (WIFEXITED(status) && WEXITSTATUS(status) == ROWQ_EXIT_FAILURE)
+	else if (problems == -1)
 		reload_done(s, false, "database unreachable: %s",
 		    msg[0] ? msg : "no reason given");
 	else {
@@ -683,7 +677,7 @@ supervisor_read_signals(struct supervisor *s)
 static void
 supervisor_restart_due(struct supervisor *s, int64_t now, int64_t *next)
 {
-	for (int i = 0; i < SLOTS_MAX; i++) {
+	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		if (!sl->used || sl->pid != 0 || sl->restart_at_ms == 0)
 			continue;
@@ -736,7 +730,7 @@ supervisor_status(struct supervisor *s)
 		struct totals t = supervisor_count(s, name);
 		int up = 0, retiring = 0, waiting = 0;
 		const char *death = NULL;
-		for (int k = 0; k < SLOTS_MAX; k++) {
+		for (int k = 0; k < s->nslots; k++) {
 			struct slot *sl = &s->slots[k];
 			if (!sl->used || strcmp(sl->queue->name, name) != 0)
 				continue;
@@ -898,14 +892,23 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 
 	s.started_ms = now_ms();
 	s.sigfd = proc_signalfd(sigs, sizeof(sigs) / sizeof(sigs[0]));
-	s.slots = xcalloc(SLOTS_MAX, sizeof(*s.slots));
+	/*
+	 * Slots are taken from the front and every scan stops at nslots, so
+	 * only the pages of slots in use become resident; mapped rather than
+	 * calloc'd, the rest of the table is never cleared or touched.
+	 */
+	s.slots = mmap(NULL, SLOTS_MAX * sizeof(*s.slots),
+	    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	s.stats = mmap(NULL, SLOTS_MAX * sizeof(*s.stats),
 	    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	s.shared = mmap(NULL, sizeof(*s.shared), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (s.stats == MAP_FAILED || s.shared == MAP_FAILED)
+	if (s.slots == MAP_FAILED || s.stats == MAP_FAILED ||
+	    s.shared == MAP_FAILED)
 		fatal("mmap");
 	proc_title("rowq: supervisor");
+	/* Before the first fork, so that every worker starts with it done. */
+	db_library_init();
 	s.status_fd = -1;
 	supervisor_start_generation(&s, cfg);
 	if (!opts->drain)
@@ -928,7 +931,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	for (size_t i = 0; i < s.ntotals; i++)
 		free(s.totals[i].queue);
 	free(s.totals);
-	free(s.slots);
+	munmap(s.slots, SLOTS_MAX * sizeof(*s.slots));
 	munmap(s.stats, SLOTS_MAX * sizeof(*s.stats));
 	munmap(s.shared, sizeof(*s.shared));
 	close(s.sigfd);

@@ -73,6 +73,7 @@ struct supervisor {
 	const struct run_options *opts;
 	int			 sigfd;
 	struct slot		*slots;
+	int			 nslots;	/* past the last slot ever used */
 	struct worker_stats	*stats;	/* SLOTS_MAX, shared with workers */
 	struct shared		*shared;
 	struct generation	*gens[GENERATIONS_MAX];	/* oldest first */

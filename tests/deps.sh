@@ -7,10 +7,12 @@
 # Packages named as arguments are wanted too (make bench, make torture).
 #
 # systemd: for systemd-analyze verify of the units.  procps: ps, pgrep.
+# libmicrohttpd12: rowq loads it at run time (dlopen) to serve metrics; the
+# -dev package is for its header only.
 PACKAGES="build-essential pkg-config libmariadb-dev libyaml-dev
-libsystemd-dev libmicrohttpd-dev check mariadb-server mariadb-client python3
-python3-prometheus-client mandoc valgrind
-systemd procps $*"
+libsystemd-dev libmicrohttpd-dev libmicrohttpd12 check mariadb-server
+mariadb-client
+python3 python3-prometheus-client mandoc valgrind systemd procps $*"
 
 set -eu
 
