@@ -81,8 +81,9 @@ vg()
 	    "$ROWQ_PLAIN" -c "vg-$mode.yaml" drain email -w 2 >"vg-$mode.out" 2>"vg-$mode.err" ||
 		fail "$mode under valgrind: $(cat "vg-$mode.err")"
 	assert_exactly_once "$n"
-	# One file per process: the supervisor, two workers, and handlers
-	# forked under valgrind that left it at their exec.
+	# One file per process: the supervisor, the start-up check, two
+	# workers, and handlers forked under valgrind that left it at their
+	# exec.
 	local checked=0
 	for f in "vg-$mode"/*; do
 		grep -q 'ERROR SUMMARY:' "$f" || continue
@@ -92,7 +93,7 @@ vg()
 			fail "$mode: valgrind found a leak or an error in process ${f##*/}"
 		fi
 	done
-	assert_eq 3 "$checked" "$mode: rowq processes valgrind followed to their exit"
+	assert_eq 4 "$checked" "$mode: rowq processes valgrind followed to their exit"
 	figure "valgrind $mode: processes checked, rows" "$checked, $n"
 	figure "valgrind $mode: leaks and errors" 0
 }
