@@ -204,7 +204,7 @@ measure()
 		    rows, secs, rows / secs, q / rows,
 		    (u[1] + u[2]) * 1e6 / rows, st / hz * 1e6 / rows
 	    }' >>results.tsv
-	say "$(tail -1 results.tsv | awk -F'\t' '{ printf "  %-7s %d workers, run %d: %8.0f rows/s (%.2f round trips/row)", $1, $2, $3, $6, $7 }')"
+	say "$(tail -1 results.tsv | awk -F'\t' '{ printf "  %-7s %d workers, run %d: %8.0f rows/s (%.2f statements/row)", $1, $2, $3, $6, $7 }')"
 }
 
 # ---- the contenders ----------------------------------------------------
@@ -450,7 +450,7 @@ costs()
 {
 	local c n
 	n=${WORKERS_LIST%% *}
-	printf '| contender | round trips per row | client CPU µs per row | server CPU µs per row |\n'
+	printf '| contender | statements per row | client CPU µs per row | server CPU µs per row |\n'
 	printf '|---|---:|---:|---:|\n'
 	for c in $CONTENDERS; do
 		printf '| %s | %s | %s | %s |\n' "$(label "$c")" "$(median "$c" "$n" 7)" \
@@ -558,8 +558,10 @@ $(table)
 
 ![rows per second against workers](results.png)
 
-Cost per row at ${WORKERS_LIST%% *} worker (medians): round trips are the server's
-\`Questions\` counter over the run, divided by the rows (start-up included);
+Cost per row at ${WORKERS_LIST%% *} worker (medians): statements are the server's
+\`Questions\` counter over the run, divided by the rows (start-up included;
+rowq sends its COMMIT and the next claim in one round trip, and they count
+as two);
 client CPU is user + system time of the contender and all its processes
 (rowq: supervisor, worker, handler); server CPU is mariadbd's.
 
