@@ -46,6 +46,7 @@ struct db_stmt {
 	my_bool		*nulls;
 	my_bool		*errors;
 	bool		*is_bit;
+	bool		 no_bulk;	/* the server refused it in bulk */
 };
 
 static enum db_status
@@ -640,7 +641,7 @@ db_stmt_bulk_possible(const struct db_stmt *s, const struct value *v,
 {
 	struct value type;
 
-	if (!s->db->bulk || s->ncols > 0 ||
+	if (!s->db->bulk || s->no_bulk || s->ncols > 0 ||
 	    s->nparams == 0)
 		return false;
 	for (size_t c = 0; c < s->nparams; c++)
@@ -730,9 +731,12 @@ db_stmt_exec_bulk(struct db_stmt *s, const struct value *v, size_t nrows,
 		db_bulk_bind(&s->params[c], &cols[c], v, nrows, s->nparams, c);
 	if (mysql_stmt_attr_set(s->stmt, STMT_ATTR_ARRAY_SIZE, &size) != 0 ||
 	    mysql_stmt_bind_param(s->stmt, s->params) != 0 ||
-	    mysql_stmt_execute(s->stmt) != 0)
+	    mysql_stmt_execute(s->stmt) != 0) {
 		st = db_fail_stmt(s);
-	else
+		/* CALL, for one: it runs row by row from now on. */
+		if (s->db->errnum == ER_UNSUPPORTED_PS)
+			s->no_bulk = true;
+	} else
 		*affected = (unsigned long long)mysql_stmt_affected_rows(s->stmt);
 	/* Back to one row per execute for the statement's other uses. */
 	(void)mysql_stmt_attr_set(s->stmt, STMT_ATTR_ARRAY_SIZE, &none);

@@ -78,6 +78,7 @@ struct worker {
 	 * at the end of the turn, in one execute (see worker_finish_oks).
 	 */
 	bool			 bulk_done;
+	bool			 finished_alone; /* a row of this turn, since the claim */
 	int			 noks;
 	int			 ok_row[BATCH_MAX + WIDE_EXTRA];
 	int			 ok_attempt[BATCH_MAX + WIDE_EXTRA];
@@ -875,6 +876,16 @@ worker_finish_oks(struct worker *w)
 		worker_values(w, &w->done, &w->rows.rows[w->ok_row[i]],
 		    w->ok_attempt[i], 0, values + i * np);
 	if (n > 1 && db_stmt_bulk_possible(w->done.stmt, values, n)) {
+		/*
+		 * Rows finished on their own (retry, failed) since the claim's
+		 * savepoint would be undone with the bulk: move it here.
+		 */
+		if (w->finished_alone && (st = db_run(w->db, "SAVEPOINT "
+		    CLAIMED_SAVEPOINT)) != DB_OK) {
+			snprintf(w->failing, sizeof(w->failing), "a savepoint "
+			    "before %s", w->done.sql->where);
+			goto out;
+		}
 		st = db_stmt_exec_bulk(w->done.stmt, values, n, &affected);
 		if (st == DB_OK) {
 			if (affected < n)
@@ -935,6 +946,15 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		log_set_row(NULL);
 		return DB_OK;
 	}
+	/* A lease renewal that lost the link left nothing to finish on. */
+	if (w->db == NULL && worker_connect(w) != 0) {
+		worker_disconnect(w);
+		log_warnx("the database is away: the row is not finished; it "
+		    "comes back when its lease runs out");
+		*aborted = true;
+		log_set_row(NULL);
+		return DB_OK;
+	}
 	/* Text parameters must be valid UTF-8 for a utf8mb4 column. */
 	utf8_sanitize(&w->result.error);
 	utf8_sanitize(&w->result.output);
@@ -948,6 +968,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		st = DB_OK;
 	} else {
 		st = worker_finish_row(w, b, row, attempt, delay_ms);
+		w->finished_alone = true;
 	}
 	if (w->args->stats)
 		histogram_add(&w->args->stats->handler,
@@ -1133,6 +1154,7 @@ worker_turn_transaction(struct worker *w)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
 	w->skipped = 0;
 	w->noks = 0;
+	w->finished_alone = false;
 	for (int i = 0; i < n && !aborted && handled < w->q->batch; i++) {
 		if (!worker_key_ok(w, &w->rows.rows[i]) ||
 		    worker_key_repeated(w, (size_t)i)) {
@@ -1222,7 +1244,8 @@ worker_turn_lease(struct worker *w)
 		if (st == DB_OK && !aborted && worker_commit(w) != 0)
 			return -1;
 		if (aborted) {
-			(void)db_rollback(w->db);
+			if (w->db != NULL)
+				(void)db_rollback(w->db);
 			worker_discard(w);
 		} else if (st != DB_OK) {
 			worker_db_failed(w, st, w->failing);
