@@ -170,9 +170,12 @@ db_can_bulk(MYSQL *m)
 
 /*
  * CLIENT_MULTI_STATEMENTS lets db_select send COMMIT and the next claim in
- * one round trip.  It opens no door: values are only ever bound to
- * prepared statements, and sql.c refuses a configured statement with text
- * after its ';'.
+ * one round trip.  Values are still only ever bound to prepared
+ * statements, never spliced into text; what runs as text is the
+ * operator's own select, which sql.c refuses when text follows its ';'
+ * (a ';' that sql.c's tokenizer cannot see, in a versioned comment
+ * or under NO_BACKSLASH_ESCAPES, would split it: the operator's SQL all
+ * the same).
  */
 struct db *
 db_open(const struct db_options *o, enum db_status *status)

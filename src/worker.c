@@ -100,8 +100,9 @@ struct worker {
 	int64_t			 last_hot_ms;
 	char			 failing[256];	/* the statement that failed */
 	int64_t			 null_key_logged_ms;
-	int64_t			 claim_mean_us;	/* the usual claim, for slow ones */
-	int			 claims;
+	/* The usual claim, for slow ones: [1] with a COMMIT in front. */
+	int64_t			 claim_mean_us[2];
+	int			 claims[2];
 	int64_t			 slow_logged_ms;
 	/* Counted when the transaction that finished them commits. */
 	uint64_t		 pending_done, pending_retried, pending_failed;
@@ -1004,30 +1005,34 @@ worker_key_ok(struct worker *w, const struct row *row)
  * A claim much slower than this worker's usual (a table that grew, an
  * index dropped, a plan changed) is said once an hour at most, with a
  * pointer to `rowq check`.  The usual is a running mean over 16 claims,
- * fed a slow claim only up to twice the mean, so one stall hides no other.
+ * fed a slow claim only up to twice the mean, so one stall hides no other;
+ * claims that carried a COMMIT (which may wait for the disk) are compared
+ * with their own kind.
  */
 static void
-worker_claim_time(struct worker *w, int64_t us)
+worker_claim_time(struct worker *w, int64_t us, bool with_commit)
 {
+	int64_t *mean = &w->claim_mean_us[with_commit];
+	int *n = &w->claims[with_commit];
 	char took[32], usual[32];
 
-	if (w->claims < 16) {
-		w->claim_mean_us += (us - w->claim_mean_us) / ++w->claims;
+	if (*n < 16) {
+		*mean += (us - *mean) / ++*n;
 		return;
 	}
-	if (us > 10 * w->claim_mean_us && us > 100000 &&
+	if (us > 10 * *mean && us > 100000 &&
 	    (w->slow_logged_ms == 0 || now_ms() - w->slow_logged_ms > 3600000)) {
 		w->slow_logged_ms = now_ms();
 		duration_format(us / 1000, took, sizeof(took));
-		snprintf(usual, sizeof(usual), "%.1fms",
-		    (double)w->claim_mean_us / 1000);
-		log_warnx("%s: a claim took %s (usually %s): the select may "
+		snprintf(usual, sizeof(usual), "%.1fms", (double)*mean / 1000);
+		log_warnx("%s: a claim took %s (usually %s)%s: the select may "
 		    "read rows it will not return; see `rowq check`",
-		    w->q->select.where, took, usual);
+		    w->q->select.where, took, usual, with_commit ?
+		    ", with the last rows' COMMIT in front" : "");
 	}
-	if (us > 2 * w->claim_mean_us)
-		us = 2 * w->claim_mean_us;
-	w->claim_mean_us += (us - w->claim_mean_us) / 16;
+	if (us > 2 * *mean)
+		us = 2 * *mean;
+	*mean += (us - *mean) / 16;
 }
 
 /* A rolled back transaction finished nothing. */
@@ -1098,7 +1103,7 @@ worker_claim(struct worker *w)
 	    (t1.tv_nsec - t0.tv_nsec) / 1000;
 	if (w->args->stats)
 		histogram_add(&w->args->stats->claim, us);
-	worker_claim_time(w, us);
+	worker_claim_time(w, us, commit_first);
 	if (worker_hot_loop(w))
 		return -1;
 	return (int)w->rows.nrows;
