@@ -80,7 +80,11 @@ static enum db_status
 db_fail(struct db *db, unsigned err, const char *msg)
 {
 	db->errnum = err;
-	snprintf(db->error, sizeof(db->error), "%s (%u)", msg, err);
+	/* 0: rowq's own finding, with no server error number to give. */
+	if (err == 0)
+		snprintf(db->error, sizeof(db->error), "%s", msg);
+	else
+		snprintf(db->error, sizeof(db->error), "%s (%u)", msg, err);
 	return db_classify(err);
 }
 
@@ -415,17 +419,32 @@ db_rest_of_results(struct db *db)
 }
 
 /*
- * Run a select that takes no parameters, as text, and copy its ncols
- * columns into rs.  With commit_first, sql starts with "COMMIT;" and the
+ * Run a select that takes no parameters, as text, and copy its rows into
+ * rs; their columns must be cols, those the select had when prepared.  With commit_first, sql starts with "COMMIT;" and the
  * select follows in the same round trip: the transaction that finished
  * the last rows ends and the next one opens with the select.  Statements
  * that return no rows may follow the select.  The server runs nothing
  * after a statement that fails, so *committed says whether the COMMIT
  * went through, and the error is the first statement's that failed.
  */
+/* SELECT * and an ALTER TABLE: the columns are not those checked. */
+static bool
+db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols)
+{
+	const MYSQL_FIELD *f = mysql_fetch_fields(res);
+
+	if (mysql_num_fields(res) != ncols)
+		return false;
+	for (size_t i = 0; i < ncols; i++)
+		if (strcmp(f[i].name, cols[i].name) != 0)
+			return false;
+	return true;
+}
+
 enum db_status
-db_select(struct db *db, const char *sql, bool commit_first, size_t ncols,
-    struct rowset *rs, bool *committed)
+db_select(struct db *db, const char *sql, bool commit_first,
+    const struct column *cols, size_t ncols, struct rowset *rs,
+    bool *committed)
 {
 	MYSQL_RES *res;
 	enum db_status st = DB_OK;
@@ -445,8 +464,8 @@ db_select(struct db *db, const char *sql, bool commit_first, size_t ncols,
 			(void)db_fail(db, 0, "the select returned no result");
 			st = DB_FATAL;
 		}
-	} else if (mysql_num_fields(res) != ncols) {
-		/* SELECT * and an ALTER TABLE: prepare and check again. */
+	} else if (!db_same_columns(res, cols, ncols)) {
+		/* Prepare and check them again. */
 		db_fail(db, 0, "the select's columns changed since it was "
 		    "prepared (ALTER TABLE?)");
 		st = DB_RECONNECT;

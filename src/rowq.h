@@ -448,7 +448,8 @@ enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
 		    struct column **cols, size_t *ncols);
 enum db_status	 db_run(struct db *, const char *sql);
 enum db_status	 db_select(struct db *, const char *sql, bool commit_first,
-		    size_t ncols, struct rowset *, bool *committed);
+		    const struct column *, size_t ncols, struct rowset *,
+		    bool *committed);
 struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
 void		 db_stmt_free(struct db_stmt *);
 size_t		 db_stmt_nparams(const struct db_stmt *);

@@ -1085,7 +1085,7 @@ worker_claim(struct worker *w)
 	w->used_wide = w->skipped > 0;
 	if (!commit_first)
 		sql += strlen(COMMIT_FIRST);
-	st = db_select(w->db, sql, commit_first, w->ncols, &w->rows,
+	st = db_select(w->db, sql, commit_first, w->cols, w->ncols, &w->rows,
 	    &committed);
 	if (commit_first && !committed) {
 		worker_db_failed(w, st, "commit");

@@ -151,6 +151,27 @@ assert_eq 12 "$(email_count "status = 'sent' AND done_count = 1")" "CALL as done
 assert_eq 1 "$(lines call.log 'at once: .*one by one')" "CALL as done: lines about the bulk execute"
 sql "DROP TABLE email; DROP PROCEDURE fin"
 
+# ---- 3d. the table changes under a running worker ----
+# SELECT * and two ALTER TABLEs, one that adds a column and one that
+# renames one: the worker notices, prepares and checks again, and goes on.
+email_table 10
+WORKERS=1 IDLE=200ms email_config alter.yaml "[$HANDLERS/fake, append, $ROWQ_TEST_TMP/alter.handled]"
+sed -i "s|SELECT id, recipient, subject, attempts FROM email|SELECT * FROM email|" alter.yaml
+grep -q "SELECT \* FROM email" alter.yaml || fail "alter.yaml: edit did not apply"
+rowq_start alter.yaml alter.log
+wait_until 20 '[ "$(email_count "status = '"'sent'"'")" = 10 ]' || fail "alter: first rows not done: $(cat alter.log)"
+sql "ALTER TABLE email ADD COLUMN extra INT NOT NULL DEFAULT 7"
+sql "INSERT INTO email (recipient, subject, body) SELECT CONCAT('a', seq), 's', 'b' FROM seq_1_to_5"
+wait_until 20 '[ "$(email_count "status = '"'sent'"'")" = 15 ]' || fail "alter: rows after ADD COLUMN not done: $(cat alter.log)"
+sql "ALTER TABLE email RENAME COLUMN body TO content"
+sql "INSERT INTO email (recipient, subject, content) SELECT CONCAT('r', seq), 's', 'b' FROM seq_1_to_5"
+wait_until 20 '[ "$(email_count "status = '"'sent'"'")" = 20 ]' || fail "alter: rows after RENAME COLUMN not done: $(cat alter.log)"
+kill -0 "$ROWQ_PID" || fail "alter: rowq died: $(tail -5 alter.log)"
+stop_rowq "$ROWQ_PID"
+assert_eq 0 "$(email_count "done_count <> 1")" "alter: rows not done exactly once"
+assert_eq 2 "$(lines alter.log "columns changed since it was prepared")" "alter: lines about the changed columns"
+sql "DROP TABLE email"
+
 # ---- 4. BIT ----
 sql "CREATE TABLE bits (id INT PRIMARY KEY, status VARCHAR(10) NOT NULL DEFAULT 'waiting',
     b1 BIT(1), b12 BIT(12), b64 BIT(64), INDEX (status, id));
