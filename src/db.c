@@ -418,15 +418,6 @@ db_rest_of_results(struct db *db)
 	return DB_OK;
 }
 
-/*
- * Run a select that takes no parameters, as text, and copy its rows into
- * rs; their columns must be cols, those the select had when prepared.  With commit_first, sql starts with "COMMIT;" and the
- * select follows in the same round trip: the transaction that finished
- * the last rows ends and the next one opens with the select.  Statements
- * that return no rows may follow the select.  The server runs nothing
- * after a statement that fails, so *committed says whether the COMMIT
- * went through, and the error is the first statement's that failed.
- */
 /* SELECT * and an ALTER TABLE: the columns are not those checked. */
 static bool
 db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols)
@@ -441,6 +432,16 @@ db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols)
 	return true;
 }
 
+/*
+ * Run a select that takes no parameters, as text, and copy its rows into
+ * rs; their columns must be cols, those the select had when prepared.
+ * With commit_first, sql starts with "COMMIT;" and the select follows in
+ * the same round trip: the transaction that finished the last rows ends
+ * and the next one opens with the select.  Statements that return no rows
+ * may follow the select.  The server runs nothing after a statement that
+ * fails, so *committed says whether the COMMIT went through, and the
+ * error is the first statement's that failed.
+ */
 enum db_status
 db_select(struct db *db, const char *sql, bool commit_first,
     const struct column *cols, size_t ncols, struct rowset *rs,

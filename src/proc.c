@@ -183,11 +183,10 @@ proc_title_init(int argc, char **argv)
 void
 proc_title(const char *fmt, ...)
 {
-	char buf[256];
-	va_list ap;
-
 	static char comm[16];	/* what PR_SET_NAME keeps: 15 bytes */
+	char buf[256];
 	const char *name;
+	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);

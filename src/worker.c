@@ -265,18 +265,17 @@ worker_bind(struct worker *w, struct bound *b, const struct sql *sql)
 /*
  * Whether `done` can run for a batch's ok rows at once: a batch, in one
  * transaction, and a statement whose values are the row's own (:output
- * differs from row to row and would have to be kept for each).
+ * differs from row to row and would have to be kept for each).  After
+ * worker_bind, which says where each value comes from.
  */
 static bool
 worker_batches_done(const struct worker *w)
 {
-	const struct sql *done = &w->q->done;
-
-	if (w->q->batch < 2 || w->q->lease.enabled)
+	if (w->q->batch < 2 || w->q->lease.enabled || w->done.stmt == NULL)
 		return false;
-	for (size_t i = 0; i < done->nparams; i++)
-		if (strcmp(done->params[i], "output") == 0 ||
-		    strcmp(done->params[i], "error") == 0)
+	for (size_t i = 0; i < w->done.sql->nparams; i++)
+		if (w->done.source[i] == PARAM_OUTPUT ||
+		    w->done.source[i] == PARAM_ERROR)
 			return false;
 	return true;
 }
@@ -288,7 +287,7 @@ worker_claim_sql(const struct worker *w, int limit)
 	struct buf b = { 0 };
 
 	buf_printf(&b, "%s%s", COMMIT_FIRST, claim);
-	if (worker_batches_done(w))
+	if (w->bulk_done)
 		buf_printf(&b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
 	free(claim);
 	return buf_steal(&b);
@@ -311,8 +310,6 @@ worker_connect(struct worker *w)
 		    db_error(w->db));
 	if (st != DB_OK)
 		return st == DB_CONFIG ? -2 : -1;
-	w->claim_sql = worker_claim_sql(w, w->q->batch);
-	w->claim_wide_sql = worker_claim_sql(w, w->q->batch + WIDE_EXTRA);
 	claim = sql_claim(w->q->select.positional, w->q->batch);
 	w->claim = db_prepare(w->db, claim, &st);
 	free(claim);
@@ -338,6 +335,8 @@ worker_connect(struct worker *w)
 	    (r = worker_bind(w, &w->renew, &w->q->lease.renew)) != 0)
 		return r;
 	w->bulk_done = worker_batches_done(w);
+	w->claim_sql = worker_claim_sql(w, w->q->batch);
+	w->claim_wide_sql = worker_claim_sql(w, w->q->batch + WIDE_EXTRA);
 	return 0;
 }
 
@@ -916,7 +915,6 @@ worker_finish_oks(struct worker *w)
 	}
 out:
 	free(values);
-	w->noks = 0;
 	return st;
 }
 
@@ -1041,7 +1039,6 @@ worker_discard(struct worker *w)
 {
 	w->pending_done = w->pending_retried = w->pending_failed = 0;
 	w->uncommitted = false;
-	w->noks = 0;
 	if (w->recent != NULL)
 		recent_rollback(w->recent);
 }
