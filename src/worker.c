@@ -357,6 +357,8 @@ worker_ensure_db(struct worker *w)
 			return -2;
 		worker_set_state(w, WORKER_DB_DOWN, NULL);
 		worker_db_trouble(w, "cannot connect to the database");
+		/* Half prepared is not connected: all of it again next time. */
+		worker_disconnect(w);
 		if (stopper_sleep(&w->stopper, worker_jitter(
 		    backoff_capped_ms(500, 30000, w->db_failures))))
 			return -1;
