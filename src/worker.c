@@ -1061,8 +1061,7 @@ worker_committed(struct worker *w)
 		for (uint64_t i = 0; i < n; i++)
 			rate_add(&stats->rate, wall_ms() / 1000);
 	}
-	w->pending_done = w->pending_retried = w->pending_failed = 0;
-	w->uncommitted = false;
+	worker_discard(w);	/* nothing is pending any more */
 	worker_db_ok(w);
 }
 
