@@ -30,8 +30,10 @@ OBJS =	build/backoff.o \
 	build/config.o \
 	build/db.o \
 	build/duration.o \
+	build/finish.o \
 	build/handler.o \
 	build/json.o \
+	build/lease.o \
 	build/log.o \
 	build/metrics.o \
 	build/notify.o \
@@ -43,6 +45,7 @@ OBJS =	build/backoff.o \
 	build/stats.o \
 	build/status.o \
 	build/supervisor.o \
+	build/turn.o \
 	build/worker.o
 
 UNIT_TESTS = \
@@ -54,7 +57,7 @@ UNIT_TESTS = \
 	check_stats
 
 ASAN_OBJS = $(OBJS:build/%=build/asan/%)
-HDRS = src/rowq.h src/supervisor.h
+HDRS = src/rowq.h src/supervisor.h src/worker.h
 
 all: rowq
 

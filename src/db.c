@@ -10,6 +10,7 @@
 #include "rowq.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <mysql.h>
 #include <mysqld_error.h>
@@ -216,6 +217,44 @@ db_open(const struct db_options *o, enum db_status *status)
 	return db;
 }
 
+/*
+ * Whether the server sent something nobody asked for, or closed the
+ * connection: between statements it says nothing unless it is killing
+ * the session (KILL, an idle timeout, a shutdown), and the transaction
+ * and its row locks go with it.
+ */
+bool
+db_link_closed(const struct db *db)
+{
+	struct pollfd p = { .events = POLLIN | POLLRDHUP };
+
+	if (db == NULL || db->mysql == NULL)
+		return true;
+	p.fd = (int)mysql_get_socket(db->mysql);
+	if (p.fd < 0)
+		return true;
+	return poll(&p, 1, 0) != 0;
+}
+
+/*
+ * Whether the session still has a transaction open.  Some errors roll
+ * back the whole transaction, not only the statement (a full lock table,
+ * 1206), and an error packet carries no status: a statement that touches
+ * no table brings the server's status back without starting one.
+ */
+bool
+db_in_transaction(struct db *db)
+{
+	unsigned int status = 0;
+
+	if (mysql_query(db->mysql, "DO 0") != 0)
+		return false;
+	if (mariadb_get_infov(db->mysql, MARIADB_CONNECTION_SERVER_STATUS,
+	    &status) != 0)
+		return false;
+	return (status & SERVER_STATUS_IN_TRANS) != 0;
+}
+
 void
 db_close(struct db *db)
 {
@@ -418,7 +457,11 @@ db_rest_of_results(struct db *db)
 	return DB_OK;
 }
 
-/* SELECT * and an ALTER TABLE: the columns are not those checked. */
+/*
+ * SELECT * and an ALTER TABLE: the columns are not those checked.  Their
+ * types count too: a key that became VARCHAR bound as an integer would
+ * make `WHERE id = 7` match '007' as well as '7'.
+ */
 static bool
 db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols)
 {
@@ -427,7 +470,9 @@ db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols)
 	if (mysql_num_fields(res) != ncols)
 		return false;
 	for (size_t i = 0; i < ncols; i++)
-		if (strcmp(f[i].name, cols[i].name) != 0)
+		if (strcmp(f[i].name, cols[i].name) != 0 ||
+		    db_column_kind(&f[i]) != cols[i].kind ||
+		    ((f[i].flags & UNSIGNED_FLAG) != 0) != cols[i].is_unsigned)
 			return false;
 	return true;
 }

@@ -1,11 +1,11 @@
 /*
  * recent.c: the rows a worker finished lately, to notice one coming
- * straight back round (see worker_hot_loop).  A fixed open-addressing
+ * straight back round (see worker_hot_loop in worker.c).  A fixed open-addressing
  * table keyed by a hash of the row's key: O(1) per row whatever the rate,
  * no allocation per row, and old entries simply expire.  Entries count
  * only once the transaction that finished them has committed.
  */
-#include "rowq.h"
+#include "worker.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -131,4 +131,51 @@ recent_rollback(struct recent *r)
 		if (!r->slot[r->pending[i]].committed)
 			memset(&r->slot[r->pending[i]], 0, sizeof(r->slot[0]));
 	r->npending = 0;
+}
+
+/* A hash of a key's bytes: binary keys may hold zero bytes. */
+uint64_t
+recent_key_hash(const char *key, size_t len)
+{
+	return recent_hash(key, len, 0);
+}
+
+/* A hash of all a row's values, NULLs and lengths included. */
+uint64_t
+recent_row_hash(size_t ncols, const struct row *row)
+{
+	uint64_t h = 0;
+
+	for (size_t c = 0; c < ncols; c++) {
+		char mark[24];
+		int n = snprintf(mark, sizeof(mark), "%c%zu|",
+		    row->value[c] ? 'v' : 'n', row->value[c] ? row->len[c] : 0);
+		h = recent_hash(mark, (size_t)n, h);
+		if (row->value[c] != NULL)
+			h = recent_hash(row->value[c], row->len[c], h);
+	}
+	return h;
+}
+
+/*
+ * The first of rows that this worker finished, unchanged, less than
+ * window_ms ago: its index, and the statement that finished it in *where;
+ * -1 when none came back.
+ */
+int
+recent_returned(struct recent *r, size_t ncols,
+    int key_index, const struct rowset *rows, int64_t now, int64_t window_ms,
+    const char **where)
+{
+	for (size_t i = 0; r != NULL && i < rows->nrows; i++) {
+		const struct row *row = &rows->rows[i];
+		if (row->value[key_index] == NULL)
+			continue;
+		*where = recent_match(r, recent_key_hash(row->value[key_index],
+		    row->len[key_index]), recent_row_hash(ncols, row),
+		    now, window_ms);
+		if (*where != NULL)
+			return (int)i;
+	}
+	return -1;
 }

@@ -444,6 +444,8 @@ const char	*db_error(const struct db *);	/* last error, for messages */
 unsigned	 db_errno(const struct db *);
 enum db_status	 db_commit(struct db *);
 enum db_status	 db_rollback(struct db *);
+bool		 db_link_closed(const struct db *);
+bool		 db_in_transaction(struct db *);
 enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
 		    struct column **cols, size_t *ncols);
 enum db_status	 db_run(struct db *, const char *sql);
@@ -503,7 +505,7 @@ void		 recent_forget(struct recent *, uint64_t key);
 void		 recent_commit(struct recent *);
 void		 recent_rollback(struct recent *);
 
-/* ---- worker.c: one worker's claim -> handle -> finish loop ---- */
+/* ---- worker.c: one worker's loop (and worker.h's files) ---- */
 
 enum worker_state {
 	WORKER_STARTING,
@@ -530,7 +532,7 @@ struct worker_stats {
 	volatile pid_t		 handler_pgid;	/* running handler, or 0 */
 	volatile int		 state;		/* enum worker_state */
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
-	char			 key[64];	/* the row being handled */
+	char			 key[64];	/* the row being handled, as text */
 	char			 last_error[192];
 	volatile int64_t	 last_error_ms;	/* wall clock */
 	struct rate		 rate;		/* rows finished, per second */

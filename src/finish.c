@@ -1,0 +1,432 @@
+/*
+ * finish.c: a row's outcome.  Which statement a handler's result leads
+ * to (done, retry or failed), the values bound to it, running it for one
+ * row or, for a batch's ok rows, for all of them in one execute.
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+finish_unbind(struct bound *b)
+{
+	db_stmt_free(b->stmt);
+	free(b->source);
+	free(b->column);
+	free(b->values);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Prepare one finishing statement and work out where its values come from. */
+enum connect_status
+finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
+{
+	static const struct {
+		const char *name;
+		enum param_source source;
+	} builtins[] = {
+		{ "attempt", PARAM_ATTEMPT }, { "delay", PARAM_DELAY },
+		{ "error", PARAM_ERROR }, { "output", PARAM_OUTPUT },
+		{ "lease", PARAM_LEASE }, { "duration", PARAM_DURATION },
+	};
+	enum db_status st;
+
+	if (sql->text == NULL)
+		return CONNECT_OK;
+	b->sql = sql;
+	b->stmt = db_prepare(w->db, sql->positional, &st);
+	if (b->stmt == NULL) {
+		log_error("%s: %s", sql->where, db_error(w->db));
+		return st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
+	}
+	b->source = xcalloc(sql->nparams, sizeof(*b->source));
+	b->column = xcalloc(sql->nparams, sizeof(*b->column));
+	b->values = xcalloc(sql->nparams, sizeof(*b->values));
+	for (size_t i = 0; i < sql->nparams; i++) {
+		b->column[i] = worker_column(w, sql->params[i]);
+		b->source[i] = PARAM_COLUMN;
+		if (b->column[i] >= 0)
+			continue;
+		for (size_t k = 0; k < sizeof(builtins) / sizeof(builtins[0]); k++)
+			if (strcmp(builtins[k].name, sql->params[i]) == 0)
+				b->source[i] = builtins[k].source;
+		if (b->source[i] == PARAM_COLUMN) {
+			log_error("%s: :%s is not a column of the select",
+			    sql->where, sql->params[i]);
+			return CONNECT_CONFIG;
+		}
+	}
+	return CONNECT_OK;
+}
+
+/*
+ * Whether `done` can run for a batch's ok rows at once: a batch, in one
+ * transaction, and a statement whose values are the row's own (:output
+ * differs from row to row and would have to be kept for each).  After
+ * finish_bind, which says where each value comes from.
+ */
+bool
+finish_batches_done(const struct worker *w)
+{
+	if (w->q->batch < 2 || w->q->lease.enabled || w->done.stmt == NULL)
+		return false;
+	for (size_t i = 0; i < w->done.sql->nparams; i++)
+		if (w->done.source[i] == PARAM_OUTPUT ||
+		    w->done.source[i] == PARAM_ERROR)
+			return false;
+	return true;
+}
+
+static void
+finish_value(struct value *v, const struct column *col, const char *s,
+    size_t len)
+{
+	char *end;
+
+	memset(v, 0, sizeof(*v));
+	if (s == NULL) {
+		v->type = VALUE_NULL;
+		return;
+	}
+	if (col->kind == COLUMN_INTEGER) {
+		errno = 0;
+		if (col->is_unsigned)
+			v->i = (long long)strtoull(s, &end, 10);
+		else
+			v->i = strtoll(s, &end, 10);
+		if (errno == 0 && end != s && *end == '\0') {
+			v->type = VALUE_INT;
+			v->is_unsigned = col->is_unsigned;
+			return;
+		}
+	}
+	v->type = col->kind == COLUMN_BINARY ? VALUE_BLOB : VALUE_TEXT;
+	v->s = s;
+	v->len = len;
+}
+
+/*
+ * The values of a statement's parameters for a row of the turn.  The
+ * caller has made sure the turn's layout is the connection's
+ * (turn_layout_current), which the column numbers were bound for.
+ */
+static void
+finish_values(struct worker *w, const struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, struct value *values)
+{
+	for (size_t i = 0; i < b->sql->nparams; i++) {
+		struct value *v = &values[i];
+		memset(v, 0, sizeof(*v));
+		switch (b->source[i]) {
+		case PARAM_COLUMN:
+			finish_value(v, &w->turn.cols[b->column[i]],
+			    row->value[b->column[i]], row->len[b->column[i]]);
+			break;
+		case PARAM_ATTEMPT:
+			v->type = VALUE_INT;
+			v->i = attempt;
+			break;
+		case PARAM_DELAY:
+			v->type = VALUE_INT;
+			v->i = (delay_ms + 999) / 1000;
+			break;
+		case PARAM_ERROR:
+			v->type = VALUE_TEXT;
+			v->s = w->result.error.data ? w->result.error.data : "";
+			v->len = w->result.error.len;
+			break;
+		case PARAM_OUTPUT:
+			v->type = VALUE_TEXT;
+			v->s = w->result.output.data ? w->result.output.data : "";
+			v->len = w->result.output.len;
+			break;
+		case PARAM_LEASE:
+			v->type = VALUE_TEXT;
+			v->s = w->token;
+			v->len = strlen(w->token);
+			break;
+		case PARAM_DURATION:
+			v->type = VALUE_INT;
+			v->i = (w->q->lease.duration_ms + 999) / 1000;
+			break;
+		}
+	}
+}
+
+/*
+ * Run a statement for a row; a database error is returned to roll back.
+ * *affected says how many rows it changed.
+ */
+enum db_status
+finish_exec(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, unsigned long long *affected)
+{
+	finish_values(w, b, row, attempt, delay_ms, b->values);
+	*affected = 0;
+	return db_stmt_exec(b->stmt, b->values, b->sql->nparams, affected);
+}
+
+/*
+ * This try's number, from 1: the attempts column plus one.  Capped at
+ * INT_MAX, which no max_attempts exceeds, so a row at the cap fails
+ * rather than retrying for ever.
+ */
+int
+finish_attempt(const struct worker *w, const struct row *row)
+{
+	int i = w->turn.attempts_index;
+
+	if (i < 0 || row->value[i] == NULL)
+		return 1;
+	long long n = strtoll(row->value[i], NULL, 10);
+	if (n < 0)
+		n = 0;
+	return n >= INT_MAX - 1 ? INT_MAX : (int)n + 1;
+}
+
+/* Which statement a handler's outcome leads to, and log it. */
+struct bound *
+finish_decide(struct worker *w, int attempt, int64_t *delay_ms)
+{
+	const struct queue *q = w->q;
+	const char *err = w->result.error.data ? w->result.error.data : "";
+	bool can_retry = q->retry.enabled && (q->retry.max_attempts == 0 ||
+	    attempt < q->retry.max_attempts);
+	char d[32];
+
+	*delay_ms = 0;
+	if (w->result.outcome == OUTCOME_DONE)
+		return &w->done;
+	if (w->result.outcome == OUTCOME_FAILED && w->failed.stmt != NULL) {
+		log_error("failed permanently on try %d: %s", attempt, err);
+		return &w->failed;
+	}
+	if ((can_retry && w->result.outcome == OUTCOME_RETRY) ||
+	    w->failed.stmt == NULL) {
+		*delay_ms = backoff_retry_delay_ms(&q->retry, attempt,
+		    backoff_random());
+		duration_format(*delay_ms, d, sizeof(d));
+		log_warnx("try %d failed: %s; next try in %s", attempt, err, d);
+		return &w->retry;
+	}
+	log_error("failed after %d tries: %s", attempt, err);
+	return &w->failed;
+}
+
+/* Count n rows finished by b, for when the transaction commits. */
+static void
+finish_count(struct worker *w, const struct bound *b, uint64_t n)
+{
+	if (b == &w->done)
+		w->turn.pending_done += n;
+	else if (b == &w->retry)
+		w->turn.pending_retried += n;
+	else
+		w->turn.pending_failed += n;
+}
+
+/* The row was finished by where, for worker_hot_loop to recognise it. */
+static void
+finish_remember(struct worker *w, const struct row *row, const char *where)
+{
+	size_t len;
+	const char *key = turn_key(w, row, &len);
+
+	if (w->recent == NULL)
+		w->recent = recent_new();
+	recent_add(w->recent, recent_key_hash(key, len),
+	    recent_row_hash(w->turn.ncols, row), where,
+	    now_ms());
+}
+
+/*
+ * A finishing statement: one that changes no row is an error to see, and
+ * the row is not counted as finished.
+ */
+static enum db_status
+finish_one(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, const char *key)
+{
+	unsigned long long affected;
+	enum db_status st;
+
+	st = finish_exec(w, b, row, attempt, delay_ms, &affected);
+	if (st != DB_OK)
+		return st;
+	if (affected > 0) {
+		finish_count(w, b, 1);
+		return DB_OK;
+	}
+	if (w->q->lease.enabled)
+		log_error("%s changed no row for key %s: the lease was lost, "
+		    "so this worker's result is not recorded", b->sql->where,
+		    key);
+	else
+		log_error("%s changed no row for key %s: the row stays as it "
+		    "was", b->sql->where, key);
+	if (w->args->stats)
+		w->args->stats->errors++;
+	return DB_OK;
+}
+
+/*
+ * The finishing statement failed for this row alone (data too long for a
+ * column, a constraint): InnoDB rolled back just that statement and the
+ * transaction keeps its locks.  Rather than roll everything back and meet
+ * the row again at the next claim, for ever, mark it failed with the
+ * database's reason as :error.  Returns the failed statement's status.
+ */
+static enum db_status
+finish_failed_instead(struct worker *w, struct bound *b,
+    const struct row *row, int attempt, const char *key)
+{
+	buf_reset(&w->result.error);
+	buf_printf(&w->result.error, "%s for key %s: %s", b->sql->where, key,
+	    db_error(w->db));
+	utf8_sanitize(&w->result.error);
+	log_error("%s; marking the row failed instead", w->result.error.data);
+	worker_note_error(w, key, w->result.error.data);
+	return finish_one(w, &w->failed, row, attempt, 0, key);
+}
+
+/*
+ * Run a row's finishing statement; when the database refuses it for this
+ * row alone, mark the row failed instead.  Some errors roll back the
+ * whole transaction, not the statement (a full lock table, 1206): then
+ * the turn's locks are gone and nothing more of it may run, so the status
+ * ends the turn.  Returns DB_OK, or the status that ends the turn.
+ */
+enum db_status
+finish_row(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms)
+{
+	struct buf key = { 0 };
+	struct bound *used = b;
+	enum db_status st;
+
+	turn_key_text(w, row, &key);
+	st = finish_one(w, b, row, attempt, delay_ms, key.data);
+	if (st == DB_FATAL && !db_in_transaction(w->db) &&
+	    !w->q->lease.enabled) {
+		log_error("%s for key %s: %s; the server rolled back the whole "
+		    "transaction, so the turn's other rows go back to the "
+		    "queue", b->sql->where, key.data, db_error(w->db));
+		st = DB_RETRY;
+	} else if (st == DB_FATAL && b != &w->failed && w->failed.stmt != NULL) {
+		used = &w->failed;
+		st = finish_failed_instead(w, b, row, attempt, key.data);
+	}
+	if (st == DB_OK)
+		finish_remember(w, row, used->sql->where);
+	else
+		snprintf(w->failing, sizeof(w->failing), "%s for key %s",
+		    used->sql->where, key.data);
+	buf_free(&key);
+	return st;
+}
+
+/* Say which keys a bulk `done` may not have finished. */
+static void
+finish_oks_unmatched(struct worker *w, unsigned long long affected)
+{
+	struct buf keys = { 0 }, key = { 0 };
+
+	for (int i = 0; i < w->turn.noks && keys.len < 512; i++) {
+		turn_key_text(w, &w->turn.rows.rows[w->turn.ok_row[i]], &key);
+		buf_printf(&keys, "%s%s", i ? ", " : "", key.data);
+	}
+	log_error("%s changed %llu of %d rows (keys %s%s): the others stay "
+	    "as they were", w->done.sql->where, affected, w->turn.noks,
+	    keys.data, keys.len >= 512 ? ", ..." : "");
+	buf_free(&keys);
+	buf_free(&key);
+	if (w->args->stats)
+		w->args->stats->errors++;
+}
+
+
+/* `done` for the turn's ok rows in one execute, when the server can. */
+static enum db_status
+finish_oks_bulk(struct worker *w, struct value *values, bool *fell_back)
+{
+	size_t n = (size_t)w->turn.noks;
+	unsigned long long affected;
+	enum db_status st;
+
+	*fell_back = false;
+	/*
+	 * Rows finished on their own (retry, failed) since the claim's
+	 * savepoint would be undone with the bulk: move it here.
+	 */
+	if (w->turn.finished_alone && (st = db_run(w->db, "SAVEPOINT "
+	    CLAIMED_SAVEPOINT)) != DB_OK) {
+		snprintf(w->failing, sizeof(w->failing), "a savepoint before "
+		    "%s", w->done.sql->where);
+		return st;
+	}
+	st = db_stmt_exec_bulk(w->done.stmt, values, n, &affected);
+	if (st == DB_OK) {
+		if (affected < n)
+			finish_oks_unmatched(w, affected);
+		finish_count(w, &w->done, affected < n ? affected : n);
+		for (size_t i = 0; i < n; i++)
+			finish_remember(w, &w->turn.rows.rows[w->turn.ok_row[i]],
+			    w->done.sql->where);
+		return DB_OK;
+	}
+	snprintf(w->failing, sizeof(w->failing), "%s for %zu rows",
+	    w->done.sql->where, n);
+	if (st != DB_FATAL || !db_in_transaction(w->db))
+		return st == DB_FATAL ? DB_RETRY : st;
+	log_info("%s for %zu rows at once: %s; finishing them one by one",
+	    w->done.sql->where, n, db_error(w->db));
+	*fell_back = true;
+	return db_run(w->db, "ROLLBACK TO SAVEPOINT " CLAIMED_SAVEPOINT);
+}
+
+/*
+ * Run `done` for the turn's ok rows in one execute, one round trip
+ * instead of one per row.  When the database refuses it (data too long
+ * for a column, a constraint), the rows before the failing one have run
+ * and the others not, and which one failed is not told: go back to the
+ * savepoint the claim took and finish them one by one, which finds it.
+ */
+enum db_status
+finish_oks(struct worker *w)
+{
+	size_t n = (size_t)w->turn.noks, np;
+	struct value *values;
+	enum db_status st = DB_OK;
+	bool one_by_one = true;
+
+	if (n == 0)
+		return DB_OK;
+	np = w->done.sql->nparams;
+	values = xcalloc(n * np, sizeof(*values));
+	for (size_t i = 0; i < n; i++)
+		finish_values(w, &w->done,
+		    &w->turn.rows.rows[w->turn.ok_row[i]],
+		    w->turn.ok_attempt[i], 0, values + i * np);
+	if (n > 1 && db_stmt_bulk_possible(w->done.stmt, values, n)) {
+		st = finish_oks_bulk(w, values, &one_by_one);
+		if (st != DB_OK)
+			one_by_one = false;
+	}
+	/* Another row's :output must not reach a failed statement. */
+	buf_reset(&w->result.output);
+	for (size_t i = 0; one_by_one && i < n && st == DB_OK; i++) {
+		const struct row *row = &w->turn.rows.rows[w->turn.ok_row[i]];
+		struct buf key = { 0 };
+		turn_key_text(w, row, &key);
+		log_set_row(key.data);
+		st = finish_row(w, &w->done, row, w->turn.ok_attempt[i], 0);
+		log_set_row(NULL);
+		buf_free(&key);
+	}
+	w->turn.noks = 0;
+	free(values);
+	return st;
+}

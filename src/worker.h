@@ -1,0 +1,186 @@
+/*
+ * worker.h: what the files of one worker share, and nothing else includes.
+ *
+ *   worker.c	the loop: connect, claim, hand rows on, commit, idle
+ *   turn.c	one turn's rows and the transaction's pending outcomes
+ *   finish.c	a row's outcome: bind, values, decide, finish, bulk done
+ *   lease.c	lease mode: lease, renew, finish in short transactions
+ *   recent.c	rows finished lately, to notice one coming straight back
+ */
+#ifndef ROWQ_WORKER_H
+#define ROWQ_WORKER_H
+
+#include "rowq.h"
+
+/* Where a statement parameter's value comes from. */
+enum param_source {
+	PARAM_COLUMN,
+	PARAM_ATTEMPT,
+	PARAM_DELAY,
+	PARAM_ERROR,
+	PARAM_OUTPUT,
+	PARAM_LEASE,
+	PARAM_DURATION,
+};
+
+/* A finishing statement, prepared, and where each of its values comes from. */
+struct bound {
+	const struct sql	*sql;
+	struct db_stmt		*stmt;
+	enum param_source	*source;
+	int			*column;	/* in the connection's layout */
+	struct value		*values;
+};
+
+/* What preparing or connecting came to. */
+enum connect_status {
+	CONNECT_OK,
+	CONNECT_AWAY,		/* the database is away: try again later */
+	CONNECT_CONFIG,		/* the configuration does not fit the schema */
+};
+
+/*
+ * After a turn that had to skip rows it cannot work (NULL keys, a key
+ * returned twice, a lease.claim that changed no row), the next claim asks
+ * for as many more, so that such rows at the head of the queue do not
+ * block the ones behind them: up to SKIP_WIDEN_MAX more.
+ */
+#define SKIP_WIDEN_MAX		BATCH_MAX
+#define CLAIM_MAX		(BATCH_MAX + SKIP_WIDEN_MAX)
+/* Skipped rows said once each: a hash set of this many. */
+#define SKIP_SAID_SLOTS		1024
+
+/*
+ * A turn that finished rows leaves its COMMIT to go in front of the next
+ * claim, in the same round trip; the claim texts start with it, and skip
+ * it when there is nothing to commit.
+ */
+#define COMMIT_FIRST		"COMMIT;\n"
+/* Taken by a batch's claim, for finish_oks to go back to. */
+#define CLAIMED_SAVEPOINT	"rowq_claimed"
+
+/*
+ * One turn: the rows one claim returned, read with the column layout kept
+ * beside them (a reconnect may bring another), and the outcomes of the
+ * transaction that claimed them, counted only once it commits.  Only
+ * turn.c's begin, commit, rollback and abandon reset it.
+ */
+struct turn {
+	struct rowset	 rows;
+	struct column	*cols;		/* the layout rows were read with */
+	size_t		 ncols;
+	int		 key_index;	/* in cols */
+	int		 attempts_index; /* in cols, or -1 */
+	int		 limit;		/* the LIMIT the claim asked for */
+	int		 skipped;	/* rows it could not work */
+	int		 handled;	/* rows whose handler ran */
+	/* With batch > 1, the ok rows whose `done` runs at the end at once. */
+	int		 noks;
+	int		 ok_row[CLAIM_MAX];
+	int		 ok_attempt[CLAIM_MAX];
+	bool		 finished_alone; /* a row finished on its own */
+	bool		 uncommitted;	/* rows finished, COMMIT not sent */
+	bool		 link_lost;	/* the connection went during it */
+	/* Counted when the transaction that finished them commits. */
+	uint64_t	 pending_done, pending_retried, pending_failed;
+};
+
+struct worker {
+	const struct worker_args *args;
+	const struct queue	*q;
+	struct stopper		 stopper;
+	struct db		*db;
+	struct db_stmt		*claim;		/* prepared for its columns */
+	/* The claim as text, behind "COMMIT;\n", and its LIMIT. */
+	char			*claim_sql;
+	int			 claim_limit;
+	bool			 bulk_done;	/* see finish_batches_done */
+	struct bound		 done, retry, failed, lease, renew;
+	/* The connection's layout: the prepared claim's columns. */
+	const struct column	*cols;
+	size_t			 ncols;
+	int			 key_index;
+	int			 attempts_index;
+	int			 widen;		/* extra rows for the next claim */
+	struct turn		 turn;
+	char			*path;
+	char		       **base_env;
+	struct pipe_handler	 pipe;
+	char			 token[33];	/* :lease of the current row */
+	const struct row	*leased_row;	/* being renewed, or NULL */
+	int			 leased_attempt;
+	int64_t			 lease_renewed_ms;
+	struct recent		*recent;	/* rows finished lately */
+	int			 hot_loops;	/* in a row, for backoff */
+	int64_t			 last_hot_ms;
+	char			 failing[256];	/* the statement that failed */
+	/* Rows skipped lately, by hash, so that each is said once. */
+	uint64_t		 skip_said[SKIP_SAID_SLOTS];
+	/* The usual claim, for slow ones: [1] with a COMMIT in front. */
+	int64_t			 claim_mean_us[2];
+	int			 claims[2];
+	int64_t			 slow_logged_ms;
+	struct handler_result	 result;
+	long			 jobs;
+	int			 db_failures;	/* in a row, for backoff */
+	int64_t			 db_failing_since;
+	int64_t			 db_last_log;
+};
+
+/* worker.c */
+void	 worker_set_state(struct worker *, enum worker_state, const char *key);
+void	 worker_note_error(struct worker *, const char *what, const char *msg);
+void	 worker_db_trouble(struct worker *, const char *what);
+void	 worker_db_ok(struct worker *);
+void	 worker_db_failed(struct worker *, enum db_status, const char *what);
+int	 worker_column(const struct worker *, const char *name);
+enum connect_status worker_connect(struct worker *);
+void	 worker_disconnect(struct worker *);
+int	 worker_claim(struct worker *);
+int	 worker_commit(struct worker *);
+void	 worker_turn_end(struct worker *, int worked);
+bool	 worker_row_fits(struct worker *, const struct row *);
+void	 worker_handle(struct worker *, const struct row *, const char *key,
+	    int attempt);
+enum db_status worker_row(struct worker *, const struct row *, bool *aborted);
+
+/* turn.c */
+void	 turn_begin(struct worker *);
+void	 turn_committed(struct worker *);
+void	 turn_rolled_back(struct worker *);
+void	 turn_abandon(struct worker *);
+void	 turn_free(struct turn *);
+bool	 turn_layout_current(const struct worker *);
+const char *turn_key(const struct worker *, const struct row *, size_t *len);
+void	 turn_key_text(const struct worker *, const struct row *,
+	    struct buf *);
+bool	 turn_row_workable(struct worker *, size_t i);
+void	 turn_skip(struct worker *, const struct row *, const char *why);
+int	 turn_next_limit(const struct worker *);
+
+/* finish.c */
+enum connect_status finish_bind(struct worker *, struct bound *,
+	    const struct sql *);
+void	 finish_unbind(struct bound *);
+bool	 finish_batches_done(const struct worker *);
+int	 finish_attempt(const struct worker *, const struct row *);
+struct bound *finish_decide(struct worker *, int attempt, int64_t *delay_ms);
+enum db_status finish_exec(struct worker *, struct bound *,
+	    const struct row *, int attempt, int64_t delay_ms,
+	    unsigned long long *affected);
+enum db_status finish_row(struct worker *, struct bound *,
+	    const struct row *, int attempt, int64_t delay_ms);
+enum db_status finish_oks(struct worker *);
+
+/* lease.c */
+int	 lease_turn(struct worker *);
+int	 lease_renew(void *ctx, struct handler_result *);
+
+/* recent.c, with a worker's rows */
+uint64_t recent_row_hash(size_t ncols, const struct row *);
+uint64_t recent_key_hash(const char *key, size_t len);
+int	 recent_returned(struct recent *, size_t ncols,
+	    int key_index, const struct rowset *, int64_t now_ms,
+	    int64_t window_ms, const char **where);
+
+#endif /* ROWQ_WORKER_H */
