@@ -18,18 +18,18 @@ db_start
 db_create
 cd "$ROWQ_TEST_TMP"
 trace=$ROWQ_TEST_TMP/trace
-user=rowq82
+dbuser=rowq82
 : >"$trace"
 
-sql "DROP USER IF EXISTS $user@localhost; CREATE USER $user@localhost;
-    GRANT ALL ON \`$ROWQ_TEST_DB\`.* TO $user@localhost"
-on_exit 'sql "DROP USER IF EXISTS '$user'@localhost" || true'
+sql "DROP USER IF EXISTS $dbuser@localhost; CREATE USER $dbuser@localhost;
+    GRANT ALL ON \`$ROWQ_TEST_DB\`.* TO $dbuser@localhost"
+on_exit 'sql "DROP USER IF EXISTS '$dbuser'@localhost" || true'
 
 kill_worker_connection()
 {
 	local id
 	id=$(sql "SELECT ID FROM information_schema.PROCESSLIST
-	    WHERE USER = '$user' AND DB = '$ROWQ_TEST_DB'")
+	    WHERE USER = '$dbuser' AND DB = '$ROWQ_TEST_DB'")
 	[ -n "$id" ] || fail "no connection of the worker to kill"
 	sql "KILL CONNECTION $id"
 }
@@ -51,7 +51,7 @@ sql "CREATE TABLE job (
 ) ENGINE=InnoDB"
 sql "INSERT INTO job (id, sleep_ms) VALUES (1, 1500), (2, 50), (3, 50)"
 cat >job.yaml <<YAML
-database: { socket: $ROWQ_TEST_SOCKET, user: $user, name: $ROWQ_TEST_DB }
+database: { socket: $ROWQ_TEST_SOCKET, user: $dbuser, name: $ROWQ_TEST_DB }
 stop_timeout: 5s
 queues:
   job:
@@ -94,7 +94,7 @@ sql "CREATE TABLE lj (
 ) ENGINE=InnoDB"
 sql "INSERT INTO lj (id, sleep_ms) VALUES (1, 3500), (2, 50), (3, 50)"
 cat >lease.yaml <<YAML
-database: { socket: $ROWQ_TEST_SOCKET, user: $user, name: $ROWQ_TEST_DB }
+database: { socket: $ROWQ_TEST_SOCKET, user: $dbuser, name: $ROWQ_TEST_DB }
 stop_timeout: 5s
 queues:
   lj:
