@@ -309,8 +309,8 @@ finish_row(struct worker *w, struct bound *b, const struct row *row,
 
 	turn_key_text(w, row, &key);
 	st = finish_one(w, b, row, attempt, delay_ms, key.data);
-	if (st == DB_FATAL && !db_in_transaction(w->db) &&
-	    !w->q->lease.enabled) {
+	if (st == DB_FATAL && !w->q->lease.enabled &&
+	    !db_in_transaction(w->db)) {
 		log_error("%s for key %s: %s; the server rolled back the whole "
 		    "transaction, so the turn's other rows go back to the "
 		    "queue", b->sql->where, key.data, db_error(w->db));
