@@ -57,18 +57,21 @@ UNIT_TESTS = \
 	check_stats
 
 ASAN_OBJS = $(OBJS:build/%=build/asan/%)
-HDRS = src/rowq.h src/supervisor.h src/worker.h
+HDRS = $(wildcard src/*.h)
+# Each object's own header dependencies, written by the compiler: a change
+# to a header rebuilds what includes it, and nothing else.
+DEPFLAGS = -MMD -MP
 
 all: rowq
 
 rowq: build/main.o $(OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-build/%.o: src/%.c $(HDRS) | build
-	$(CC) $(CFLAGS) -c -o $@ $<
+build/%.o: src/%.c | build
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-build/asan/%.o: src/%.c $(HDRS) | build/asan
-	$(CC) $(CFLAGS) $(SANITIZE) -c -o $@ $<
+build/asan/%.o: src/%.c | build/asan
+	$(CC) $(CFLAGS) $(SANITIZE) $(DEPFLAGS) -c -o $@ $<
 
 build/asan/rowq: build/asan/main.o $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(SANITIZE) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -154,3 +157,5 @@ build/fuzz:
 	mkdir -p $@
 
 .PHONY: torture
+
+-include $(wildcard build/*.d build/asan/*.d)
