@@ -92,6 +92,36 @@ START_TEST(test_base64_padding)
 }
 END_TEST
 
+/*
+ * JavaScript and jq read every JSON number as a double: an integer beyond
+ * 2^53 - 1 would come out rounded, so it is written as a string.
+ */
+START_TEST(test_big_integers_as_strings)
+{
+	struct column col = { .name = "n", .kind = COLUMN_INTEGER };
+	const char *cases[][2] = {
+		{ "9007199254740991", "{\"n\":9007199254740991}" },
+		{ "-9007199254740991", "{\"n\":-9007199254740991}" },
+		{ "9007199254740992", "{\"n\":\"9007199254740992\"}" },
+		{ "-9007199254740992", "{\"n\":\"-9007199254740992\"}" },
+		{ "18446744073709551615", "{\"n\":\"18446744073709551615\"}" },
+		{ "-9223372036854775808", "{\"n\":\"-9223372036854775808\"}" },
+		{ "0", "{\"n\":0}" },
+		{ "-1", "{\"n\":-1}" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *v[] = { (char *)cases[i][0] };
+		size_t l[] = { strlen(cases[i][0]) };
+		struct row r = { .value = v, .len = l };
+		struct buf b = { 0 };
+		json_row(&b, &col, 1, &r);
+		ck_assert_str_eq(b.data, cases[i][1]);
+		buf_free(&b);
+	}
+}
+END_TEST
+
 START_TEST(test_utf8_sanitize)
 {
 	struct buf b = { 0 };
@@ -126,6 +156,7 @@ main(void)
 	tcase_add_test(tc, test_row);
 	tcase_add_test(tc, test_base64_padding);
 	tcase_add_test(tc, test_utf8_sanitize);
+	tcase_add_test(tc, test_big_integers_as_strings);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }
