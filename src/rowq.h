@@ -221,8 +221,8 @@ uint64_t backoff_random(void);
 /* ---- json.c: the row as one JSON object ---- */
 
 enum column_kind {
-	COLUMN_INTEGER,		/* written as a JSON number */
-	COLUMN_NUMBER,		/* DECIMAL, FLOAT, DOUBLE: a number */
+	COLUMN_INTEGER,		/* a JSON number up to 2^53 - 1 */
+	COLUMN_NUMBER,		/* FLOAT, DOUBLE: a number; DECIMAL */
 	COLUMN_TEXT,		/* a string; bad UTF-8 becomes U+FFFD */
 	COLUMN_BINARY,		/* binary charset: a base64 string */
 };
@@ -231,6 +231,7 @@ struct column {
 	char		*name;
 	enum column_kind kind;
 	bool		 is_unsigned;
+	bool		 is_decimal;	/* COLUMN_NUMBER, exact: JSON string */
 	bool		 nullable;	/* as the server describes it */
 };
 

@@ -51,7 +51,7 @@ START_TEST(test_row)
 {
 	struct column cols[] = {
 		{ .name = "id", .kind = COLUMN_INTEGER },
-		{ .name = "price", .kind = COLUMN_NUMBER },
+		{ .name = "price", .kind = COLUMN_NUMBER, .is_decimal = true },
 		{ .name = "name", .kind = COLUMN_TEXT },
 		{ .name = "blob", .kind = COLUMN_BINARY },
 		{ .name = "gone", .kind = COLUMN_TEXT },
@@ -64,7 +64,7 @@ START_TEST(test_row)
 	struct buf b = { 0 };
 
 	json_row(&b, cols, 6, &r);
-	ck_assert_str_eq(b.data, "{\"id\":42,\"price\":-1.50,"
+	ck_assert_str_eq(b.data, "{\"id\":42,\"price\":\"-1.50\","
 	    "\"name\":\"O'Brien \\\"x\\\"\",\"blob\":\"/wAB\",\"gone\":null,"
 	    "\"zero\":\"007\"}");
 	buf_free(&b);
@@ -109,6 +109,16 @@ START_TEST(test_big_integers_as_strings)
 		{ "0", "{\"n\":0}" },
 		{ "-1", "{\"n\":-1}" },
 	};
+	struct column dbl = { .name = "d", .kind = COLUMN_NUMBER };
+	char *dv[] = { "1.5e300" };
+	size_t dl[] = { 7 };
+	struct row dr = { .value = dv, .len = dl };
+	struct buf db = { 0 };
+
+	/* FLOAT and DOUBLE are doubles already: numbers. */
+	json_row(&db, &dbl, 1, &dr);
+	ck_assert_str_eq(db.data, "{\"d\":1.5e300}");
+	buf_free(&db);
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *v[] = { (char *)cases[i][0] };
