@@ -1841,9 +1841,25 @@ config_check_statement(const struct queue *q, const struct sql *s,
 		for (j = 0; j < i; j++)
 			if (strcmp(s->params[j], p) == 0)
 				break;
-		if (j < i || config_in(p, strlen(p), columns, ncolumns) ||
-		    config_builtin(q, p))
-			continue;	/* known, or said already */
+		if (j < i)
+			continue;	/* said already */
+		bool column = config_in(p, strlen(p), columns, ncolumns);
+		if (column && config_builtin(q, p)) {
+			/*
+			 * The column would be bound in the built-in's place:
+			 * with SELECT * on a lease table, every renewal would
+			 * look for the lease the row held when claimed.
+			 */
+			log_error("%s: :%s is both a column of the select and "
+			    "a built-in parameter, which the column would "
+			    "hide: alias the column in the select (%s AS "
+			    "row_%s)", s->where != NULL ? s->where : q->name,
+			    p, p, p);
+			problems++;
+			continue;
+		}
+		if (column || config_builtin(q, p))
+			continue;
 		log_error("%s: :%s is not a column of the select (columns: %s) "
 		    "nor a built-in (%s)", s->where != NULL ? s->where :
 		    q->name, p, cols, builtins);
