@@ -1953,3 +1953,40 @@ config_check_columns(const struct queue *q, char *const *columns,
 	buf_free(&builtins);
 	return problems;
 }
+
+/*
+ * A {column} that begins an argument hands the row's value to the
+ * handler's option parser: a recipient "-oProxyCommand=..." is an option,
+ * not an address.  Only a "--" before it makes it an operand.  Unsigned
+ * integers cannot begin with '-'; every other value can.  A warning, not
+ * a refusal: the handler may parse no options at all.
+ */
+void
+config_warn_option_args(const struct queue *q, const struct column *cols,
+    size_t ncols)
+{
+	const char *where = q->argv_where != NULL ? q->argv_where : q->name;
+
+	if (q->handler != HANDLER_EXEC || q->argv == NULL)
+		return;
+	for (size_t i = 1; q->argv[i] != NULL; i++) {
+		const char *a = q->argv[i], *end;
+
+		if (strcmp(a, "--") == 0)
+			return;
+		if (a[0] != '{' || a[1] == '{' || (end = strchr(a, '}')) == NULL)
+			continue;
+		size_t len = (size_t)(end - a - 1);
+		for (size_t c = 0; c < ncols; c++)
+			if (strlen(cols[c].name) == len &&
+			    memcmp(cols[c].name, a + 1, len) == 0 &&
+			    !(cols[c].kind == COLUMN_INTEGER &&
+			    cols[c].is_unsigned))
+				log_warnx("%s[%zu]: {%.*s} can begin with '-', "
+				    "and the handler would take the value for "
+				    "an option: put \"--\" before it (if the "
+				    "program accepts one), or text before the "
+				    "value in the same argument", where, i,
+				    (int)len, a + 1);
+	}
+}

@@ -207,6 +207,10 @@ struct queue	*config_queue(const struct config *, const char *name);
  */
 int		 config_check_columns(const struct queue *,
 		    char *const *columns, size_t ncolumns);
+/* Warn of {column} arguments that can begin with '-' (rowq check). */
+struct column;
+void		 config_warn_option_args(const struct queue *,
+		    const struct column *, size_t ncols);
 
 /* Built-in parameters, available to every statement. */
 extern const char *const config_builtin_params[];
