@@ -31,6 +31,7 @@ OBJS =	build/backoff.o \
 	build/db.o \
 	build/duration.o \
 	build/handler.o \
+	build/identity.o \
 	build/json.o \
 	build/log.o \
 	build/metrics.o \
