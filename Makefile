@@ -32,6 +32,7 @@ OBJS =	build/backoff.o \
 	build/duration.o \
 	build/finish.o \
 	build/handler.o \
+	build/identity.o \
 	build/json.o \
 	build/lease.o \
 	build/log.o \

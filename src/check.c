@@ -864,6 +864,7 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	free(names);
 	if (explain)
 		check_key_nullable(q, cols, ncols);
+	config_warn_option_args(q, cols, ncols);
 	db_stmt_free(claim);
 	problems += check_plan(db, q, explain);
 	problems += check_statement(db, &q->done);

@@ -3,7 +3,8 @@
  * vfork, and in the child setsid, default signals, dup2 onto 0-2, close
  * everything else, exec; never a shell.  The child leads a process group
  * of its own, so that killing the group kills everything it started, and
- * it dies with its worker (PR_SET_PDEATHSIG).
+ * it dies with its worker (PR_SET_PDEATHSIG).  With user:, it becomes
+ * that user before exec (identity.c).
  */
 #include "rowq.h"
 
@@ -68,17 +69,36 @@ child_spawn(struct child *c, const char *path, char **argv, char **envp)
 		errno = saved;
 		return -1;
 	}
+	pid_t worker = getpid();
 	pid = vfork();
 	if (pid == 0) {
 		/* The child shares our memory until exec: syscalls only. */
+		const char *step;
 		(void)setsid();
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/*
+		 * Published by the child itself, before anything it starts
+		 * exists: a worker killed at any moment from here on leaves
+		 * a group the supervisor knows of and kills.
+		 */
+		if (child_pgid_slot != NULL)
+			*child_pgid_slot = getpid();
 		proc_child_signals();
 		if (dup2(in[0], 0) == -1 || dup2(out[1], 1) == -1 ||
 		    dup2(err[1], 2) == -1) {
 			child_errno = errno;
 			_exit(127);
 		}
+		if (child_user != NULL && identity_switch(child_user, &step)) {
+			child_errno = errno;
+			_exit(127);
+		}
+		/*
+		 * After the switch, which clears it.  A worker that died
+		 * before this line sends no signal: see that it is gone.
+		 */
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != worker)
+			_exit(127);
 		/* All our descriptors are CLOEXEC; this is for the libraries'. */
 		if (syscall(SYS_close_range, 3U, ~0U, 0) == -1)
 			for (int fd = 3; fd < 4096; fd++)
@@ -99,8 +119,6 @@ child_spawn(struct child *c, const char *path, char **argv, char **envp)
 		return -1;
 	}
 	c->pid = pid;
-	if (child_pgid_slot != NULL)
-		*child_pgid_slot = pid;
 	c->exec_errno = child_errno;
 	c->started_ms = now_ms();
 	c->in = in[1];

@@ -19,9 +19,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1167,6 +1170,219 @@ config_field_age(struct load *ld, const struct config_item *it, void *dst,
 	q->age_where = config_where(ld, it->key->line, it->path);
 }
 
+/* ---- env:, user:, group: for handlers ---- */
+
+#define ENV_VARS_MAX	256
+
+/*
+ * Names a queue may not pass or set: rowq's own (ROWQ_*), systemd's to
+ * rowq alone, and where rowq's password is.
+ */
+static const char *
+config_env_refused(const char *name)
+{
+	if (strncmp(name, "ROWQ_", 5) == 0)
+		return "rowq sets ROWQ_ variables itself";
+	if (strcmp(name, "NOTIFY_SOCKET") == 0 ||
+	    strncmp(name, "WATCHDOG_", 9) == 0 ||
+	    strncmp(name, "LISTEN_", 7) == 0)
+		return "only rowq talks to systemd";
+	if (strcmp(name, "CREDENTIALS_DIRECTORY") == 0 ||
+	    strcmp(name, "MYSQL_PWD") == 0)
+		return "it leads to rowq's database password; give the "
+		    "handler a secret of its own";
+	return NULL;
+}
+
+static void
+config_env_add(struct load *ld, struct env_list *l, const struct node *n,
+    const char *path, const char *value)
+{
+	const char *name = n->value, *why;
+	size_t len = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789_");
+	char shown[CONFIG_SHOW_MAX + 8];
+
+	if (len == 0 || name[len] != '\0' || isdigit((unsigned char)name[0])) {
+		config_error(ld, n->line, path, "%s is not a variable name: "
+		    "use letters, digits and _, not starting with a digit",
+		    config_show(name, shown, sizeof(shown)));
+		return;
+	}
+	if ((why = config_env_refused(name)) != NULL) {
+		config_error(ld, n->line, path, "%s: not for handlers: %s",
+		    name, why);
+		return;
+	}
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->vars[i].name, name) == 0) {
+			config_error(ld, n->line, path, "%s is named twice",
+			    name);
+			return;
+		}
+	if (l->n == ENV_VARS_MAX) {
+		config_error(ld, n->line, path, "more than %d variables",
+		    ENV_VARS_MAX);
+		return;
+	}
+	l->vars = xrealloc(l->vars, (l->n + 1) * sizeof(*l->vars));
+	l->vars[l->n].name = xstrdup(name);
+	l->vars[l->n].value = value != NULL ? xstrdup(value) : NULL;
+	l->n++;
+}
+
+/*
+ * env: a sequence of NAME (passed from rowq's environment when it is set
+ * there) and NAME: value (set to that value).
+ */
+static void
+config_field_env(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const struct node *v = it->value;
+	struct env_list *l = dst;
+	char path[CONFIG_PATH_MAX];
+
+	(void)f;
+	if (v->kind != NODE_SEQUENCE) {
+		if (v->kind != NODE_INVALID)
+			config_error(ld, v->line, it->path, "expected a "
+			    "sequence such as [PYTHONPATH, {APP_ENV: "
+			    "production}], not %s", config_node_kind_name(v));
+		return;
+	}
+	for (size_t i = 0; i < v->nitems; i++) {
+		const struct node *e = v->items[i];
+		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
+		if (e->kind == NODE_SCALAR && !config_node_null(e)) {
+			config_env_add(ld, l, e, path, NULL);
+			continue;
+		}
+		if (e->kind != NODE_MAPPING) {
+			if (e->kind != NODE_INVALID)
+				config_error(ld, e->line, path, "expected NAME "
+				    "or NAME: value, not %s",
+				    config_node_kind_name(e));
+			continue;
+		}
+		for (size_t k = 0; k + 1 < e->nitems; k += 2) {
+			const struct node *name = e->items[k];
+			const struct node *val = e->items[k + 1];
+			if (name->kind != NODE_SCALAR ||
+			    val->kind != NODE_SCALAR) {
+				if (name->kind != NODE_INVALID &&
+				    val->kind != NODE_INVALID)
+					config_error(ld, name->line, path,
+					    "expected NAME: value, with a "
+					    "string value");
+				continue;
+			}
+			config_env_add(ld, l, name, path,
+			    config_node_null(val) ? "" : val->value);
+		}
+	}
+}
+
+static void
+config_field_user(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	struct handler_user *u = dst;
+
+	(void)f;
+	if (config_scalar(ld, it, "a user name") != NULL)
+		u->name = xstrdup(it->value->value);
+}
+
+static void
+config_field_group(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	struct handler_user *u = dst;
+
+	(void)f;
+	if (config_scalar(ld, it, "a group name") != NULL)
+		u->group = xstrdup(it->value->value);
+}
+
+/*
+ * Look user: and group: up, with the user's supplementary groups, and
+ * try the switch in a child: a user rowq cannot become is refused now,
+ * with the reason, not at every row.  key is user:'s key, path its
+ * parent's.
+ */
+static void
+config_user_resolve(struct load *ld, struct handler_user *u,
+    const struct node *ukey, const struct node *gkey, const char *parent)
+{
+	char path[CONFIG_PATH_MAX], why[256];
+	struct passwd *pw;
+	struct group *gr;
+
+	if (u->name == NULL) {
+		if (gkey != NULL) {
+			config_path(path, sizeof(path), parent, "group");
+			config_error(ld, gkey->line, path, "group: needs user:");
+		}
+		return;
+	}
+	config_path(path, sizeof(path), parent, "user");
+	errno = 0;
+	if ((pw = getpwnam(u->name)) == NULL) {
+		config_error(ld, ukey->line, path, "no such user: %s%s%s",
+		    u->name, errno != 0 ? ": " : "",
+		    errno != 0 ? strerror(errno) : "");
+		free(u->name);
+		u->name = NULL;
+		return;
+	}
+	u->uid = pw->pw_uid;
+	u->gid = pw->pw_gid;
+	u->home = xstrdup(pw->pw_dir);
+	if (u->group != NULL) {
+		errno = 0;
+		if ((gr = getgrnam(u->group)) == NULL) {
+			config_path(path, sizeof(path), parent, "group");
+			config_error(ld, gkey->line, path, "no such group: %s",
+			    u->group);
+			return;
+		}
+		u->gid = gr->gr_gid;
+	}
+	int n = 16;
+	u->groups = xcalloc((size_t)n, sizeof(*u->groups));
+	if (getgrouplist(u->name, u->gid, u->groups, &n) == -1) {
+		u->groups = xrealloc(u->groups, (size_t)n * sizeof(*u->groups));
+		if (getgrouplist(u->name, u->gid, u->groups, &n) == -1)
+			n = 0;
+	}
+	u->ngroups = n > 0 ? n : 1;
+	if (n <= 0)
+		u->groups[0] = u->gid;
+	if (identity_try(u, why, sizeof(why)) == -1)
+		config_error(ld, ukey->line, path, "cannot run handlers as %s: "
+		    "%s", u->name, why);
+}
+
+static void
+config_user_free(struct handler_user *u)
+{
+	free(u->name);
+	free(u->group);
+	free(u->home);
+	free(u->groups);
+}
+
+static void
+config_env_free(struct env_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->vars[i].name);
+		free(l->vars[i].value);
+	}
+	free(l->vars);
+}
+
 /* To add a queue key: a field here, a member in struct queue, a default. */
 static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "workers", int, workers, 1, WORKERS_MAX),
@@ -1185,6 +1401,9 @@ static const struct config_field queue_fields[] = {
 	WHOLE("age", age),
 	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
 	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),
+	FIELD(struct queue, "env", env, env, 0, 0),
+	FIELD(struct queue, "user", user, user, 0, 0),
+	FIELD(struct queue, "group", group, user, 0, 0),
 };
 
 static void
@@ -1235,6 +1454,8 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 		config_error(ld, SEEN(queue_fields, seen, "batch")->line,
 		    it->path, "batch: %d with lease: a lease queue handles one "
 		    "row at a time; use batch: 1 (or leave it out)", q->batch);
+	config_user_resolve(ld, &q->user, SEEN(queue_fields, seen, "user"),
+	    SEEN(queue_fields, seen, "group"), it->path);
 }
 
 static bool
@@ -1331,6 +1552,13 @@ config_read_password(struct load *ld, const struct config_item *it,
 	ssize_t n;
 	int fd;
 
+	/*
+	 * A process holding the password is not dumpable: a handler that
+	 * runs as the same user cannot then read rowq's memory, environ or
+	 * descriptors through /proc (nor ptrace it), and no core dump
+	 * carries the password.  Workers inherit this with the fork.
+	 */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
 		config_error(ld, it->key->line, it->path, "%s: %s", file,
 		    strerror(errno));
@@ -1526,6 +1754,9 @@ static const struct config_field top_fields[] = {
 	ROW("metrics", string, offsetof(struct config, metrics), 0, 0, true),
 	ROW("metrics_textfile", path, offsetof(struct config, metrics_textfile),
 	    0, 0, true),
+	ROW("env", env, offsetof(struct config, env), 0, 0, true),
+	ROW("user", user, offsetof(struct config, user), 0, 0, true),
+	ROW("group", group, offsetof(struct config, user), 0, 0, true),
 	WHOLE("queues", queues),
 };
 
@@ -1544,7 +1775,11 @@ config_top(struct load *ld, const struct node *root)
 			    config_node_kind_name(root));
 		return;
 	}
-	config_walk(ld, &it, top_fields, NELEMS(top_fields), ld->cfg, seen);
+	if (config_walk(ld, &it, top_fields, NELEMS(top_fields), ld->cfg,
+	    seen) == 0)
+		config_user_resolve(ld, &ld->cfg->user,
+		    SEEN(top_fields, seen, "user"),
+		    SEEN(top_fields, seen, "group"), "");
 }
 
 /* Where relative names in a file start from: "" or "DIR/". */
@@ -1759,6 +1994,8 @@ config_queue_free(struct queue *q)
 	free(q->age_column);
 	free(q->age_where);
 	sql_free(&q->failed_count);
+	config_env_free(&q->env);
+	config_user_free(&q->user);
 }
 
 void
@@ -1789,6 +2026,8 @@ config_free(struct config *cfg)
 	free(cfg->status_socket);
 	free(cfg->metrics);
 	free(cfg->metrics_textfile);
+	config_env_free(&cfg->env);
+	config_user_free(&cfg->user);
 	free(cfg);
 }
 
@@ -1801,6 +2040,14 @@ config_queue(const struct config *cfg, const char *name)
 		if (strcmp(cfg->queues[i].name, name) == 0)
 			return &cfg->queues[i];
 	return NULL;
+}
+
+const struct handler_user *
+config_handler_user(const struct config *cfg, const struct queue *q)
+{
+	if (q->user.name != NULL)
+		return &q->user;
+	return cfg->user.name != NULL ? &cfg->user : NULL;
 }
 
 /* ---- checks against the select's columns ---- */
@@ -1841,9 +2088,25 @@ config_check_statement(const struct queue *q, const struct sql *s,
 		for (j = 0; j < i; j++)
 			if (strcmp(s->params[j], p) == 0)
 				break;
-		if (j < i || config_in(p, strlen(p), columns, ncolumns) ||
-		    config_builtin(q, p))
-			continue;	/* known, or said already */
+		if (j < i)
+			continue;	/* said already */
+		bool column = config_in(p, strlen(p), columns, ncolumns);
+		if (column && config_builtin(q, p)) {
+			/*
+			 * The column would be bound in the built-in's place:
+			 * with SELECT * on a lease table, every renewal would
+			 * look for the lease the row held when claimed.
+			 */
+			log_error("%s: :%s is both a column of the select and "
+			    "a built-in parameter, which the column would "
+			    "hide: alias the column in the select (%s AS "
+			    "row_%s)", s->where != NULL ? s->where : q->name,
+			    p, p, p);
+			problems++;
+			continue;
+		}
+		if (column || config_builtin(q, p))
+			continue;
 		log_error("%s: :%s is not a column of the select (columns: %s) "
 		    "nor a built-in (%s)", s->where != NULL ? s->where :
 		    q->name, p, cols, builtins);
@@ -1936,4 +2199,41 @@ config_check_columns(const struct queue *q, char *const *columns,
 	buf_free(&cols);
 	buf_free(&builtins);
 	return problems;
+}
+
+/*
+ * A {column} that begins an argument hands the row's value to the
+ * handler's option parser: a recipient "-oProxyCommand=..." is an option,
+ * not an address.  Only a "--" before it makes it an operand.  Unsigned
+ * integers cannot begin with '-'; every other value can.  A warning, not
+ * a refusal: the handler may parse no options at all.
+ */
+void
+config_warn_option_args(const struct queue *q, const struct column *cols,
+    size_t ncols)
+{
+	const char *where = q->argv_where != NULL ? q->argv_where : q->name;
+
+	if (q->handler != HANDLER_EXEC || q->argv == NULL)
+		return;
+	for (size_t i = 1; q->argv[i] != NULL; i++) {
+		const char *a = q->argv[i], *end;
+
+		if (strcmp(a, "--") == 0)
+			return;
+		if (a[0] != '{' || a[1] == '{' || (end = strchr(a, '}')) == NULL)
+			continue;
+		size_t len = (size_t)(end - a - 1);
+		for (size_t c = 0; c < ncols; c++)
+			if (strlen(cols[c].name) == len &&
+			    memcmp(cols[c].name, a + 1, len) == 0 &&
+			    !(cols[c].kind == COLUMN_INTEGER &&
+			    cols[c].is_unsigned))
+				log_warnx("%s[%zu]: {%.*s} can begin with '-', "
+				    "and the handler would take the value for "
+				    "an option: put \"--\" before it (if the "
+				    "program accepts one), or text before the "
+				    "value in the same argument", where, i,
+				    (int)len, a + 1);
+	}
 }

@@ -318,6 +318,8 @@ db_columns(MYSQL_FIELD *fields, size_t n)
 		cols[i].name = xstrdup(fields[i].name);
 		cols[i].kind = db_column_kind(&fields[i]);
 		cols[i].is_unsigned = (fields[i].flags & UNSIGNED_FLAG) != 0;
+		cols[i].is_decimal = fields[i].type == MYSQL_TYPE_NEWDECIMAL ||
+		    fields[i].type == MYSQL_TYPE_DECIMAL;
 		cols[i].nullable = (fields[i].flags & NOT_NULL_FLAG) == 0;
 	}
 	return cols;

@@ -69,32 +69,85 @@ handler_resolve(const char *prog, char **path)
 	return -1;
 }
 
+/* Names handlers get from rowq's environment without asking for them. */
+static bool
+handler_env_default(const char *entry)
+{
+	static const char *const names[] = {
+		"PATH=", "LANG=", "TZ=", "HOME=", "USER=", "LOGNAME=", NULL,
+	};
+
+	if (strncmp(entry, "LC_", 3) == 0)
+		return true;
+	for (size_t i = 0; names[i] != NULL; i++)
+		if (strncmp(entry, names[i], strlen(names[i])) == 0)
+			return true;
+	return false;
+}
+
+/* Set NAME=VALUE in env (room for it made by the caller), replacing. */
+static void
+handler_env_put(char **env, size_t *n, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	struct buf b = { 0 };
+
+	buf_printf(&b, "%s=%s", name, value);
+	for (size_t i = 0; i < *n; i++)
+		if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
+			free(env[i]);
+			env[i] = buf_steal(&b);
+			return;
+		}
+	env[(*n)++] = buf_steal(&b);
+}
+
+static void
+handler_env_list(char **env, size_t *n, const struct env_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const char *v = l->vars[i].value != NULL ? l->vars[i].value :
+		    getenv(l->vars[i].name);
+		if (v != NULL)
+			handler_env_put(env, n, l->vars[i].name, v);
+	}
+}
+
 /*
- * The daemon's environment as handlers see it: without NOTIFY_SOCKET, so
- * that only the supervisor talks to systemd, and without any ROWQ_ variable
- * of our own, which handler_env sets per row.
+ * The environment handlers start from, built from an allowlist rather
+ * than inherited: PATH, LANG, LC_*, TZ, HOME, USER and LOGNAME from
+ * rowq's own (the last three those of user:, when the queue has one),
+ * then what the top level's env: and the queue's pass or set, the
+ * queue's last.  Nothing else of rowq's reaches a handler: not
+ * CREDENTIALS_DIRECTORY, which leads to the database password, nor
+ * NOTIFY_SOCKET.  The ROWQ_ variables are added per row by handler_env.
  */
 char **
-handler_base_env(void)
+handler_base_env(const struct config *cfg, const struct queue *q)
 {
+	const struct handler_user *u = config_handler_user(cfg, q);
 	size_t n = 0, k = 0;
 	char **env;
 
 	while (environ[n] != NULL)
 		n++;
-	env = xcalloc(n + 1, sizeof(*env));
-	for (size_t i = 0; i < n; i++) {
-		if (strncmp(environ[i], "NOTIFY_SOCKET=", 14) == 0 ||
-		    strncmp(environ[i], "WATCHDOG_", 9) == 0 ||
-		    strncmp(environ[i], "LISTEN_", 7) == 0 ||
-		    strncmp(environ[i], "ROWQ_", 5) == 0)
-			continue;
-		env[k++] = xstrdup(environ[i]);
+	env = xcalloc(n + cfg->env.n + q->env.n + 5, sizeof(*env));
+	for (size_t i = 0; i < n; i++)
+		if (handler_env_default(environ[i]))
+			env[k++] = xstrdup(environ[i]);
+	if (getenv("PATH") == NULL)
+		handler_env_put(env, &k, "PATH", "/usr/local/bin:/usr/bin:/bin");
+	if (u != NULL) {
+		handler_env_put(env, &k, "HOME", u->home);
+		handler_env_put(env, &k, "USER", u->name);
+		handler_env_put(env, &k, "LOGNAME", u->name);
 	}
+	handler_env_list(env, &k, &cfg->env);
+	handler_env_list(env, &k, &q->env);
 	return env;
 }
 
-/* The daemon's environment plus NAME=VALUE strings for this handler. */
+/* The base environment plus NAME=VALUE strings for this handler. */
 char **
 handler_env(char **base, const char *const *extra)
 {

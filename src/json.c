@@ -4,7 +4,10 @@
  * Handlers parse this with whatever their language offers, so it must be
  * valid JSON whatever the table holds: text that is not UTF-8 has each bad
  * byte replaced by U+FFFD, control characters (newlines, NUL) are escaped,
- * binary columns are base64, and SQL NULL is null.
+ * binary columns are base64, and SQL NULL is null.  Numbers that a
+ * double cannot hold exactly (integers beyond 2^53 - 1, and DECIMAL
+ * values, whose digits are their point) are strings: JavaScript and jq
+ * read every JSON number as a double, and would round them.
  */
 #include "rowq.h"
 
@@ -210,6 +213,30 @@ json_is_number(const char *s, size_t n)
 	return i == n;
 }
 
+/* |v| <= 2^53 - 1: an integer that every JSON reader keeps exactly. */
+static bool
+json_is_safe_integer(const char *s, size_t n)
+{
+	static const char max[] = "9007199254740991";
+
+	if (n > 0 && s[0] == '-') {
+		s++;
+		n--;
+	}
+	return n < sizeof(max) - 1 ||
+	    (n == sizeof(max) - 1 && memcmp(s, max, n) <= 0);
+}
+
+static bool
+json_as_number(const struct column *col, const char *v, size_t n)
+{
+	if (!json_is_number(v, n))
+		return false;
+	if (col->kind == COLUMN_INTEGER)
+		return json_is_safe_integer(v, n);
+	return col->kind == COLUMN_NUMBER && !col->is_decimal;
+}
+
 void
 json_row(struct buf *b, const struct column *cols, size_t ncols,
     const struct row *r)
@@ -229,8 +256,7 @@ json_row(struct buf *b, const struct column *cols, size_t ncols,
 			buf_append(b, "null", 4);
 		else if (cols[i].kind == COLUMN_BINARY)
 			json_base64(b, (const unsigned char *)v, n);
-		else if ((cols[i].kind == COLUMN_INTEGER ||
-		    cols[i].kind == COLUMN_NUMBER) && json_is_number(v, n))
+		else if (json_as_number(&cols[i], v, n))
 			buf_append(b, v, n);
 		else
 			json_string(b, v, n);

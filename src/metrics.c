@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The soname of libmicrohttpd's stable ABI (0.9.x), as the linker names it. */
@@ -341,7 +342,29 @@ metrics_stop(struct metrics *m)
 	free(m);
 }
 
-/* Atomically, as node_exporter may read it at any moment. */
+/*
+ * Atomically, as node_exporter may read it at any moment: a temporary file
+ * beside it, renamed over it.  The temporary file is made afresh
+ * (O_EXCL|O_NOFOLLOW: a file or symlink left at its name is removed, never
+ * written through) and given mode 0640 with fchmod, which the umask does
+ * not touch: under the units' UMask=0077 it would otherwise be 0600, and
+ * a node_exporter in rowq's group could not read it.
+ */
+static int
+metrics_open_temp(const char *tmp)
+{
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(tmp, flags, 0640);
+
+	if (fd == -1 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, flags, 0640);
+	if (fd != -1 && fchmod(fd, 0640) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int
 metrics_write_textfile(const char *path, const struct buf *b)
 {
@@ -349,7 +372,7 @@ metrics_write_textfile(const char *path, const struct buf *b)
 	int fd, rc = -1;
 
 	buf_printf(&tmp, "%s.%ld.tmp", path, (long)getpid());
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = metrics_open_temp(tmp.data);
 	if (fd != -1 && write(fd, b->data ? b->data : "", b->len) ==
 	    (ssize_t)b->len && close(fd) == 0) {
 		fd = -1;

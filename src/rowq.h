@@ -143,6 +143,28 @@ struct lease_policy {
 	int64_t		 duration_ms;
 };
 
+/* env: one variable for handlers; value NULL: rowq's own, when it has it. */
+struct env_var {
+	char		*name;
+	char		*value;
+};
+
+struct env_list {
+	struct env_var	*vars;
+	size_t		 n;
+};
+
+/* user: and group: for handlers, looked up when the config is loaded. */
+struct handler_user {
+	char		*name;		/* NULL: handlers run as rowq does */
+	char		*group;		/* group:, or NULL for the user's own */
+	char		*home;		/* HOME of its handlers */
+	uid_t		 uid;
+	gid_t		 gid;
+	gid_t		*groups;	/* supplementary groups */
+	int		 ngroups;
+};
+
 struct queue {
 	char		*name;
 	char		*where;		/* "FILE:LINE" of the queue's name */
@@ -165,6 +187,8 @@ struct queue {
 	char		*age_where;
 	struct sql	 failed_count;	/* status: SELECT COUNT(*) ... */
 	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */
+	struct env_list	 env;		/* added to the top level's */
+	struct handler_user user;	/* name NULL: the top level's */
 };
 
 struct db_options {
@@ -187,6 +211,8 @@ struct config {
 	char		*status_socket;	/* NULL: /run/rowq/NAME.sock */
 	char		*metrics;	/* "HOST:PORT" to serve, or NULL */
 	char		*metrics_textfile; /* node_exporter textfile, or NULL */
+	struct env_list	 env;		/* for every queue's handlers */
+	struct handler_user user;	/* for queues without their own */
 	struct queue	*queues;
 	size_t		 nqueues;
 };
@@ -199,6 +225,9 @@ struct config {
 struct config	*config_load(const char *path);
 void		 config_free(struct config *);
 struct queue	*config_queue(const struct config *, const char *name);
+/* Who the queue's handlers run as: its user:, the top level's, or NULL. */
+const struct handler_user *config_handler_user(const struct config *,
+		    const struct queue *);
 
 /*
  * Check a queue's statements, key, attempts column and {column} arguments
@@ -207,6 +236,10 @@ struct queue	*config_queue(const struct config *, const char *name);
  */
 int		 config_check_columns(const struct queue *,
 		    char *const *columns, size_t ncolumns);
+/* Warn of {column} arguments that can begin with '-' (rowq check). */
+struct column;
+void		 config_warn_option_args(const struct queue *,
+		    const struct column *, size_t ncols);
 
 /* Built-in parameters, available to every statement. */
 extern const char *const config_builtin_params[];
@@ -221,8 +254,8 @@ uint64_t backoff_random(void);
 /* ---- json.c: the row as one JSON object ---- */
 
 enum column_kind {
-	COLUMN_INTEGER,		/* written as a JSON number */
-	COLUMN_NUMBER,		/* DECIMAL, FLOAT, DOUBLE: a number */
+	COLUMN_INTEGER,		/* a JSON number up to 2^53 - 1 */
+	COLUMN_NUMBER,		/* FLOAT, DOUBLE: a number; DECIMAL */
 	COLUMN_TEXT,		/* a string; bad UTF-8 becomes U+FFFD */
 	COLUMN_BINARY,		/* binary charset: a base64 string */
 };
@@ -231,6 +264,7 @@ struct column {
 	char		*name;
 	enum column_kind kind;
 	bool		 is_unsigned;
+	bool		 is_decimal;	/* COLUMN_NUMBER, exact: JSON string */
 	bool		 nullable;	/* as the server describes it */
 };
 
@@ -300,6 +334,13 @@ int	 child_spawn(struct child *, const char *path, char **argv,
 
 /* Where the running handler's group is published for the supervisor. */
 extern volatile pid_t *child_pgid_slot;
+
+/* ---- identity.c: handlers under their own user ---- */
+
+extern const struct handler_user *child_user;
+int	 identity_switch(const struct handler_user *, const char **step);
+int	 identity_try(const struct handler_user *, char *why, size_t len);
+void	 identity_worker_init(const struct handler_user *);
 bool	 child_exited(const struct child *);
 void	 child_kill(const struct child *, int sig);
 int	 child_reap(struct child *);	/* kills the group; wait status */
@@ -346,7 +387,7 @@ struct handler_job {
 int	 handler_resolve(const char *prog, char **path);
 void	 handler_exec(const char *path, const struct handler_job *,
 	    struct stopper *, struct handler_result *);
-char   **handler_base_env(void);
+char   **handler_base_env(const struct config *, const struct queue *);
 char   **handler_env(char **base, const char *const *extra);
 void	 handler_env_free(char **env);
 char   **handler_argv(char *const *tmpl, const struct column *,

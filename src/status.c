@@ -206,6 +206,7 @@ int
 status_listen(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
 	mode_t old;
 	int fd;
 
@@ -225,7 +226,16 @@ status_listen(const char *path)
 		close(fd);
 		return -1;
 	}
-	(void)unlink(path);
+	/* A stale socket of ours may go; anything else is not ours to remove. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_error("status_socket %s: not a socket: not removing "
+			    "it; name another path", path);
+			close(fd);
+			return -1;
+		}
+		(void)unlink(path);
+	}
 	old = umask(0117);
 	/* The unit's UMask=0077 would leave out the group: say 0660 here. */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||

@@ -789,7 +789,8 @@ worker_run(const struct worker_args *args)
 		    w.q->argv[0], strerror(errno));
 		return ROWQ_EXIT_CONFIG;
 	}
-	w.base_env = handler_base_env();
+	w.base_env = handler_base_env(args->cfg, w.q);
+	identity_worker_init(config_handler_user(args->cfg, w.q));
 	if (w.q->handler == HANDLER_PIPE)
 		worker_pipe_init(&w);
 	while (!w.stopper.stop) {

@@ -57,6 +57,24 @@ cp u/rowq.service d/
 assert_ge "$(wc -l <d/rowq.service.d/handlers.conf)" 10 "settings in the drop-in example"
 verify d/rowq.service
 
+# With the drop-in's section for user: (capabilities to switch users),
+# both units still rate 2.5 or lower.
+mkdir -p c/rowq.service.d c/rowq@.service.d
+cp u/rowq.service u/rowq@.service c/
+{ echo "[Service]"; sed -n '/^# --- handlers as their own user/,/^# --- /s/^#\([A-Z][A-Za-z]*=\)/\1/p' "$units/handlers.conf.example"; } >c/user.conf
+grep -q '^CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL$' c/user.conf ||
+	fail "the drop-in example's user: section: $(cat c/user.conf)"
+cp c/user.conf c/rowq.service.d/
+cp c/user.conf c/rowq@.service.d/
+verify c/rowq.service
+for unit in rowq.service rowq@example.service; do
+	out=$(systemd-analyze security --offline=true "c/$unit" 2>&1) ||
+		fail "systemd-analyze security $unit with user: $out"
+	score=$(echo "$out" | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\) .*/\1/p')
+	echo "$unit with the user: drop-in: exposure $score"
+	assert_le "$score" 2.5 "exposure of $unit with the user: drop-in"
+done
+
 # What the contract and the issue ask of both.
 for f in rowq.service rowq@.service; do
 	for want in '^Type=notify$' '^ExecReload=/bin/kill -HUP \$MAINPID$' '^KillMode=mixed$' \

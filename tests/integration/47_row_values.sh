@@ -14,6 +14,7 @@
 #   row 4: DECIMAL(30,10), DATE, DATETIME(6), TIME(3), YEAR, TIMESTAMP(6),
 #          JSON, BIT(12), ENUM, SET, DOUBLE, BIGINT UNSIGNED at its max
 #          (BIT's value is checked in 46_sql_rows.sh, a known bug);
+#          DECIMAL and the BIGINT beyond 2^53 - 1 come as JSON strings;
 #   row 5: NULL in every column.
 # A 16 MiB value in a {column} argument cannot be passed to exec (the
 # kernel's limit on one argument is 128 KiB): that row fails with the
@@ -111,7 +112,8 @@ assert t.endswith(" end"), repr(t)
 assert base64.b64decode(r["t_bin"]) == bytes.fromhex("FFC328A0E28228F09F9880C0AF00"), r["t_bin"]
 assert isinstance(r["t_cast"], str), r["t_cast"]
 r = load(4)
-assert r["t_dec"] == decimal.Decimal("-12345678901234567890.0123456789"), r["t_dec"]
+# DECIMAL and integers beyond 2^53 - 1 are strings: a double would round them.
+assert r["t_dec"] == "-12345678901234567890.0123456789", r["t_dec"]
 assert r["t_date"] == "2024-02-29", r["t_date"]
 assert r["t_dt6"] == "2024-02-29 23:59:59.999999", r["t_dt6"]
 assert r["t_time"] == "-838:59:59.000" or r["t_time"].startswith("-838:59:59"), r["t_time"]
@@ -122,7 +124,8 @@ assert json.loads(r["t_json"]) == {"a": [1, 2, {"b": None}], "s": 'q"uote'}, r["
 assert isinstance(r["t_bit"], int), r["t_bit"]
 assert r["t_enum"] == "b c" and r["t_set"] == "x,z", (r["t_enum"], r["t_set"])
 assert r["t_double"] == decimal.Decimal("-1.5e-300"), r["t_double"]
-assert r["t_u"] == 18446744073709551615, r["t_u"]
+assert r["t_u"] == "18446744073709551615", r["t_u"]
+assert isinstance(r["id"], int), r["id"]
 assert r[long] == "vb c", r.get(long)
 assert list(r)[-1] == long
 r = load(5)

@@ -51,7 +51,7 @@ START_TEST(test_row)
 {
 	struct column cols[] = {
 		{ .name = "id", .kind = COLUMN_INTEGER },
-		{ .name = "price", .kind = COLUMN_NUMBER },
+		{ .name = "price", .kind = COLUMN_NUMBER, .is_decimal = true },
 		{ .name = "name", .kind = COLUMN_TEXT },
 		{ .name = "blob", .kind = COLUMN_BINARY },
 		{ .name = "gone", .kind = COLUMN_TEXT },
@@ -64,7 +64,7 @@ START_TEST(test_row)
 	struct buf b = { 0 };
 
 	json_row(&b, cols, 6, &r);
-	ck_assert_str_eq(b.data, "{\"id\":42,\"price\":-1.50,"
+	ck_assert_str_eq(b.data, "{\"id\":42,\"price\":\"-1.50\","
 	    "\"name\":\"O'Brien \\\"x\\\"\",\"blob\":\"/wAB\",\"gone\":null,"
 	    "\"zero\":\"007\"}");
 	buf_free(&b);
@@ -79,6 +79,46 @@ START_TEST(test_base64_padding)
 		{ "fo", "{\"b\":\"Zm8=\"}" }, { "foo", "{\"b\":\"Zm9v\"}" },
 		{ "foob", "{\"b\":\"Zm9vYg==\"}" },
 	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *v[] = { (char *)cases[i][0] };
+		size_t l[] = { strlen(cases[i][0]) };
+		struct row r = { .value = v, .len = l };
+		struct buf b = { 0 };
+		json_row(&b, &col, 1, &r);
+		ck_assert_str_eq(b.data, cases[i][1]);
+		buf_free(&b);
+	}
+}
+END_TEST
+
+/*
+ * JavaScript and jq read every JSON number as a double: an integer beyond
+ * 2^53 - 1 would come out rounded, so it is written as a string.
+ */
+START_TEST(test_big_integers_as_strings)
+{
+	struct column col = { .name = "n", .kind = COLUMN_INTEGER };
+	const char *cases[][2] = {
+		{ "9007199254740991", "{\"n\":9007199254740991}" },
+		{ "-9007199254740991", "{\"n\":-9007199254740991}" },
+		{ "9007199254740992", "{\"n\":\"9007199254740992\"}" },
+		{ "-9007199254740992", "{\"n\":\"-9007199254740992\"}" },
+		{ "18446744073709551615", "{\"n\":\"18446744073709551615\"}" },
+		{ "-9223372036854775808", "{\"n\":\"-9223372036854775808\"}" },
+		{ "0", "{\"n\":0}" },
+		{ "-1", "{\"n\":-1}" },
+	};
+	struct column dbl = { .name = "d", .kind = COLUMN_NUMBER };
+	char *dv[] = { "1.5e300" };
+	size_t dl[] = { 7 };
+	struct row dr = { .value = dv, .len = dl };
+	struct buf db = { 0 };
+
+	/* FLOAT and DOUBLE are doubles already: numbers. */
+	json_row(&db, &dbl, 1, &dr);
+	ck_assert_str_eq(db.data, "{\"d\":1.5e300}");
+	buf_free(&db);
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *v[] = { (char *)cases[i][0] };
@@ -126,6 +166,7 @@ main(void)
 	tcase_add_test(tc, test_row);
 	tcase_add_test(tc, test_base64_padding);
 	tcase_add_test(tc, test_utf8_sanitize);
+	tcase_add_test(tc, test_big_integers_as_strings);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }
