@@ -62,16 +62,18 @@ HDRS = $(wildcard src/*.h)
 # Each object's own header dependencies, written by the compiler: a change
 # to a header rebuilds what includes it, and nothing else.
 DEPFLAGS = -MMD -MP
+# Until an object has its .d (a build from before), every header counts.
+.SECONDEXPANSION:
 
 all: rowq
 
 rowq: build/main.o $(OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-build/%.o: src/%.c | build
+build/%.o: src/%.c $$(if $$(wildcard build/$$*.d),,$$(HDRS)) | build
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-build/asan/%.o: src/%.c | build/asan
+build/asan/%.o: src/%.c $$(if $$(wildcard build/asan/$$*.d),,$$(HDRS)) | build/asan
 	$(CC) $(CFLAGS) $(SANITIZE) $(DEPFLAGS) -c -o $@ $<
 
 build/asan/rowq: build/asan/main.o $(ASAN_OBJS)
