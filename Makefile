@@ -28,6 +28,7 @@ OBJS =	build/backoff.o \
 	build/check.o \
 	build/checker.o \
 	build/config.o \
+	build/cursor.o \
 	build/db.o \
 	build/duration.o \
 	build/handler.o \
@@ -48,6 +49,7 @@ OBJS =	build/backoff.o \
 UNIT_TESTS = \
 	check_backoff \
 	check_config \
+	check_cursor \
 	check_duration \
 	check_json \
 	check_sql \
