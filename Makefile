@@ -118,8 +118,9 @@ clean:
 # The benchmark (bench/README.md): about 20 minutes, not part of `make
 # check`; BENCH_QUICK=1 for a quick try.
 bench:
-	@# PHP with PDO/MySQL for the article's worker; gnuplot for the chart.
-	@sh tests/deps.sh php-cli php-mysql gnuplot-nox
+	@# PHP with PDO/MySQL for the article's worker; gnuplot for the chart;
+	@# beanstalkd, the broker measured against.
+	@sh tests/deps.sh php-cli php-mysql gnuplot-nox beanstalkd
 	@$(MAKE) --no-print-directory rowq
 	@bash bench/bench.sh
 
