@@ -74,9 +74,9 @@ check_cursor_line(const struct queue *q, const char *what, struct buf *b)
 /*
  * Whether the queue's claims can scan the primary key from a cursor
  * (cursor.c).  With -d the derived statements are logged; under `rowq
- * check` a select of another shape gets one warning that says what
- * today's claim costs and which shape avoids it.  Never a problem: both
- * claims work.
+ * check` a select of another shape gets one note that says what today's
+ * claim costs and which shape avoids it.  Never a problem: both claims
+ * work.
  */
 static void
 check_cursor(struct db *db, const struct queue *q, const struct column *cols,
@@ -100,7 +100,8 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 		cursor_claim_sql(&b, &c, CURSOR_AT, NULL, q->batch);
 		check_cursor_line(q, "fallback, then", &b);
 	} else if (explain) {
-		log_warnx("%s: the claim cannot scan the primary key from a "
+		/* A note, not a warning: the shape may be chosen on purpose. */
+		log_info("%s: the claim cannot scan the primary key from a "
 		    "cursor: the select %s.  It reads through the index that "
 		    "serves the WHERE, and at READ COMMITTED such a claim keeps "
 		    "every row it read and rejected (a row waiting for its "

@@ -3,7 +3,7 @@
 # the README's select, `-d` shows the fast claim, the fallback's start and
 # the fallback claim, and each of them runs on the server as shown; a
 # select of another shape (ORDER BY another column, DESC, a join, a
-# primary key of two columns or of text) gets one warning under `rowq
+# primary key of two columns or of text) gets one note under `rowq
 # check` that names the reason, what today's claim costs and the shape
 # that avoids it.  Neither changes check's exit status.
 . "$(dirname "$0")/../lib.sh"
@@ -66,8 +66,8 @@ assert_match 'LIMIT 10 FOR UPDATE SKIP LOCKED$' "$fast" "alias: batch 10"
 assert_match 'FROM `email` AS e FORCE INDEX \(status\) WHERE' "$first" "alias: the start keeps the hint"
 assert_eq "3 4 5" "$(sql "BEGIN; ${fast/\?/2}; ROLLBACK" | cut -f1 | xargs)" "alias: a batch after 2"
 
-# ---- other shapes: one warning under check, with the reason ----
-# refused NAME REASON: check warns once, naming the reason and the costs.
+# ---- other shapes: one note under check, with the reason ----
+# refused NAME REASON: check notes once, naming the reason and the costs.
 refused()
 {
 	check_ok "$1"
