@@ -28,6 +28,7 @@ OBJS =	build/backoff.o \
 	build/check.o \
 	build/checker.o \
 	build/config.o \
+	build/cursor.o \
 	build/db.o \
 	build/duration.o \
 	build/finish.o \
@@ -52,6 +53,7 @@ OBJS =	build/backoff.o \
 UNIT_TESTS = \
 	check_backoff \
 	check_config \
+	check_cursor \
 	check_duration \
 	check_json \
 	check_sql \
@@ -125,8 +127,9 @@ clean:
 # The benchmark (bench/README.md): about 20 minutes, not part of `make
 # check`; BENCH_QUICK=1 for a quick try.
 bench:
-	@# PHP with PDO/MySQL for the article's worker; gnuplot for the chart.
-	@sh tests/deps.sh php-cli php-mysql gnuplot-nox
+	@# PHP with PDO/MySQL for the article's worker; gnuplot for the chart;
+	@# beanstalkd, the broker measured against.
+	@sh tests/deps.sh php-cli php-mysql gnuplot-nox beanstalkd
 	@$(MAKE) --no-print-directory rowq
 	@bash bench/bench.sh
 

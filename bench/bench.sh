@@ -8,6 +8,11 @@
 # same run:
 #
 #   raw1   bench/rawloop.c: BEGIN / claim LIMIT 1 / UPDATE / COMMIT
+#   rawc   the same, the claim in the cursor form (rawloop -C): the anchor
+#          for the claim of src/cursor.c, the best known
+#   rawrr  raw1 at REPEATABLE READ (rawloop -R)
+#   bean   beanstalkd -b DIR -f 0 (an fsync per write), bench/beanbench.c:
+#          N jobs put, then reserve/delete from W connections
 #   raw10  the same, 10 rows per transaction
 #   php    the design article's PDO worker (bench/worker.php), N processes
 #   rowq1  rowq drain, pipe handler bench/okpipe.c answering "ok", batch 1
@@ -15,7 +20,8 @@
 #   rawx   raw1 plus posix_spawn of /bin/true per row, in the transaction
 #   rowqx  rowq drain, exec handler /bin/true
 #
-# then the residue (1,000 waiting rows behind 4,000,000 finished ones,
+# then the same drain with purge held back by a read view open in another
+# connection (HELD_CONTENDERS, 2 workers), the residue (1,000 waiting rows behind 4,000,000 finished ones,
 # with the good index and with the article's), the idle cost (queries per
 # worker against an empty queue, pickup latency) and memory (RSS).
 # After every run it checks that every row was done exactly once.
@@ -55,7 +61,12 @@ RESIDUE_WORKERS=2
 RESIDUE_RUNS=$((QUICK == 1 ? RUNS : (RUNS < 5 ? 5 : RUNS)))
 IDLE=1s
 IDLE_WORKERS=2
-CONTENDERS=${BENCH_CONTENDERS:-"raw1 raw10 php rowq1 rowq10 rawx rowqx"}
+CONTENDERS=${BENCH_CONTENDERS:-"raw1 rawc rawrr bean raw10 php rowq1 rowq10 rawx rowqx"}
+# Purge held back: these, at HELD_WORKERS, each drain given HELD_LIMIT_S
+# at most (today's claim slows down as the delete-marked entries pile up).
+HELD_CONTENDERS=${BENCH_HELD_CONTENDERS:-"raw1 rawc rowq1"}
+HELD_WORKERS=${BENCH_HELD_WORKERS:-2}
+HELD_LIMIT_S=$((QUICK == 1 ? 30 : 60))
 # BENCH_CONTENDERS_ONLY=1: print the contenders' medians and stop, leaving
 # bench/README.md as it is (to compare two builds of rowq by hand).
 CONTENDERS_ONLY=${BENCH_CONTENDERS_ONLY:-0}
@@ -64,6 +75,9 @@ label()
 {
 	case $1 in
 	raw1) echo "raw loop, 1 row/transaction" ;;
+	rawc) echo "raw loop, cursor claim, 1 row/transaction" ;;
+	rawrr) echo "raw loop, REPEATABLE READ, 1 row/transaction" ;;
+	bean) echo "beanstalkd -f 0, reserve + delete" ;;
 	raw10) echo "raw loop, 10 rows/transaction" ;;
 	php) echo "PHP worker of the article" ;;
 	rowq1) echo "rowq, pipe handler, batch 1" ;;
@@ -77,7 +91,7 @@ label()
 baseline()
 {
 	case $1 in
-	raw10 | php | rowq1) echo raw1 ;;
+	raw10 | php | rowq1 | rawc | rawrr | bean) echo raw1 ;;
 	rowq10) echo raw10 ;;
 	rowqx) echo rawx ;;
 	*) echo "" ;;
@@ -93,6 +107,7 @@ mkdir -p "$BIN"
 cc -O2 -g -Wall -Wextra -o "$BIN/rawloop" "$BENCH_DIR/rawloop.c" \
     $(pkg-config --cflags --libs libmariadb)
 cc -O2 -g -Wall -Wextra -o "$BIN/okpipe" "$BENCH_DIR/okpipe.c"
+cc -O2 -g -Wall -Wextra -o "$BIN/beanbench" "$BENCH_DIR/beanbench.c"
 [ -x "$ROWQ" ] || fail "no $ROWQ: run make first"
 
 # ---- the server --------------------------------------------------------
@@ -149,6 +164,9 @@ contender_run()
 	local c=$1 n=$2 i pids=()
 	case $c in
 	raw1) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 1 ;;
+	rawc) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 1 -C ;;
+	rawrr) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 1 -R ;;
+	bean) "$BIN/beanbench" -s "$BEAN_SOCK" -n "$BEAN_JOBS" -w "$n" ;;
 	raw10) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 10 ;;
 	rawx) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 1 -x /bin/true ;;
 	rowq1) "$ROWQ" -c pipe1.yaml drain email -w "$n" ;;
@@ -176,27 +194,103 @@ verify()
 	    fail "not every row done exactly once: rows, sent, done, max, min = $got (expected $rows rows)"
 }
 
-# measure CONTENDER WORKERS RUN ROWS: fill, run, verify, append a line to
-# results.tsv: contender workers run rows seconds rows/s questions/row
-# client-cpu-us/row server-cpu-us/row.
+# ---- beanstalkd, and a read view that holds purge back -----------------
+
+# bean_start: a fresh beanstalkd with an empty binlog, fsync on every
+# write; sets BEAN_PID and BEAN_SOCK.
+bean_start()
+{
+	bean_stop
+	rm -rf "$W/bean"
+	mkdir -p "$W/bean/binlog"
+	BEAN_SOCK=$W/bean/sock
+	beanstalkd -l "unix:$BEAN_SOCK" -b "$W/bean/binlog" -f 0 \
+	    </dev/null >"$W/bean/log" 2>&1 &
+	BEAN_PID=$!
+	track_pid "$BEAN_PID"
+	wait_until 10 '[ -S "$BEAN_SOCK" ]' || fail "beanstalkd did not start: $(cat "$W/bean/log")"
+}
+
+bean_stop()
+{
+	[ -n "${BEAN_PID:-}" ] || return 0
+	kill_wait 5 "$BEAN_PID"
+	wait "$BEAN_PID" 2>/dev/null || true
+	untrack_pid "$BEAN_PID"
+	BEAN_PID=
+}
+
+# hold_start: another connection opens a read view and keeps it, so that
+# purge cannot remove what the drain's UPDATEs delete-mark; sets HOLD_ID.
+hold_start()
+{
+	mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot "$ROWQ_TEST_DB" -e \
+	    "START TRANSACTION WITH CONSISTENT SNAPSHOT; SELECT COUNT(*) FROM email;
+	    SELECT SLEEP(86400) AS rowq_bench_hold" >/dev/null 2>&1 &
+	HOLD_PID=$!
+	track_pid "$HOLD_PID"
+	wait_until 10 'HOLD_ID=$(sql "SELECT ID FROM information_schema.PROCESSLIST
+	    WHERE INFO LIKE '"'"'SELECT SLEEP(86400) AS rowq_bench_hold%'"'"'") && [ -n "$HOLD_ID" ]' ||
+	    fail "the read view did not open"
+}
+
+hold_stop()
+{
+	sql "KILL $HOLD_ID"
+	wait "$HOLD_PID" 2>/dev/null || true
+	untrack_pid "$HOLD_PID"
+}
+
+# measure CONTENDER WORKERS RUN ROWS [TAG LIMIT]: fill, run, verify, append
+# a line to results.tsv: contender workers run rows seconds rows/s
+# questions/row client-cpu-us/row server-cpu-us/row.  TAG "_held" holds
+# purge back during the run; LIMIT (s) stops the run then, and rows/s is
+# the rows done over the time taken.
 measure()
 {
-	local c=$1 n=$2 run=$3 rows=$4 q0 q1 s0 s1 t0 t1 cpu secs
-	sql "DROP TABLE IF EXISTS email"
-	email_table "$rows"
+	local c=$1 n=$2 run=$3 rows=$4 tag=${5:-} limit=${6:-0}
+	local q0 q1 s0 s1 t0 t1 cpu secs spid=$SERVER_PID done_rows=$rows
+	local status=0
+	if [ "$c" = bean ]; then
+		bean_start
+		BEAN_JOBS=$rows
+		"$BIN/beanbench" -s "$BEAN_SOCK" -n "$rows" -P || fail "beanstalkd: put failed"
+		spid=$BEAN_PID
+	else
+		sql "DROP TABLE IF EXISTS email"
+		email_table "$rows"
+	fi
+	[ "$tag" != _held ] || hold_start
 	q0=$(counter Questions)
-	s0=$(server_ticks)
+	s0=$(awk '{ print $14 + $15 }' "/proc/$spid/stat")
 	t0=$(now_us)
 	TIMEFORMAT='%3U %3S'
-	{ time contender_run "$c" "$n" >"run.$c.log" 2>&1; } 2>time.out ||
-	    fail "$c with $n workers failed: $(tail -5 "run.$c.log")"
+	if [ "$limit" -gt 0 ]; then
+		{ time timeout -s TERM "$limit" bash -c "$(declare -f contender_run); $(declare -p BIN ROWQ); contender_run $c $n" \
+		    >"run.$c.log" 2>&1; } 2>time.out || status=$?
+		[ "$status" -eq 0 ] || [ "$status" -eq 124 ] ||
+		    fail "$c$tag with $n workers failed: $(tail -5 "run.$c.log")"
+	else
+		{ time contender_run "$c" "$n" >"run.$c.log" 2>&1; } 2>time.out ||
+		    fail "$c$tag with $n workers failed: $(tail -5 "run.$c.log")"
+	fi
 	t1=$(now_us)
-	s1=$(server_ticks)
+	s1=$(awk '{ print $14 + $15 }' "/proc/$spid/stat")
 	q1=$(counter Questions)
+	[ "$tag" != _held ] || hold_stop
 	cpu=$(tail -1 time.out)
-	verify "$rows"
+	if [ "$c" = bean ]; then
+		bean_stop
+	elif [ "$status" -eq 124 ]; then
+		# Stopped by the time limit: nothing done twice, the rest left.
+		done_rows=$(sql_value "SELECT COUNT(*) FROM email WHERE status = 'sent'")
+		[ "$(sql_value "SELECT MAX(done_count) FROM email")" -le 1 ] ||
+		    fail "$c$tag: a row done twice"
+	else
+		verify "$rows"
+	fi
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e6 }')
-	awk -v c="$c" -v n="$n" -v r="$run" -v rows="$rows" -v secs="$secs" \
+	awk -v c="$c$tag" -v n="$n" -v r="$run" -v rows="$done_rows" -v secs="$secs" \
 	    -v q=$((q1 - q0 - 1)) -v cpu="$cpu" -v st=$((s1 - s0)) -v hz="$CLK_TCK" '
 	    BEGIN {
 		split(cpu, u, " ")
@@ -204,7 +298,7 @@ measure()
 		    rows, secs, rows / secs, q / rows,
 		    (u[1] + u[2]) * 1e6 / rows, st / hz * 1e6 / rows
 	    }' >>results.tsv
-	say "$(tail -1 results.tsv | awk -F'\t' '{ printf "  %-7s %d workers, run %d: %8.0f rows/s (%.2f statements/row)", $1, $2, $3, $6, $7 }')"
+	say "$(tail -1 results.tsv | awk -F'\t' '{ printf "  %-11s %d workers, run %d: %8.0f rows/s (%.2f statements/row)", $1, $2, $3, $6, $7 }')"
 }
 
 # ---- the contenders ----------------------------------------------------
@@ -221,6 +315,18 @@ for ((run = 1; run <= RUNS; run++)); do
 		done
 	done
 done
+
+# Purge held back: each contender's drain without and with a read view
+# open in another connection, in turn.
+if [ "$CONTENDERS_ONLY" != 1 ]; then
+	say "bench: purge held back, $HELD_WORKERS workers, $ROWS rows, at most $HELD_LIMIT_S s each"
+	for ((run = 1; run <= RUNS; run++)); do
+		for c in $HELD_CONTENDERS; do
+			measure "$c" "$HELD_WORKERS" "$run" "$ROWS" _free "$HELD_LIMIT_S"
+			measure "$c" "$HELD_WORKERS" "$run" "$ROWS" _held "$HELD_LIMIT_S"
+		done
+	done
+fi
 
 # median CONTENDER WORKERS COLUMN: the median over runs (odd counts: the
 # middle one; even: the mean of the middle two).
@@ -458,6 +564,17 @@ costs()
 	done
 }
 
+held_table()
+{
+	local c f h
+	printf '| contender | purge running | purge held back | ratio |\n|---|---:|---:|---:|\n'
+	for c in $HELD_CONTENDERS; do
+		f=$(median "${c}_free" "$HELD_WORKERS" 6)
+		h=$(median "${c}_held" "$HELD_WORKERS" 6)
+		printf '| %s | %.0f | %.0f | %s× |\n' "$(label "$c")" "$f" "$h" "$(ratio "$h" "$f")"
+	done
+}
+
 # target NAME CONDITION-TEXT MET: a line of the targets table.
 targets()
 {
@@ -477,6 +594,29 @@ targets()
 		done
 		printf '| %s | %s | %s |\n' "$text" "$lows" "$okall"
 	done
+	# Issue 16: against the anchors (when they ran).
+	for pair in "rowq1 rawrr 1.3 rowq pipe batch 1 ≥ 1.3× raw REPEATABLE READ loop" \
+	    "rowq1 rawc 0.9 rowq pipe batch 1 ≥ 0.9× raw cursor loop" \
+	    "rowq1 bean 1.0 rowq pipe batch 1 ≥ beanstalkd -f 0"; do
+		read -r a b want text <<<"$pair"
+		case " $CONTENDERS " in *" $a "*" $b "* | *" $b "*" $a "*) ;; *) continue ;; esac
+		lows=
+		okall=yes
+		for n in $WORKERS_LIST; do
+			r1=$(ratio "$(median "$a" "$n" 6)" "$(median "$b" "$n" 6)")
+			lows="$lows${lows:+, }$n: ${r1}×"
+			awk -v r="$r1" -v w="$want" 'BEGIN { exit !(r >= w) }' || okall=no
+		done
+		printf '| %s | %s | %s |\n' "$text" "$lows" "$okall"
+	done
+	r1=$(ratio "$(median rowq10 2 6)" "$(median bean 2 6)")
+	printf '| rowq pipe batch 10 ≥ 2× beanstalkd -f 0 at 2 workers | %s× | %s |\n' "$r1" \
+	    "$(awk -v r="$r1" 'BEGIN { print r >= 2 ? "yes" : "no" }')"
+	case " $HELD_CONTENDERS " in *" rowq1 "*)
+		rx=$(ratio "$(median rowq1_held "$HELD_WORKERS" 6)" "$(median rowq1_free "$HELD_WORKERS" 6)")
+		printf '| purge held back: rowq pipe batch 1 ≥ 0.8× its rate with purge running | %s× | %s |\n' "$rx" \
+		    "$(awk -v r="$rx" 'BEGIN { print r >= 0.8 ? "yes" : "no" }')"
+	esac
 	rx=$(ratio "$RES_GOOD" "$RES_SMALL")
 	printf '| %s finished rows, good index ≥ 0.9× small table | %s× | %s |\n' \
 	    "$RESIDUE" "$rx" "$(awk -v r="$rx" 'BEGIN { print r >= 0.9 ? "yes" : "no" }')"
@@ -513,6 +653,9 @@ set grid ytics
 set yrange [0:*]
 set title "$ROWS rows, no-op handler"
 plot "chart.raw1" w lp lw 2 t "raw loop, 1 row/txn", \
+     "chart.rawc" w lp lw 2 t "raw loop, cursor claim", \
+     "chart.rawrr" w lp lw 2 t "raw loop, REPEATABLE READ", \
+     "chart.bean" w lp lw 2 t "beanstalkd -f 0", \
      "chart.raw10" w lp lw 2 t "raw loop, 10 rows/txn", \
      "chart.php" w lp lw 2 t "PHP worker (article)", \
      "chart.rowq1" w lp lw 2 dt 2 t "rowq pipe, batch 1", \
@@ -549,7 +692,7 @@ bench/analysis.md, written by hand from a run like this one.
 ## Throughput
 Rows per second, median of $RUNS run(s); in brackets, the ratio to the
 loop it is measured against in the same run (raw loop 1 row/transaction for
-the 10-row loop, PHP and rowq batch 1; the 10-row loop for rowq batch 10;
+the anchors, the 10-row loop, PHP and rowq batch 1; the 10-row loop for rowq batch 10;
 the spawning loop for rowq exec). $ROWS rows per run, $EXEC_ROWS for the two
 contenders that start a process per row. Every run is checked: every row
 sent, \`done_count\` exactly 1 everywhere.
@@ -566,6 +709,16 @@ client CPU is user + system time of the contender and all its processes
 (rowq: supervisor, worker, handler); server CPU is mariadbd's.
 
 $(costs)
+
+## Purge held back
+The same drain ($ROWS rows, $HELD_WORKERS workers), measured in turn without and
+with a read view held open by another connection for the whole drain
+(\`START TRANSACTION WITH CONSISTENT SNAPSHOT\`, as a long report or a
+backup would), so that purge cannot remove the index entries each
+\`done\` delete-marks; rows/s, median of $RUNS run(s), each drain given
+at most $HELD_LIMIT_S s (rows done over the time taken).
+
+$(held_table)
 
 ## Residue: $RESIDUE_WAITING waiting rows behind $RESIDUE finished ones
 rowq, pipe handler, batch 1, $RESIDUE_WORKERS workers; rows/s, median of $RESIDUE_RUNS run(s) for the
@@ -612,7 +765,7 @@ Steady state: \`rowq run\` idle after handling rows; KiB from /proc.
 | supervisor | $(echo "$SUP_MEM" | tr ' ' '|' | sed 's/|/ | /g') |
 | worker (largest) | $(echo "$WORKER_MEM" | tr ' ' '|' | sed 's/|/ | /g') |
 
-## Targets (issue 6), as measured in this run
+## Targets (issues 6 and 16), as measured in this run
 
 $(targets)
 
@@ -629,6 +782,8 @@ echo
 table
 echo
 costs
+echo
+held_table
 echo
 echo "residue: small $RES_SMALL rows/s, $RESIDUE finished + good index $RES_GOOD, article's index $RES_ARTICLE"
 echo "idle: $CLAIMS_PER_IDLE claims/worker/interval, $QPS_PER_WORKER queries/s/worker; pickup median $LAT_MEDIAN ms (max $LAT_MAX)"

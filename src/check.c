@@ -58,6 +58,69 @@ check_key_nullable(const struct queue *q, const struct column *cols,
 	    q->select.where, cols[k].name);
 }
 
+/* ---- the claim from a cursor ---- */
+
+/* A derived statement on one line, for the log. */
+static void
+check_cursor_line(const struct queue *q, const char *what, struct buf *b)
+{
+	for (size_t i = 0; i < b->len; i++)
+		if (b->data[i] == '\n')
+			b->data[i] = ' ';
+	log_debug("%s: %s: %s", q->select.where, what, b->data);
+	buf_reset(b);
+}
+
+/*
+ * Whether the queue's claims can scan the primary key from a cursor
+ * (cursor.c).  With -d the derived statements are logged; under `rowq
+ * check` a select of another shape gets one note that says what today's
+ * claim costs and which shape avoids it.  Never a problem: both claims
+ * work.
+ */
+static void
+check_cursor(struct db *db, const struct queue *q, const struct column *cols,
+    size_t ncols, bool explain)
+{
+	struct cursor_claim c;
+	struct buf b = { 0 };
+
+	if (cursor_derive(&c, q->select.positional) == 0 &&
+	    cursor_confirm(db, &c, cols, ncols) == 0) {
+		log_debug("%s: the claim scans the primary key of %s from a "
+		    "cursor, the last %s this worker claimed (of a batch: its "
+		    "last), falling back to the first waiting row when it finds "
+		    "nothing, every %d claims and at least every %d ms",
+		    q->select.where, c.table, c.key_column,
+		    CURSOR_FALLBACK_CLAIMS, CURSOR_FALLBACK_MS);
+		cursor_claim_sql(&b, &c, CURSOR_AFTER, NULL, q->batch);
+		check_cursor_line(q, "claim", &b);
+		cursor_start_sql(&b, &c);
+		check_cursor_line(q, "fallback, first (locks nothing)", &b);
+		cursor_claim_sql(&b, &c, CURSOR_AT, NULL, q->batch);
+		check_cursor_line(q, "fallback, then", &b);
+	} else if (explain) {
+		/* A note, not a warning: the shape may be chosen on purpose. */
+		log_info("%s: the claim cannot scan the primary key from a "
+		    "cursor: the select %s.  It reads through the index that "
+		    "serves the WHERE, and at READ COMMITTED such a claim keeps "
+		    "every row it read and rejected (a row waiting for its "
+		    "retry, say) locked until the worker commits, that is while "
+		    "the handler runs, so the application's UPDATE of such a "
+		    "row waits; and each row finished since purge last ran "
+		    "leaves a delete-marked index entry that every claim looks "
+		    "up in the table, which slows claims down while a long "
+		    "transaction holds purge back.  A select of one table "
+		    "ordered by its integer primary key ascending (ORDER BY id) "
+		    "has neither cost", q->select.where, c.reason);
+	} else {
+		log_debug("%s: the claim does not scan the primary key from a "
+		    "cursor: the select %s", q->select.where, c.reason);
+	}
+	buf_free(&b);
+	cursor_free(&c);
+}
+
 /* ---- the claim's plan ---- */
 
 /*
@@ -865,6 +928,7 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	if (explain)
 		check_key_nullable(q, cols, ncols);
 	config_warn_option_args(q, cols, ncols);
+	check_cursor(db, q, cols, ncols, explain);
 	db_stmt_free(claim);
 	problems += check_plan(db, q, explain);
 	problems += check_statement(db, &q->done);

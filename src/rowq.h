@@ -111,6 +111,33 @@ int	 sql_check_select(const char *text, char *err, size_t errlen);
 char	*sql_claim(const char *select, int batch);	/* caller frees */
 void	 sql_free(struct sql *);
 
+/* A statement as tokens, for code that reads its structure. */
+#define SQL_TOKENS_MAX		65536
+
+enum sql_token_kind {
+	SQL_TOKEN_WORD,		/* keyword or bare identifier */
+	SQL_TOKEN_NAME,		/* `quoted identifier`, quotes included */
+	SQL_TOKEN_STRING,	/* 'literal' or "literal", quotes included */
+	SQL_TOKEN_NUMBER,
+	SQL_TOKEN_PUNCT,	/* one operator or punctuation mark */
+	SQL_TOKEN_EXEC_COMMENT,	/* a comment the server reads: !, M!, + */
+};
+
+struct sql_token {
+	enum sql_token_kind kind;
+	size_t		 start;		/* offset in the text */
+	size_t		 len;
+	int		 depth;		/* parentheses around it */
+};
+
+/* 0 and *out (caller frees), or -1 with err for an unterminated literal. */
+int	 sql_tokenize(const char *text, struct sql_token **out, size_t *n,
+	    char *err, size_t errlen);
+bool	 sql_token_is(const char *text, const struct sql_token *,
+	    const char *word);
+void	 sql_tokens_text(struct buf *, const char *text,
+	    const struct sql_token *, size_t from, size_t to);
+
 /* ---- config.c: the only includer of <yaml.h> ---- */
 
 enum handler_kind {
@@ -507,6 +534,55 @@ enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
 		    size_t nrows, unsigned long long *affected);
 void		 rowset_clear(struct rowset *, size_t ncols);
 void		 columns_free(struct column *, size_t);
+
+/* ---- cursor.c: the claim that scans the primary key from a cursor ---- */
+
+#define CURSOR_KEY_MAX		24	/* 20 digits, a sign, NUL, to spare */
+#define CURSOR_FALLBACK_CLAIMS	1000	/* fast claims between fallbacks */
+#define CURSOR_FALLBACK_MS	1000	/* and at least this often */
+
+/*
+ * A select of the common shape (one table, ORDER BY its primary key
+ * ascending) in the parts the cursor claims are built from.  Every text is
+ * as the select writes it, comments dropped.
+ */
+struct cursor_claim {
+	char	*reason;	/* NULL: the shape holds; else "the select ..." */
+	char	*schema;	/* unquoted; NULL: the connection's database */
+	char	*table;		/* unquoted */
+	char	*key_column;	/* the ORDER BY column, unquoted */
+	char	*key_ref;	/* as written: id, e.id, `id` */
+	char	*columns;	/* "SELECT ..." up to FROM */
+	char	*table_ref;	/* "email AS e", without index hints */
+	char	*hints;		/* the select's own index hints, or "" */
+	char	*where;		/* the WHERE's condition; NULL: none */
+	size_t	 key_index;	/* cursor_confirm: the key among the columns */
+};
+
+enum cursor_from {
+	CURSOR_AFTER,		/* key > the last one claimed: the fast claim */
+	CURSOR_AT,		/* key >= the start's: the fallback claim */
+};
+
+/* Where one worker's claims are: see cursor_fallback_due, cursor_claimed. */
+struct cursor_state {
+	char	 last[CURSOR_KEY_MAX];	/* "": none; the next claim falls back */
+	int	 claims;		/* fast claims since the last fallback */
+	int64_t	 fallback_ms;		/* now_ms() of the last fallback */
+};
+
+int	 cursor_derive(struct cursor_claim *, const char *select);
+int	 cursor_confirm(struct db *, struct cursor_claim *,
+	    const struct column *, size_t ncols);
+void	 cursor_claim_sql(struct buf *, const struct cursor_claim *,
+	    enum cursor_from, const char *key, int limit);
+void	 cursor_start_sql(struct buf *, const struct cursor_claim *);
+bool	 cursor_key_valid(const char *, size_t);
+void	 cursor_free(struct cursor_claim *);
+void	 cursor_rewind(struct cursor_state *);
+bool	 cursor_fallback_due(const struct cursor_state *, int64_t now_ms);
+int	 cursor_claimed(struct cursor_state *, enum cursor_from,
+	    const char *key, size_t len, int64_t now_ms);
 
 /* ---- stats.c: counters shared by workers and the supervisor ---- */
 

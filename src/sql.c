@@ -276,3 +276,138 @@ sql_claim(const char *select, int batch)
 	buf_printf(&b, "%s\nLIMIT %d FOR UPDATE SKIP LOCKED", select, batch);
 	return buf_steal(&b);
 }
+
+/*
+ * The tokens of a statement, for code that needs its structure (cursor.c).
+ * Built on sql_skip, so it agrees with sql_compile on what is a literal, a
+ * quoted name and a comment.  Comments are dropped, except those the server
+ * reads: an executable comment (opened by slash, star and '!' or "M!") runs
+ * its contents, and one opened with '+' is an optimizer hint; they come
+ * back whole as SQL_TOKEN_EXEC_COMMENT, so that a caller that rewrites the
+ * statement can refuse to.
+ */
+static bool
+sql_word_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '$' ||
+	    (unsigned char)c >= 0x80;
+}
+
+static size_t
+sql_punct_len(const char *s)
+{
+	static const char *const ops[] = { "<=>", "->>", "<=", ">=", "<>",
+	    "!=", "&&", "||", ":=", "<<", ">>", "->" };
+
+	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
+		if (strncmp(s, ops[k], strlen(ops[k])) == 0)
+			return strlen(ops[k]);
+	return 1;
+}
+
+static size_t
+sql_number_len(const char *s)
+{
+	size_t len = 0;
+
+	while (isalnum((unsigned char)s[len]) || s[len] == '.' ||
+	    ((s[len] == '+' || s[len] == '-') && len > 0 &&
+	    (s[len - 1] == 'e' || s[len - 1] == 'E') &&
+	    !(s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))))
+		len++;
+	return len;
+}
+
+int
+sql_tokenize(const char *text, struct sql_token **out, size_t *ntokens,
+    char *err, size_t errlen)
+{
+	struct sql_token *t = NULL;
+	size_t n = 0, cap = 0, i = 0;
+	int depth = 0;
+
+	while (text[i] != '\0') {
+		bool unterminated;
+		size_t len = sql_skip(text + i, &unterminated);
+		enum sql_token_kind kind;
+		char c = text[i];
+
+		if (unterminated) {
+			snprintf(err, errlen, "unterminated %s",
+			    c == '/' ? "comment" : "quoted string");
+			free(t);
+			return -1;
+		}
+		if (len > 0 && c == '/' && (text[i + 2] == '!' ||
+		    text[i + 2] == '+' || (text[i + 2] == 'M' &&
+		    text[i + 3] == '!')))
+			kind = SQL_TOKEN_EXEC_COMMENT;
+		else if (len > 0 && (c == '\'' || c == '"'))
+			kind = SQL_TOKEN_STRING;
+		else if (len > 0 && c == '`')
+			kind = SQL_TOKEN_NAME;
+		else if (len > 0) {		/* a comment */
+			i += len;
+			continue;
+		} else if (isspace((unsigned char)c)) {
+			i++;
+			continue;
+		} else if (isdigit((unsigned char)c) || (c == '.' &&
+		    isdigit((unsigned char)text[i + 1]))) {
+			kind = SQL_TOKEN_NUMBER;
+			len = sql_number_len(text + i);
+		} else if (sql_word_char(c)) {
+			kind = SQL_TOKEN_WORD;
+			for (len = 1; sql_word_char(text[i + len]); len++)
+				;
+		} else {
+			kind = SQL_TOKEN_PUNCT;
+			len = sql_punct_len(text + i);
+		}
+		if (n >= SQL_TOKENS_MAX) {
+			snprintf(err, errlen, "longer than %d tokens",
+			    SQL_TOKENS_MAX);
+			free(t);
+			return -1;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			t = xrealloc(t, cap * sizeof(*t));
+		}
+		if (c == ')' && kind == SQL_TOKEN_PUNCT)
+			depth--;
+		t[n++] = (struct sql_token){ kind, i, len, depth };
+		if (c == '(' && kind == SQL_TOKEN_PUNCT)
+			depth++;
+		i += len;
+	}
+	*out = t;
+	*ntokens = n;
+	return 0;
+}
+
+/* A word token, compared without regard to case. */
+bool
+sql_token_is(const char *text, const struct sql_token *t, const char *word)
+{
+	return (t->kind == SQL_TOKEN_WORD || t->kind == SQL_TOKEN_PUNCT) &&
+	    strlen(word) == t->len && strncasecmp(text + t->start, word,
+	    t->len) == 0;
+}
+
+/*
+ * Tokens [from, to) as text: one space wherever the statement had white
+ * space or a comment between two of them, nothing where it had none, so
+ * that `a.b` and `f(x)` stay whole and no comment can swallow what a
+ * caller appends.
+ */
+void
+sql_tokens_text(struct buf *b, const char *text, const struct sql_token *t,
+    size_t from, size_t to)
+{
+	for (size_t k = from; k < to; k++) {
+		if (k > from && t[k - 1].start + t[k - 1].len < t[k].start)
+			buf_putc(b, ' ');
+		buf_append(b, text + t[k].start, t[k].len);
+	}
+}
