@@ -45,6 +45,8 @@ turn_forget_pending(struct worker *w)
 	t->uncommitted = false;
 	if (w->recent != NULL)
 		recent_rollback(w->recent);
+	/* The rows it claimed are waiting again, behind the cursor. */
+	cursor_rewind(&w->cursor_at);
 }
 
 /*

@@ -114,6 +114,10 @@ worker_disconnect(struct worker *w)
 	w->claim = NULL;
 	free(w->claim_sql);
 	w->claim_sql = NULL;
+	db_stmt_free(w->cursor_start);
+	w->cursor_start = NULL;
+	w->cursor_on = false;
+	cursor_rewind(&w->cursor_at);
 	/* A transaction on the link goes with it. */
 	if (w->turn.uncommitted)
 		turn_rolled_back(w);
@@ -177,6 +181,42 @@ worker_prepare_claim(struct worker *w)
 	return CONNECT_OK;
 }
 
+/*
+ * Whether the claim can scan the primary key from a cursor: the select's
+ * shape is derived once, the key confirmed for each connection (an ALTER
+ * TABLE may have changed it).  When it cannot, the select's own claim is
+ * used, which works too; `rowq check` says what that costs.
+ */
+static enum connect_status
+worker_prepare_cursor(struct worker *w)
+{
+	enum db_status st;
+	struct buf b = { 0 };
+
+	if (!w->cursor_derived) {
+		w->cursor_derived = true;
+		(void)cursor_derive(&w->cursor, w->q->select.positional);
+	}
+	if (w->cursor.reason != NULL ||
+	    cursor_confirm(w->db, &w->cursor, w->cols, w->ncols) != 0) {
+		log_debug("%s: claims without a cursor: the select %s",
+		    w->q->select.where, w->cursor.reason);
+		return CONNECT_OK;
+	}
+	cursor_start_sql(&b, &w->cursor);
+	w->cursor_start = db_prepare(w->db, b.data, &st);
+	buf_free(&b);
+	if (w->cursor_start == NULL) {
+		log_error("%s: the cursor claim's first key: %s",
+		    w->q->select.where, db_error(w->db));
+		return st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
+	}
+	log_debug("%s: claims scan the primary key from a cursor",
+	    w->q->select.where);
+	w->cursor_on = true;
+	return CONNECT_OK;
+}
+
 /* Connect and prepare everything. */
 enum connect_status
 worker_connect(struct worker *w)
@@ -191,6 +231,7 @@ worker_connect(struct worker *w)
 	if (st != DB_OK)
 		return st == DB_CONFIG ? CONNECT_CONFIG : CONNECT_AWAY;
 	if ((r = worker_prepare_claim(w)) != CONNECT_OK ||
+	    (r = worker_prepare_cursor(w)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->done, &w->q->done)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->retry, &w->q->retry.update)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->failed, &w->q->failed)) != CONNECT_OK ||
@@ -359,6 +400,119 @@ worker_claim_time(struct worker *w, int64_t us, bool with_commit)
 }
 
 /*
+ * Run a claim's text, behind the COMMIT of the last turn when it is still
+ * to be sent (*commit_first, cleared once sent), and the savepoint a bulk
+ * done may go back to.
+ */
+static enum db_status
+worker_claim_text(struct worker *w, const char *claim, bool *commit_first,
+    bool *committed)
+{
+	struct buf *b = &w->cursor_sql;
+	enum db_status st;
+	bool first = *commit_first;
+
+	buf_reset(b);
+	buf_printf(b, "%s%s", first ? COMMIT_FIRST : "", claim);
+	if (w->bulk_done)
+		buf_printf(b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
+	bool sent = false;
+
+	st = db_select(w->db, b->data, first, w->cols, w->ncols,
+	    &w->turn.rows, &sent);
+	if (sent) {
+		*committed = true;
+		*commit_first = false;
+	}
+	return st;
+}
+
+/* The cursor claim from key, after it or at it (cursor.c). */
+static enum db_status
+worker_claim_from(struct worker *w, enum cursor_from from, const char *key,
+    int limit, bool *commit_first, bool *committed)
+{
+	struct buf claim = { 0 };
+	enum db_status st;
+
+	cursor_claim_sql(&claim, &w->cursor, from, key, limit);
+	st = worker_claim_text(w, claim.data, commit_first, committed);
+	buf_free(&claim);
+	return st;
+}
+
+/*
+ * The first waiting key, for the fallback: a plain read through the
+ * select's own index, which locks nothing.  *key is "" when no row waits.
+ */
+static enum db_status
+worker_first_key(struct worker *w, char *key, size_t len)
+{
+	struct rowset rs = { 0 };
+	enum db_status st = db_stmt_fetch_all(w->cursor_start, NULL, 0, &rs);
+
+	key[0] = '\0';
+	if (st == DB_OK && rs.nrows > 0 && rs.rows[0].value[0] != NULL &&
+	    cursor_key_valid(rs.rows[0].value[0], rs.rows[0].len[0]))
+		snprintf(key, len, "%s", rs.rows[0].value[0]);
+	rowset_clear(&rs, 1);
+	free(rs.rows);
+	return st;
+}
+
+/* The cursor moves to the last key claimed, or back when there is none. */
+static void
+worker_cursor_moved(struct worker *w, enum cursor_from from)
+{
+	const struct rowset *rs = &w->turn.rows;
+	const struct row *last = rs->nrows ? &rs->rows[rs->nrows - 1] : NULL;
+	size_t k = w->cursor.key_index;
+
+	if (cursor_claimed(&w->cursor_at, from, last ? last->value[k] : NULL,
+	    last ? last->len[k] : 0, now_ms()) != 0)
+		log_warnx("%s: the key %s cannot be a cursor; claiming from "
+		    "the first waiting row", w->q->select.where,
+		    last->value[k] ? last->value[k] : "NULL");
+}
+
+/*
+ * The claim that scans the primary key: from the last key this worker
+ * claimed, and when that finds nothing (rows behind the cursor: a retry
+ * come due, a rolled back claim, a late INSERT), every CURSOR_FALLBACK_*,
+ * or at the start, from the first waiting row.  *fallback says which ran.
+ */
+static enum db_status
+worker_claim_cursor(struct worker *w, int limit, bool *commit_first,
+    bool *committed, bool *fallback)
+{
+	char key[CURSOR_KEY_MAX];
+	enum db_status st;
+
+	*fallback = false;
+	if (!cursor_fallback_due(&w->cursor_at, now_ms())) {
+		st = worker_claim_from(w, CURSOR_AFTER, w->cursor_at.last,
+		    limit, commit_first, committed);
+		if (st != DB_OK)
+			return st;
+		worker_cursor_moved(w, CURSOR_AFTER);
+		if (w->turn.rows.nrows > 0)
+			return DB_OK;
+	}
+	*fallback = true;
+	if ((st = worker_first_key(w, key, sizeof(key))) != DB_OK)
+		return st;
+	if (key[0] == '\0') {
+		cursor_claimed(&w->cursor_at, CURSOR_AT, NULL, 0, now_ms());
+		return DB_OK;
+	}
+	st = worker_claim_from(w, CURSOR_AT, key, limit, commit_first,
+	    committed);
+	if (st == DB_OK)
+		worker_cursor_moved(w, CURSOR_AT);
+	return st;
+}
+
+/*
  * Claim a batch, committing the last turn's rows in the same round trip
  * when they are still uncommitted.  Returns rows claimed, or -1 after a
  * database error.
@@ -367,28 +521,33 @@ int
 worker_claim(struct worker *w)
 {
 	int limit = turn_next_limit(w);
-	bool commit_first = w->turn.uncommitted, committed;
+	bool commit_first = w->turn.uncommitted, with_commit = commit_first;
+	bool committed = false, fallback = false;
 	enum db_status st;
 	struct timespec t0, t1;
-	const char *sql;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (limit != w->claim_limit)
-		worker_claim_sql(w, limit);
-	sql = w->claim_sql + (commit_first ? 0 : strlen(COMMIT_FIRST));
 	turn_begin(w);
 	w->turn.limit = limit;
-	st = db_select(w->db, sql, commit_first, w->cols, w->ncols,
-	    &w->turn.rows, &committed);
-	if (commit_first && !committed) {
-		worker_db_failed(w, st, "commit");
-		turn_rolled_back(w);
-		return -1;
+	if (w->cursor_on) {
+		st = worker_claim_cursor(w, limit, &commit_first, &committed,
+		    &fallback);
+	} else {
+		if (limit != w->claim_limit)
+			worker_claim_sql(w, limit);
+		st = db_select(w->db, w->claim_sql + (commit_first ? 0 :
+		    strlen(COMMIT_FIRST)), commit_first, w->cols, w->ncols,
+		    &w->turn.rows, &committed);
 	}
-	if (commit_first)
+	/*
+	 * The last turn's rows count once their COMMIT went through; an
+	 * empty fallback leaves it for worker_commit.
+	 */
+	if (committed)
 		turn_committed(w);
 	if (st != DB_OK) {
-		worker_db_failed(w, st, "claim");
+		worker_db_failed(w, st, with_commit && !committed ? "commit" :
+		    "claim");
 		turn_rolled_back(w);
 		return -1;
 	}
@@ -397,7 +556,9 @@ worker_claim(struct worker *w)
 	    (t1.tv_nsec - t0.tv_nsec) / 1000;
 	if (w->args->stats)
 		histogram_add(&w->args->stats->claim, us);
-	worker_claim_time(w, us, commit_first);
+	/* A fallback is two statements: not the usual claim to compare. */
+	if (!fallback)
+		worker_claim_time(w, us, with_commit);
 	if (worker_hot_loop(w))
 		return -1;
 	return (int)w->turn.rows.nrows;
@@ -740,6 +901,8 @@ worker_free(struct worker *w)
 		pipe_stop(&w->pipe, grace < 5000 ? grace : 5000);
 	worker_disconnect(w);
 	turn_free(&w->turn);
+	cursor_free(&w->cursor);
+	buf_free(&w->cursor_sql);
 	recent_free(w->recent);
 	free(w->path);
 	handler_env_free(w->pipe.envp);

@@ -95,6 +95,17 @@ struct worker {
 	char			*claim_sql;
 	int			 claim_limit;
 	bool			 bulk_done;	/* see finish_batches_done */
+	/*
+	 * The claim that scans the primary key from this worker's last key
+	 * (cursor.c), when the select has the shape: derived once, confirmed
+	 * for each connection.
+	 */
+	struct cursor_claim	 cursor;
+	bool			 cursor_derived;
+	bool			 cursor_on;	/* confirmed on this connection */
+	struct db_stmt		*cursor_start;	/* the fallback's first key */
+	struct cursor_state	 cursor_at;
+	struct buf		 cursor_sql;
 	struct bound		 done, retry, failed, lease, renew;
 	/* The connection's layout: the prepared claim's columns. */
 	const struct column	*cols;
