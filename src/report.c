@@ -58,6 +58,22 @@ report_workers_up(const struct supervisor *s, const struct queue *q)
 	return up;
 }
 
+/* Workers of the queue busy with a row: each holds that row. */
+static long
+report_busy(const struct supervisor *s, const char *queue)
+{
+	long busy = 0;
+
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->used && sl->pid != 0 &&
+		    sl->stats->state == WORKER_BUSY &&
+		    strcmp(sl->queue->name, queue) == 0)
+			busy++;
+	}
+	return busy;
+}
+
 static void
 report_worker_line(struct buf *b, const struct slot *sl, int64_t wall)
 {
@@ -124,6 +140,8 @@ report_status_text(struct supervisor *s, struct buf *b)
 		status_field(b, "queue", q->name);
 		report_num(b, "workers", (unsigned long long)
 		    report_workers_up(s, q));
+		report_num(b, "busy", (unsigned long long)
+		    report_busy(s, q->name));
 		report_num(b, "done", t.done);
 		report_num(b, "retried", t.retried);
 		report_num(b, "failed", t.failed);
@@ -193,8 +211,11 @@ report_metrics(void *ctx, struct buf *b)
 		m[i].ready = m[i].in_progress = -1;
 		m[i].oldest_age_s = m[i].failed_rows = -1;
 		if (fresh && i < p->nqueues && p->ok[i]) {
-			m[i].ready = p->queue[i].ready;
-			m[i].in_progress = p->queue[i].in_progress;
+			long ready, in_progress;
+			status_split(q, &p->queue[i], report_busy(s, q->name),
+			    &ready, &in_progress);
+			m[i].ready = ready;
+			m[i].in_progress = in_progress;
 			m[i].oldest_age_s = p->queue[i].oldest_age_s;
 			/* The row was this old when the probe looked. */
 			if (m[i].oldest_age_s >= 0)

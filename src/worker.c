@@ -1370,7 +1370,8 @@ worker_run(const struct worker_args *args)
 		int n = w.q->lease.enabled ? worker_turn_lease(&w) :
 		    worker_turn_transaction(&w);
 		if (n == 0) {
-			if (args->drain)
+			/* Rows held by others may come back: wait for them. */
+			if (args->drain && status_select_finds(w.db, w.q) == 0)
 				break;
 			worker_set_state(&w, WORKER_IDLE, NULL);
 			proc_title("rowq: %s worker %d (idle)", w.q->name,
