@@ -52,8 +52,8 @@ report_workers_up(const struct supervisor *s, const struct queue *q)
 	int up = 0;
 
 	for (int i = 0; i < s->nslots; i++)
-		if (s->slots[i].used && s->slots[i].pid != 0 &&
-		    !s->slots[i].retiring && s->slots[i].queue == q)
+		if (s->slots[i].state == SLOT_RUNNING &&
+		    s->slots[i].queue == q)
 			up++;
 	return up;
 }
@@ -66,8 +66,7 @@ report_busy(const struct supervisor *s, const char *queue)
 
 	for (int i = 0; i < s->nslots; i++) {
 		const struct slot *sl = &s->slots[i];
-		if (sl->used && sl->pid != 0 &&
-		    sl->stats->state == WORKER_BUSY &&
+		if (sl->pid != 0 && sl->stats->state == WORKER_BUSY &&
 		    strcmp(sl->queue->name, queue) == 0)
 			busy++;
 	}
@@ -97,7 +96,7 @@ report_worker_line(struct buf *b, const struct slot *sl, int64_t wall)
 	report_num(b, "for", sl->pid != 0 && w->since_ms > 0 &&
 	    wall > w->since_ms ? (unsigned long long)(wall - w->since_ms) /
 	    1000 : 0);
-	report_num(b, "retiring", sl->retiring ? 1 : 0);
+	report_num(b, "retiring", sl->state == SLOT_RETIRING ? 1 : 0);
 	report_num(b, "done", w->done);
 	status_field(b, "last_death", sl->last_death);
 	buf_putc(b, '\n');
@@ -132,7 +131,7 @@ report_status_text(struct supervisor *s, struct buf *b)
 		struct totals t = supervisor_count(s, q->name);
 		uint64_t rate = 0;
 		for (int k = 0; k < s->nslots; k++)
-			if (s->slots[k].used && s->slots[k].pid != 0 &&
+			if (s->slots[k].pid != 0 &&
 			    strcmp(s->slots[k].queue->name, q->name) == 0)
 				rate += rate_sum(&s->slots[k].stats->rate,
 				    wall / 1000);
@@ -155,7 +154,7 @@ report_status_text(struct supervisor *s, struct buf *b)
 		buf_putc(b, '\n');
 	}
 	for (int k = 0; k < s->nslots; k++)
-		if (s->slots[k].used)
+		if (s->slots[k].state != SLOT_FREE)
 			report_worker_line(b, &s->slots[k], wall);
 }
 
