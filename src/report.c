@@ -260,10 +260,10 @@ report_probe(struct supervisor *s)
 		return;
 	}
 	if (pid == 0) {
-		close(s->sigfd);
-		if (s->status_fd >= 0)
-			close(s->status_fd);
+		proc_close_inherited();
 		proc_child_signals();
+		/* A database that hangs up is a failed probe, not a death. */
+		signal(SIGPIPE, SIG_IGN);
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);

@@ -197,7 +197,12 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 			.stats = sl->stats,
 			.close_fd = -1,
 		};
-		close(s->sigfd);
+		/*
+		 * Nothing of ours is the worker's: not the signalfd, not the
+		 * status and metrics listeners or their clients.  (The
+		 * worker ignores SIGPIPE again itself.)
+		 */
+		proc_close_inherited();
 		proc_child_signals();
 		/* If the supervisor dies, so do we: at once, rows roll back. */
 		(void)prctl(PR_SET_PDEATHSIG, SIGQUIT);
