@@ -926,7 +926,9 @@ supervisor_loop(struct supervisor *s)
 			next_progress = now + 1000;
 		}
 		report_tick(s, now, &next);
-		struct pollfd p[4] = { { .fd = s->sigfd, .events = POLLIN } };
+		struct pollfd p[SUPERVISOR_POLL_MAX] = {
+			{ .fd = s->sigfd, .events = POLLIN },
+		};
 		nfds_t np = 1;
 		report_poll_fds(s, p, &np);
 		int64_t wait = next - now;

@@ -93,6 +93,22 @@ struct shared {
 	char		 check_error[256];
 };
 
+/*
+ * A status client whose answer did not fit the socket at once: the rest
+ * is written as the socket takes it, until a deadline (report.c).
+ */
+#define STATUS_CLIENTS_MAX	8
+/* The supervisor's pollfds: the signalfd, the status listener, metrics. */
+#define SUPERVISOR_POLL_MAX	(3 + STATUS_CLIENTS_MAX)
+
+struct status_client {
+	bool		 busy;		/* false: a free entry */
+	int		 fd;
+	struct buf	 out;
+	size_t		 off;		/* written so far */
+	int64_t		 deadline_ms;
+};
+
 struct supervisor {
 	const struct run_options *opts;
 	int			 sigfd;
@@ -122,6 +138,8 @@ struct supervisor {
 	/* What the daemon tells others: report.c. */
 	int			 status_fd;	/* -1: no status socket */
 	char			*status_path;
+	struct status_client	 status_clients[STATUS_CLIENTS_MAX];
+	int64_t			 accept_paused_until_ms; /* EMFILE: 0 none */
 	struct metrics		*metrics;
 	pid_t			 probe_pid;	/* 0: no database probe running */
 	int64_t			 probe_started_ms;
