@@ -36,3 +36,19 @@ import json, sys
 q = json.loads(sys.argv[1])["queues"][0]
 assert q["ready"] == 8, q
 PY
+
+# With a daemon: IN_PROGRESS is its workers busy with a row (2, each on
+# a long row), READY the rest of what the select finds (8 - 2).
+sed -i '/SLEEP(0.25)/d' rowq.yaml
+sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/rowq.sock\nqueues:|" rowq.yaml
+sed -i "s|^    exec: .*|    exec: [$HANDLERS/fake, sleep, 20000, $ROWQ_TEST_TMP/handled]|" rowq.yaml
+rowq_start rowq.yaml rowq.log
+on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/rowq.log"'
+wait_until 10 '[ "$(wc -l <handled 2>/dev/null || echo 0)" -ge 2 ]' || fail "the workers did not start their rows"
+wait_until 5 '"$ROWQ" -c rowq.yaml status --json 2>/dev/null | grep -q "\"in_progress\":2"' ||
+	fail "status with busy workers: $("$ROWQ" -c rowq.yaml status --json 2>&1)"
+python3 - "$("$ROWQ" -c rowq.yaml status --json 2>/dev/null)" <<'PY' || fail "status --json with the daemon"
+import json, sys
+q = json.loads(sys.argv[1])["queues"][0]
+assert (q["ready"], q["in_progress"], q["daemon"]["busy"]) == (6, 2, 2), q
+PY
