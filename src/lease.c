@@ -179,7 +179,9 @@ lease_turn(struct worker *w)
 		return -1;
 	if (worker_commit(w) != 0)
 		return -1;
-	worker_turn_end(w, nleased);
+	n = worker_turn_end(w, nleased, n);
+	if (nleased == 0)
+		return n;
 	for (int i = 0; i < n; i++) {
 		if (!leased[i] || w->stopper.stop)
 			continue;

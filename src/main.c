@@ -5,6 +5,7 @@
 #include "rowq.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -231,6 +232,13 @@ main(int argc, char **argv)
 	const char *path = ROWQ_DEFAULT_CONFIG;
 	int c;
 
+	proc_std_fds();
+	/*
+	 * A peer that goes away (the database, a handler, a status client)
+	 * is an error to handle where it happens, not a death.  Children
+	 * that exec get the default back (proc_child_signals).
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	log_init("rowq");
 	proc_title_init(argc, argv);
 	while ((c = getopt_long(argc, argv, "+c:dhV", longopts, NULL)) != -1) {

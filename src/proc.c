@@ -8,11 +8,13 @@
 #include "rowq.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +73,43 @@ proc_child_signals(void)
 	}
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/*
+ * Close every descriptor from 3 up.  For a child forked to run rowq's own
+ * code (a worker, the metrics probe), which never execs, so that O_CLOEXEC
+ * does not help: the supervisor's signalfd, its status and metrics
+ * listeners and their clients are not the child's to hold.
+ */
+void
+proc_close_inherited(void)
+{
+	if (syscall(SYS_close_range, 3U, ~0U, 0) == -1)
+		for (int fd = 3; fd < 4096; fd++)
+			(void)close(fd);
+}
+
+/*
+ * Standard input, output and error open, on /dev/null where they were
+ * closed: else the next descriptor opened (a signalfd, a socket) would
+ * take their number, and a stray write to stdout or stderr would land in
+ * it.  First thing in main; on failure there is nowhere to say so.
+ */
+void
+proc_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		int null = open("/dev/null", O_RDWR);
+		if (null == -1)
+			_exit(ROWQ_EXIT_FAILURE);
+		if (null != fd) {
+			/* The lowest free one is fd, unless something raced. */
+			(void)dup2(null, fd);
+			(void)close(null);
+		}
+	}
 }
 
 void

@@ -26,7 +26,9 @@
 #define PROBE_MAX_MS		60000
 #define TEXTFILE_EVERY_MS	15000
 /* A client of the status socket gets this long to take its answer. */
-#define STATUS_SEND_TIMEOUT_S	2
+#define STATUS_CLIENT_TIMEOUT_MS	2000
+/* Out of descriptors: no accept for this long. */
+#define ACCEPT_PAUSE_MS			1000
 
 static const char *const state_names[] = {
 	[WORKER_STARTING] = "starting",
@@ -52,10 +54,25 @@ report_workers_up(const struct supervisor *s, const struct queue *q)
 	int up = 0;
 
 	for (int i = 0; i < s->nslots; i++)
-		if (s->slots[i].used && s->slots[i].pid != 0 &&
-		    !s->slots[i].retiring && s->slots[i].queue == q)
+		if (s->slots[i].state == SLOT_RUNNING &&
+		    s->slots[i].queue == q)
 			up++;
 	return up;
+}
+
+/* Workers of the queue busy with a row: each holds that row. */
+static long
+report_busy(const struct supervisor *s, const char *queue)
+{
+	long busy = 0;
+
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->pid != 0 && sl->stats->state == WORKER_BUSY &&
+		    strcmp(sl->queue->name, queue) == 0)
+			busy++;
+	}
+	return busy;
 }
 
 static void
@@ -81,7 +98,7 @@ report_worker_line(struct buf *b, const struct slot *sl, int64_t wall)
 	report_num(b, "for", sl->pid != 0 && w->since_ms > 0 &&
 	    wall > w->since_ms ? (unsigned long long)(wall - w->since_ms) /
 	    1000 : 0);
-	report_num(b, "retiring", sl->retiring ? 1 : 0);
+	report_num(b, "retiring", sl->state == SLOT_RETIRING ? 1 : 0);
 	report_num(b, "done", w->done);
 	status_field(b, "last_death", sl->last_death);
 	buf_putc(b, '\n');
@@ -116,7 +133,7 @@ report_status_text(struct supervisor *s, struct buf *b)
 		struct totals t = supervisor_count(s, q->name);
 		uint64_t rate = 0;
 		for (int k = 0; k < s->nslots; k++)
-			if (s->slots[k].used && s->slots[k].pid != 0 &&
+			if (s->slots[k].pid != 0 &&
 			    strcmp(s->slots[k].queue->name, q->name) == 0)
 				rate += rate_sum(&s->slots[k].stats->rate,
 				    wall / 1000);
@@ -124,6 +141,8 @@ report_status_text(struct supervisor *s, struct buf *b)
 		status_field(b, "queue", q->name);
 		report_num(b, "workers", (unsigned long long)
 		    report_workers_up(s, q));
+		report_num(b, "busy", (unsigned long long)
+		    report_busy(s, q->name));
 		report_num(b, "done", t.done);
 		report_num(b, "retried", t.retried);
 		report_num(b, "failed", t.failed);
@@ -137,31 +156,111 @@ report_status_text(struct supervisor *s, struct buf *b)
 		buf_putc(b, '\n');
 	}
 	for (int k = 0; k < s->nslots; k++)
-		if (s->slots[k].used)
+		if (s->slots[k].state != SLOT_FREE)
 			report_worker_line(b, &s->slots[k], wall);
 }
 
-/* One client: the whole answer, then close; a slow reader is cut off. */
+/*
+ * The status socket never blocks the loop (bgpd's control.c): clients are
+ * accepted non-blocking, each gets its answer written at once as far as
+ * the socket takes it, the rest when poll says it is writable.  At most
+ * STATUS_CLIENTS_MAX are served at a time: a new one takes the place of
+ * the oldest, so that clients that never read cannot keep others out.
+ * One that does not take its answer within STATUS_CLIENT_TIMEOUT_MS is
+ * cut off.  A client that never reads costs the memory of one answer,
+ * for that long at most.
+ */
 static void
-report_status_client(struct supervisor *s)
+report_client_close(struct status_client *c)
 {
-	struct timeval tv = { .tv_sec = STATUS_SEND_TIMEOUT_S };
-	struct buf b = { 0 };
-	int fd = accept4(s->status_fd, NULL, NULL, SOCK_CLOEXEC);
-	size_t off = 0;
+	(void)close(c->fd);
+	buf_free(&c->out);
+	memset(c, 0, sizeof(*c));
+}
 
-	if (fd == -1)
-		return;
-	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	report_status_text(s, &b);
-	while (off < b.len) {
-		ssize_t n = send(fd, b.data + off, b.len - off, MSG_NOSIGNAL);
-		if (n <= 0)
-			break;
-		off += (size_t)n;
+/* Write what the socket takes.  True when done: all written, or failed. */
+static bool
+report_client_write(struct status_client *c)
+{
+	while (c->off < c->out.len) {
+		ssize_t n = send(c->fd, c->out.data + c->off,
+		    c->out.len - c->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0)
+			c->off += (size_t)n;
+		else if (n == -1 && errno == EINTR)
+			continue;
+		else
+			return n == 0 || (errno != EAGAIN &&
+			    errno != EWOULDBLOCK);
 	}
-	close(fd);
-	buf_free(&b);
+	return true;
+}
+
+/* A free entry, or the oldest client's, cut off. */
+static struct status_client *
+report_client_entry(struct supervisor *s)
+{
+	struct status_client *oldest = &s->status_clients[0];
+
+	for (int i = 0; i < STATUS_CLIENTS_MAX; i++) {
+		struct status_client *c = &s->status_clients[i];
+		if (!c->busy)
+			return c;
+		if (c->deadline_ms < oldest->deadline_ms)
+			oldest = c;
+	}
+	log_debug("status socket: %d clients not reading; cutting off the "
+	    "oldest", STATUS_CLIENTS_MAX);
+	report_client_close(oldest);
+	return oldest;
+}
+
+/* Accept the clients waiting. */
+static void
+report_status_accept(struct supervisor *s)
+{
+	for (;;) {
+		struct status_client *c;
+		int fd = accept4(s->status_fd, NULL, NULL,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				log_warn("status socket: accept; pausing");
+				s->accept_paused_until_ms = now_ms() +
+				    ACCEPT_PAUSE_MS;
+			}
+			return;	/* EAGAIN: no more; the rest: next time */
+		}
+		c = report_client_entry(s);
+		c->busy = true;
+		c->fd = fd;
+		c->deadline_ms = now_ms() + STATUS_CLIENT_TIMEOUT_MS;
+		report_status_text(s, &c->out);
+		if (report_client_write(c))
+			report_client_close(c);
+	}
+}
+
+/* Clients past their deadline are cut off; *next: the earliest other. */
+static void
+report_clients_tick(struct supervisor *s, int64_t now, int64_t *next)
+{
+	for (int i = 0; i < STATUS_CLIENTS_MAX; i++) {
+		struct status_client *c = &s->status_clients[i];
+		if (!c->busy)
+			continue;
+		if (now >= c->deadline_ms) {
+			log_debug("status socket: a client took %zu of %zu "
+			    "bytes in %ds; cut off", c->off, c->out.len,
+			    STATUS_CLIENT_TIMEOUT_MS / 1000);
+			report_client_close(c);
+		} else if (c->deadline_ms < *next)
+			*next = c->deadline_ms;
+	}
+	if (s->accept_paused_until_ms > now &&
+	    s->accept_paused_until_ms < *next)
+		*next = s->accept_paused_until_ms;
 }
 
 /* Everything the metrics show, for the current generation's queues. */
@@ -193,8 +292,11 @@ report_metrics(void *ctx, struct buf *b)
 		m[i].ready = m[i].in_progress = -1;
 		m[i].oldest_age_s = m[i].failed_rows = -1;
 		if (fresh && i < p->nqueues && p->ok[i]) {
-			m[i].ready = p->queue[i].ready;
-			m[i].in_progress = p->queue[i].in_progress;
+			long ready, in_progress;
+			status_split(q, &p->queue[i], report_busy(s, q->name),
+			    &ready, &in_progress);
+			m[i].ready = ready;
+			m[i].in_progress = in_progress;
 			m[i].oldest_age_s = p->queue[i].oldest_age_s;
 			/* The row was this old when the probe looked. */
 			if (m[i].oldest_age_s >= 0)
@@ -240,10 +342,10 @@ report_probe(struct supervisor *s)
 		return;
 	}
 	if (pid == 0) {
-		close(s->sigfd);
-		if (s->status_fd >= 0)
-			close(s->status_fd);
+		proc_close_inherited();
 		proc_child_signals();
+		/* A database that hangs up is a failed probe, not a death. */
+		signal(SIGPIPE, SIG_IGN);
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
@@ -314,6 +416,9 @@ report_stop(struct supervisor *s)
 	if (s->probe != NULL)
 		munmap(s->probe, sizeof(*s->probe));
 	s->probe = NULL;
+	for (int i = 0; i < STATUS_CLIENTS_MAX; i++)
+		if (s->status_clients[i].busy)
+			report_client_close(&s->status_clients[i]);
 	if (s->status_fd >= 0) {
 		close(s->status_fd);
 		(void)unlink(s->status_path);
@@ -326,12 +431,30 @@ report_stop(struct supervisor *s)
 void
 report_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
-	if (s->status_fd >= 0)
+	if (s->status_fd >= 0 && now_ms() >= s->accept_paused_until_ms)
 		p[(*np)++] = (struct pollfd){ .fd = s->status_fd,
 		    .events = POLLIN };
+	for (int i = 0; i < STATUS_CLIENTS_MAX; i++)
+		if (s->status_clients[i].busy)
+			p[(*np)++] = (struct pollfd){
+			    .fd = s->status_clients[i].fd, .events = POLLOUT };
 	if (s->metrics != NULL)
 		p[(*np)++] = (struct pollfd){ .fd = metrics_fd(s->metrics),
 		    .events = POLLIN };
+}
+
+/* A client's socket is writable (or failed): write more, or close. */
+static void
+report_client_ready(struct supervisor *s, int fd)
+{
+	for (int i = 0; i < STATUS_CLIENTS_MAX; i++) {
+		struct status_client *c = &s->status_clients[i];
+		if (c->busy && c->fd == fd) {
+			if (report_client_write(c))
+				report_client_close(c);
+			return;
+		}
+	}
 }
 
 void
@@ -341,9 +464,11 @@ report_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 		if (p[i].revents == 0)
 			continue;
 		if (p[i].fd == s->status_fd)
-			report_status_client(s);
+			report_status_accept(s);
 		else if (s->metrics != NULL && p[i].fd == metrics_fd(s->metrics))
 			metrics_run(s->metrics);
+		else
+			report_client_ready(s, p[i].fd);
 	}
 }
 
@@ -357,6 +482,7 @@ report_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	const struct config *cfg = s->current->cfg;
 
+	report_clients_tick(s, now, next);
 	if (s->probe == NULL || s->stopping)
 		return;
 	if (s->probe_pid > 0 && now - s->probe_started_ms > PROBE_MAX_MS) {

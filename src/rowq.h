@@ -326,6 +326,8 @@ int64_t	 now_ms(void);			/* CLOCK_MONOTONIC */
 int64_t	 wall_ms(void);			/* CLOCK_REALTIME */
 int	 proc_signalfd(const int *signals, size_t n);
 void	 proc_child_signals(void);	/* undo the parent's signal setup */
+void	 proc_close_inherited(void);	/* a forked child: fds 3 and up */
+void	 proc_std_fds(void);		/* /dev/null on a closed 0, 1 or 2 */
 void	 stopper_init(struct stopper *, int64_t stop_timeout_ms);
 void	 stopper_read(struct stopper *);
 int	 stopper_sleep(struct stopper *, int64_t ms);
@@ -691,16 +693,18 @@ int	 checker_run(const struct config *, const struct checker *);
 
 #define STATUS_CAP		1000	/* rows counted at most, per count */
 
-/* What the database says of a queue, without holding any lock for long. */
+/* What the database says of a queue, read without taking any lock. */
 struct queue_db_status {
-	long		 ready;		/* claimable now; STATUS_CAP: or more */
-	long		 in_progress;	/* matching, but locked by a worker */
+	long		 waiting;	/* the select finds; STATUS_CAP: or more */
 	long long	 oldest_age_s;	/* -1: no age: column, or no row */
 	long long	 failed;	/* -1: no failed_count: */
 };
 
 int	 status_query(struct db *, const struct queue *,
 	    struct queue_db_status *);
+void	 status_split(const struct queue *, const struct queue_db_status *,
+	    long busy, long *ready, long *in_progress);
+int	 status_select_finds(struct db *, const struct queue *);
 char	*status_socket_path(const struct config *);	/* caller frees */
 int	 status_listen(const char *path);
 void	 status_field(struct buf *, const char *key, const char *value);

@@ -25,15 +25,6 @@
 
 /* ---- the database side ---- */
 
-static int
-status_key_index(const struct queue *q, const struct column *cols, size_t n)
-{
-	for (size_t i = 0; q->key_column && i < n; i++)
-		if (strcmp(cols[i].name, q->key_column) == 0)
-			return (int)i;
-	return 0;
-}
-
 /* Run a row-returning statement with no parameters into rs. */
 static int
 status_fetch(struct db *db, const char *sql, const char *where,
@@ -50,20 +41,10 @@ status_fetch(struct db *db, const char *sql, const char *where,
 	return 0;
 }
 
-static bool
-status_has_key(const struct rowset *rs, int k, const char *key)
-{
-	for (size_t i = 0; i < rs->nrows; i++)
-		if (rs->rows[i].value[k] != NULL &&
-		    strcmp(rs->rows[i].value[k], key) == 0)
-			return true;
-	return false;
-}
-
 /*
- * The age of the oldest ready row among the first STATUS_CAP in the
- * select's order (rows in progress are someone's already): the age column holds a time (DATETIME, TIMESTAMP) or Unix
- * seconds, and the server does the arithmetic, in its own time zone.
+ * The age of the oldest waiting row among the first STATUS_CAP in the
+ * select's order: the age column holds a time (DATETIME, TIMESTAMP) or
+ * Unix seconds, and the server does the arithmetic, in its own time zone.
  */
 static int
 status_oldest(struct db *db, const struct queue *q, const struct column *cols,
@@ -113,40 +94,33 @@ status_oldest(struct db *db, const struct queue *q, const struct column *cols,
 }
 
 /*
- * Ready rows are counted with the claim itself (SKIP LOCKED, committed at
- * once, so workers lose nothing but a few milliseconds); rows in progress
- * are those a plain read sees among the first STATUS_CAP but the claim
- * skipped.  Both stay on the claim's index: never a scan of the table.
+ * What the select finds, read without locking (a plain read in the
+ * session's READ COMMITTED): every waiting row among its first STATUS_CAP
+ * in its order, whether a worker holds it or not.  A locking read, even
+ * one committed at once, would make a worker's or a drain's claim skip
+ * the rows it holds at that moment; which rows are someone's is said by
+ * the workers themselves (status_split).  The read stays on the claim's
+ * index: never a scan of the table.
  */
 int
 status_query(struct db *db, const struct queue *q, struct queue_db_status *out)
 {
-	struct rowset ready = { 0 }, seen = { 0 }, failed = { 0 };
-	struct db_stmt *claim = NULL, *plain = NULL, *count = NULL;
+	struct rowset seen = { 0 }, failed = { 0 };
+	struct db_stmt *plain = NULL, *count = NULL;
 	const struct column *cols = NULL;
 	size_t ncols = 0;
 	struct buf sql = { 0 };
-	char *claim_sql = sql_claim(q->select.positional, STATUS_CAP);
-	int rc = -1, k = 0;
+	int rc = -1;
 
-	out->ready = out->in_progress = 0;
+	out->waiting = 0;
 	out->oldest_age_s = out->failed = -1;
-	if (status_fetch(db, claim_sql, q->select.where, &ready, &claim) == -1)
-		goto done;
-	(void)db_commit(db);	/* let the locks go at once */
-	cols = db_stmt_columns(claim, &ncols);
-	k = status_key_index(q, cols, ncols);
 	buf_printf(&sql, "%s\nLIMIT %d", q->select.positional, STATUS_CAP);
 	if (status_fetch(db, sql.data, q->select.where, &seen, &plain) == -1)
 		goto done;
-	(void)db_commit(db);
-	out->ready = (long)ready.nrows;
-	for (size_t i = 0; i < seen.nrows; i++)
-		if (seen.rows[i].value[k] != NULL &&
-		    !status_has_key(&ready, k, seen.rows[i].value[k]))
-			out->in_progress++;
+	cols = db_stmt_columns(plain, &ncols);
+	out->waiting = (long)seen.nrows;
 	if (q->age_column != NULL &&
-	    status_oldest(db, q, cols, ncols, &ready, &out->oldest_age_s) == -1)
+	    status_oldest(db, q, cols, ncols, &seen, &out->oldest_age_s) == -1)
 		goto done;
 	if (q->failed_count.text != NULL) {
 		if (status_fetch(db, q->failed_count.positional,
@@ -154,22 +128,67 @@ status_query(struct db *db, const struct queue *q, struct queue_db_status *out)
 			goto done;
 		if (failed.nrows > 0 && failed.rows[0].value[0] != NULL)
 			out->failed = atoll(failed.rows[0].value[0]);
-		(void)db_commit(db);
 	}
 	rc = 0;
 done:
-	(void)db_rollback(db);
-	rowset_clear(&ready, ncols);
+	(void)db_rollback(db);	/* a read: nothing to keep */
 	rowset_clear(&seen, ncols);
 	rowset_clear(&failed, 1);
-	free(ready.rows);
 	free(seen.rows);
 	free(failed.rows);
-	db_stmt_free(claim);
 	db_stmt_free(plain);
 	db_stmt_free(count);
 	buf_free(&sql);
-	free(claim_sql);
+	return rc;
+}
+
+/*
+ * READY and IN_PROGRESS from what the select finds and how many workers
+ * of the daemon are busy with a row of the queue (busy -1: no daemon
+ * answered, in_progress then -1 too).  A row a worker is on still matches
+ * the select until its outcome commits, so it is taken out of the ready
+ * ones; in lease mode the select already leaves leased rows out.  Rows
+ * that another daemon or session holds count as ready: only a locking
+ * read could tell them apart, and that would steal them from the claims.
+ */
+void
+status_split(const struct queue *q, const struct queue_db_status *db,
+    long busy, long *ready, long *in_progress)
+{
+	*ready = db->waiting;
+	*in_progress = busy;
+	if (busy > 0 && !q->lease.enabled)
+		*ready = db->waiting > busy ? db->waiting - busy : 0;
+}
+
+/*
+ * Whether the select still finds a row, by a plain read that locks
+ * nothing: 1 yes, 0 no, -1 the database failed (logged).  A drain whose
+ * claim found nothing asks this before it ends: a row that the claim
+ * skipped because another worker or session holds it still matches, and
+ * may come back (a rollback, a retry).  Call it with no transaction open;
+ * it leaves none.
+ */
+int
+status_select_finds(struct db *db, const struct queue *q)
+{
+	struct rowset rs = { 0 };
+	struct db_stmt *s = NULL;
+	size_t ncols = 0;
+	struct buf sql = { 0 };
+	int rc;
+
+	buf_printf(&sql, "%s\nLIMIT 1", q->select.positional);
+	rc = status_fetch(db, sql.data, q->select.where, &rs, &s);
+	if (rc == 0)
+		rc = rs.nrows > 0 ? 1 : 0;
+	if (s != NULL)
+		(void)db_stmt_columns(s, &ncols);
+	(void)db_rollback(db);
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	db_stmt_free(s);
+	buf_free(&sql);
 	return rc;
 }
 
@@ -405,6 +424,8 @@ struct report {
 	struct queue_db_status	 db;
 	bool			 db_ok;
 	bool			 alert;
+	long			 ready;
+	long			 in_progress;	/* -1: no daemon answered */
 };
 
 static void
@@ -427,7 +448,7 @@ report_table(const struct report *r, size_t n, const struct live *lv)
 	    "IN_PROGRESS", "OLDEST", "FAILED_ROWS", "DONE", "RETRIED",
 	    "FAILED", "ROWS/MIN");
 	for (size_t k = 0; k < n; k++) {
-		char ready[16], inprog[16], age[32], failed[24];
+		char ready[24], inprog[24], age[32], failed[24];
 		size_t j = 0;
 		const struct line *l = live_find(lv, "queue", r[k].q->name, &j);
 
@@ -437,10 +458,13 @@ report_table(const struct report *r, size_t n, const struct live *lv)
 			snprintf(age, sizeof(age), "?");
 			snprintf(failed, sizeof(failed), "?");
 		} else {
-			snprintf(ready, sizeof(ready), "%ld%s", r[k].db.ready,
-			    r[k].db.ready >= STATUS_CAP ? "+" : "");
-			snprintf(inprog, sizeof(inprog), "%ld",
-			    r[k].db.in_progress);
+			snprintf(ready, sizeof(ready), "%ld%s", r[k].ready,
+			    r[k].db.waiting >= STATUS_CAP ? "+" : "");
+			if (r[k].in_progress < 0)
+				snprintf(inprog, sizeof(inprog), "-");
+			else
+				snprintf(inprog, sizeof(inprog), "%ld",
+				    r[k].in_progress);
 			report_age(age, sizeof(age), r[k].db.oldest_age_s);
 			if (r[k].db.failed < 0)
 				snprintf(failed, sizeof(failed), "-");
@@ -542,12 +566,13 @@ report_json(const struct report *r, size_t n, const struct live *lv)
 		buf_puts(&b, k ? ",{" : "{");
 		json_kv_str(&b, "name", r[k].q->name, &first);
 		if (r[k].db_ok) {
-			snprintf(num, sizeof(num), "%ld", r[k].db.ready);
+			snprintf(num, sizeof(num), "%ld", r[k].ready);
 			json_kv_num(&b, "ready", num, &first);
-			json_kv_num(&b, "ready_capped", r[k].db.ready >=
+			json_kv_num(&b, "ready_capped", r[k].db.waiting >=
 			    STATUS_CAP ? "true" : "false", &first);
-			snprintf(num, sizeof(num), "%ld", r[k].db.in_progress);
-			json_kv_num(&b, "in_progress", num, &first);
+			snprintf(num, sizeof(num), "%ld", r[k].in_progress);
+			json_kv_num(&b, "in_progress", r[k].in_progress < 0 ?
+			    NULL : num, &first);
 			snprintf(num, sizeof(num), "%lld", r[k].db.oldest_age_s);
 			json_kv_num(&b, "oldest_age_seconds",
 			    r[k].db.oldest_age_s < 0 ? NULL : num, &first);
@@ -638,6 +663,14 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	}
 	db_close(db);
 	live_load(&lv, cfg);
+	for (size_t k = 0; k < n; k++) {
+		size_t j = 0;
+		const struct line *l = live_find(&lv, "queue", r[k].q->name, &j);
+		long busy = l && *live_value(l, "busy") ?
+		    atol(live_value(l, "busy")) : -1;
+		status_split(r[k].q, &r[k].db, busy, &r[k].ready,
+		    &r[k].in_progress);
+	}
 	if (json)
 		report_json(r, n, &lv);
 	else

@@ -107,8 +107,7 @@ supervisor_count(struct supervisor *s, const char *queue)
 
 	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
-		if (!sl->used || sl->pid == 0 ||
-		    strcmp(sl->queue->name, queue) != 0)
+		if (sl->pid == 0 || strcmp(sl->queue->name, queue) != 0)
 			continue;
 		supervisor_add(&t, sl->stats);
 	}
@@ -126,6 +125,52 @@ supervisor_wants(const struct supervisor *s, const struct queue *q)
 	return false;
 }
 
+/* An old generation with no slot left: its config can go. */
+static void
+generation_release(struct supervisor *s, struct generation *g)
+{
+	if (g->live > 0 || g == s->current)
+		return;
+	for (int i = 0; i < s->ngens; i++) {
+		if (s->gens[i] == g) {
+			memmove(&s->gens[i], &s->gens[i + 1],
+			    (size_t)(s->ngens - i - 1) * sizeof(s->gens[0]));
+			s->ngens--;
+			break;
+		}
+	}
+	log_debug("generation %d has no worker left", g->number);
+	config_free(g->cfg);
+	free(g);
+}
+
+/*
+ * The only place a slot changes state (see supervisor.h).  Each
+ * generation counts its slots in use, and the last one to go frees an old
+ * generation: whether its worker exited, or was waiting to restart when a
+ * reload or a stop made it unneeded.
+ */
+static void
+slot_set_state(struct supervisor *s, struct slot *sl, enum slot_state to)
+{
+	enum slot_state from = sl->state;
+
+	if (from == to)
+		return;
+	sl->state = to;
+	s->status_dirty = true;
+	if (to == SLOT_FREE || to == SLOT_RESTARTING)
+		sl->pid = 0;
+	if (to != SLOT_RESTARTING)
+		sl->restart_at_ms = 0;
+	if (from == SLOT_FREE)
+		sl->gen->live++;
+	else if (to == SLOT_FREE) {
+		sl->gen->live--;
+		generation_release(s, sl->gen);
+	}
+}
+
 static void
 supervisor_fork(struct supervisor *s, struct slot *sl)
 {
@@ -140,6 +185,7 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 		if (s->fork_failing_since == 0)
 			s->fork_failing_since = now_ms();
 		sl->restart_at_ms = now_ms() + RESTART_MIN_MS;
+		slot_set_state(s, sl, SLOT_RESTARTING);
 		return;
 	}
 	if (pid == 0) {
@@ -151,7 +197,12 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 			.stats = sl->stats,
 			.close_fd = -1,
 		};
-		close(s->sigfd);
+		/*
+		 * Nothing of ours is the worker's: not the signalfd, not the
+		 * status and metrics listeners or their clients.  (The
+		 * worker ignores SIGPIPE again itself.)
+		 */
+		proc_close_inherited();
 		proc_child_signals();
 		/* If the supervisor dies, so do we: at once, rows roll back. */
 		(void)prctl(PR_SET_PDEATHSIG, SIGQUIT);
@@ -164,22 +215,25 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 	s->fork_failing_since = 0;
 	sl->pid = pid;
 	sl->started_ms = now_ms();
-	sl->restart_at_ms = 0;
+	slot_set_state(s, sl, SLOT_RUNNING);
 	log_debug("started %s worker %d (generation %d), pid %ld",
 	    sl->queue->name, sl->number, sl->gen->number, (long)pid);
 }
 
-/* The first free slot: a slot freed earlier, else one past the last. */
+/* The first free slot, for worker number of q in g; NULL: the table is full. */
 static struct slot *
-supervisor_new_slot(struct supervisor *s)
+supervisor_new_slot(struct supervisor *s, struct generation *g,
+    const struct queue *q, int number)
 {
 	for (int i = 0; i < SLOTS_MAX; i++) {
-		if (i < s->nslots && s->slots[i].used)
+		if (i < s->nslots && s->slots[i].state != SLOT_FREE)
 			continue;
 		struct slot *sl = &s->slots[i];
 		memset(sl, 0, sizeof(*sl));
-		sl->used = true;
 		sl->stats = &s->stats[i];
+		sl->gen = g;
+		sl->queue = q;
+		sl->number = number;
 		if (i == s->nslots)
 			s->nslots++;
 		return sl;
@@ -187,57 +241,59 @@ supervisor_new_slot(struct supervisor *s)
 	return NULL;
 }
 
-/* Start a generation: a slot per worker of every queue it runs. */
+/* A new generation becomes the current one; supervisor_fill starts it. */
 static void
-supervisor_start_generation(struct supervisor *s, struct config *cfg)
+generation_start(struct supervisor *s, struct config *cfg)
 {
 	struct generation *g = xcalloc(1, sizeof(*g));
 
 	g->cfg = cfg;
 	g->number = ++s->generation;
+	g->next_number = 1;
 	s->gens[s->ngens++] = g;
 	s->current = g;
-	for (size_t i = 0; i < cfg->nqueues; i++) {
-		const struct queue *q = &cfg->queues[i];
+}
+
+static bool
+generation_complete(const struct generation *g)
+{
+	return g->next_queue >= g->cfg->nqueues;
+}
+
+/*
+ * Start the current generation's workers that have no slot yet, as far
+ * as the table has room; the rest start as slots free up (old workers
+ * finishing), called again from the loop.
+ */
+static void
+supervisor_fill(struct supervisor *s)
+{
+	struct generation *g = s->current;
+	const struct config *cfg = g->cfg;
+
+	for (; !generation_complete(g); g->next_queue++, g->next_number = 1) {
+		const struct queue *q = &cfg->queues[g->next_queue];
 		int n = s->opts->workers > 0 ? s->opts->workers : q->workers;
 		if (!supervisor_wants(s, q))
 			continue;
-		for (int k = 1; k <= n; k++) {
-			struct slot *sl = supervisor_new_slot(s);
+		for (; g->next_number <= n; g->next_number++) {
+			struct slot *sl = supervisor_new_slot(s, g, q,
+			    g->next_number);
 			if (sl == NULL) {
-				log_error("more than %d workers: %s worker %d "
-				    "not started", SLOTS_MAX, q->name, k);
-				break;
+				if (!g->short_of_slots)
+					log_error("more than %d workers: %s "
+					    "worker %d and those after it wait "
+					    "for old workers to exit", SLOTS_MAX,
+					    q->name, g->next_number);
+				g->short_of_slots = true;
+				return;
 			}
-			sl->gen = g;
-			sl->queue = q;
-			sl->number = k;
-			g->live++;
 			supervisor_fork(s, sl);
 		}
 	}
-}
-
-static void
-supervisor_release_slot(struct supervisor *s, struct slot *sl)
-{
-	struct generation *g = sl->gen;
-
-	sl->used = false;
-	if (--g->live > 0 || g == s->current)
-		return;
-	/* The last worker of an old generation: its config can go. */
-	for (int i = 0; i < s->ngens; i++) {
-		if (s->gens[i] == g) {
-			memmove(&s->gens[i], &s->gens[i + 1],
-			    (size_t)(s->ngens - i - 1) * sizeof(s->gens[0]));
-			s->ngens--;
-			break;
-		}
-	}
-	log_debug("generation %d has no worker left", g->number);
-	config_free(g->cfg);
-	free(g);
+	if (g->short_of_slots)
+		log_info("generation %d: every worker started", g->number);
+	g->short_of_slots = false;
 }
 
 /* "exit status 78, EX_CONFIG: ...", "killed by signal 9 (Killed)". */
@@ -288,8 +344,6 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 
 	log_set_about(sl->queue->name, sl->number);
 	supervisor_add(t, sl->stats);
-	sl->pid = 0;
-	s->status_dirty = true;
 	supervisor_describe_death(status, why, sizeof(why));
 	duration_format(lived, l, sizeof(l));
 	if (!clean)
@@ -297,7 +351,7 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 	if (s->opts->drain && clean) {
 		log_debug("%s worker %d finished (%s)", sl->queue->name,
 		    sl->number, why);
-	} else if (sl->retiring || s->stopping) {
+	} else if (sl->state == SLOT_RETIRING || s->stopping) {
 		if (clean && sl->stage >= STAGE_ABORTING)
 			log_info("%s worker %d (generation %d) exited after "
 			    "stop_timeout; rows it had not finished were rolled "
@@ -312,9 +366,9 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 			    "stopping (%s)", sl->queue->name, sl->number,
 			    sl->gen->number, why);
 	}
-	if (sl->retiring || s->stopping || (s->opts->drain && clean)) {
-		sl->finished = true;
-		supervisor_release_slot(s, sl);
+	if (sl->state == SLOT_RETIRING || s->stopping ||
+	    (s->opts->drain && clean)) {
+		slot_set_state(s, sl, SLOT_FREE);
 		log_set_about(NULL, 0);
 		return;
 	}
@@ -322,8 +376,7 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 		log_error("%s worker %d: the configuration does not fit the "
 		    "database; giving up", sl->queue->name, sl->number);
 		s->exit_code = ROWQ_EXIT_CONFIG;
-		sl->finished = true;
-		supervisor_release_slot(s, sl);
+		slot_set_state(s, sl, SLOT_FREE);
 		log_set_about(NULL, 0);
 		return;
 	}
@@ -334,6 +387,7 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 		    "starting a new one", sl->queue->name, sl->number);
 		sl->quick_deaths = 0;
 		sl->last_death[0] = '\0';
+		slot_set_state(s, sl, SLOT_RESTARTING);
 		sl->restart_at_ms = sl->started_ms + RESTART_MIN_MS;
 		if (sl->restart_at_ms < now_ms())
 			sl->restart_at_ms = now_ms();
@@ -350,6 +404,7 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 	log_error("%s worker %d died (%s) after %s; restarting in %s "
 	    "(death %d in a row)", sl->queue->name, sl->number, why, l, d,
 	    sl->quick_deaths);
+	slot_set_state(s, sl, SLOT_RESTARTING);
 	sl->restart_at_ms = now_ms() + delay;
 	log_set_about(NULL, 0);
 }
@@ -371,7 +426,7 @@ supervisor_reap(struct supervisor *s)
 		if (report_reaped(s, pid, status))
 			continue;
 		for (int i = 0; i < s->nslots; i++) {
-			if (s->slots[i].used && s->slots[i].pid == pid) {
+			if (s->slots[i].pid == pid) {
 				supervisor_reaped(s, &s->slots[i], status);
 				break;
 			}
@@ -411,7 +466,7 @@ supervisor_escalate(struct supervisor *s, int64_t now, int64_t *next)
 
 	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
-		if (!sl->used || sl->pid == 0 || sl->stage == STAGE_RUNNING ||
+		if (sl->pid == 0 || sl->stage == STAGE_RUNNING ||
 		    sl->stage == STAGE_KILLED)
 			continue;
 		if (now < sl->stage_deadline_ms) {
@@ -449,13 +504,12 @@ supervisor_running(const struct supervisor *s, bool *pending)
 {
 	int n = 0;
 
-	*pending = false;
+	/* Workers still to start count as pending, unless stopping. */
+	*pending = !s->stopping && !generation_complete(s->current);
 	for (int i = 0; i < s->nslots; i++) {
-		if (!s->slots[i].used)
-			continue;
 		if (s->slots[i].pid != 0)
 			n++;
-		else if (s->slots[i].restart_at_ms != 0)
+		else if (s->slots[i].state == SLOT_RESTARTING)
 			*pending = true;
 	}
 	return n;
@@ -480,12 +534,13 @@ supervisor_begin_stop(struct supervisor *s, const char *why)
 		/* The reload it checks will not happen: reaped in the loop. */
 		(void)kill(s->check_pid, SIGKILL);
 	}
+	/* Each worker within its own generation's stop_timeout. */
 	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
-		if (!sl->used)
-			continue;
-		sl->restart_at_ms = 0;
-		supervisor_finish_slot(sl, timeout);
+		if (sl->state == SLOT_RESTARTING)
+			slot_set_state(s, sl, SLOT_FREE);
+		else if (sl->pid != 0)
+			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
 	}
 }
 
@@ -567,27 +622,31 @@ reload_begin(struct supervisor *s)
 	s->check_started_ms = now_ms();
 }
 
-/* The new generation starts; then the old workers finish and go. */
+/*
+ * The new generation starts; the old workers finish their rows and go,
+ * each within its own generation's stop_timeout, and those waiting to
+ * restart are not needed any more.  An old generation goes with its last
+ * slot.
+ */
 static void
 reload_apply(struct supervisor *s, struct config *cfg)
 {
+	struct generation *old = s->current;
+
+	generation_start(s, cfg);
+	generation_release(s, old);	/* if it had no slot at all */
 	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
-		if (!sl->used)
+		if (sl->state == SLOT_FREE || sl->gen == s->current)
 			continue;
-		sl->retiring = true;
-		if (sl->pid == 0) {
-			/* Waiting for a restart: it will not be needed. */
-			sl->restart_at_ms = 0;
-			supervisor_release_slot(s, sl);
+		if (sl->state == SLOT_RESTARTING)
+			slot_set_state(s, sl, SLOT_FREE);
+		else if (sl->state == SLOT_RUNNING) {
+			slot_set_state(s, sl, SLOT_RETIRING);
+			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
 		}
 	}
-	supervisor_start_generation(s, cfg);
-	for (int i = 0; i < s->nslots; i++) {
-		struct slot *sl = &s->slots[i];
-		if (sl->used && sl->retiring)
-			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
-	}
+	supervisor_fill(s);
 }
 
 /* The check child is done: apply the new configuration, or keep the old. */
@@ -679,7 +738,7 @@ supervisor_restart_due(struct supervisor *s, int64_t now, int64_t *next)
 {
 	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
-		if (!sl->used || sl->pid != 0 || sl->restart_at_ms == 0)
+		if (sl->state != SLOT_RESTARTING)
 			continue;
 		if (sl->restart_at_ms <= now) {
 			supervisor_fork(s, sl);
@@ -732,13 +791,14 @@ supervisor_status(struct supervisor *s)
 		const char *death = NULL;
 		for (int k = 0; k < s->nslots; k++) {
 			struct slot *sl = &s->slots[k];
-			if (!sl->used || strcmp(sl->queue->name, name) != 0)
+			if (sl->state == SLOT_FREE ||
+			    strcmp(sl->queue->name, name) != 0)
 				continue;
-			if (sl->pid != 0 && sl->retiring)
+			if (sl->state == SLOT_RETIRING)
 				retiring++;
-			else if (sl->pid != 0)
+			else if (sl->state == SLOT_RUNNING)
 				up++;
-			else if (sl->restart_at_ms != 0) {
+			else {
 				waiting++;
 				death = sl->last_death;
 			}
@@ -838,8 +898,10 @@ supervisor_loop(struct supervisor *s)
 
 		if (s->reload_wanted && s->check_pid == 0 && !s->stopping)
 			reload_begin(s);
-		if (!s->stopping)
+		if (!s->stopping) {
+			supervisor_fill(s);
 			supervisor_restart_due(s, now, &next);
+		}
 		supervisor_escalate(s, now, &next);
 		reload_watch(s, now, &next);
 		running = supervisor_running(s, &pending);
@@ -864,7 +926,9 @@ supervisor_loop(struct supervisor *s)
 			next_progress = now + 1000;
 		}
 		report_tick(s, now, &next);
-		struct pollfd p[4] = { { .fd = s->sigfd, .events = POLLIN } };
+		struct pollfd p[SUPERVISOR_POLL_MAX] = {
+			{ .fd = s->sigfd, .events = POLLIN },
+		};
 		nfds_t np = 1;
 		report_poll_fds(s, p, &np);
 		int64_t wait = next - now;
@@ -910,7 +974,8 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	/* Before the first fork, so that every worker starts with it done. */
 	db_library_init();
 	s.status_fd = -1;
-	supervisor_start_generation(&s, cfg);
+	generation_start(&s, cfg);
+	supervisor_fill(&s);
 	if (!opts->drain)
 		report_start(&s);
 	log_info("started %d worker(s) for %zu queue(s)",

@@ -20,23 +20,47 @@ enum stage {
 	STAGE_KILLED,		/* SIGKILL sent */
 };
 
+/*
+ * A slot's life.  slot_set_state (supervisor.c) is the only place that
+ * changes it, and it keeps each generation's count of slots in use:
+ *
+ *	free --fork--> running --death--> restarting --due--> running
+ *	running --reload--> retiring --exit--> free
+ *	running --exit during a stop, a drain's end--> free
+ *	restarting --reload, stop--> free
+ *
+ * A fork that fails leaves the slot restarting.  The stage says how far a
+ * running or retiring worker has been asked to stop.
+ */
+enum slot_state {
+	SLOT_FREE = 0,		/* in no use (the table starts zeroed) */
+	SLOT_RUNNING,		/* its generation's worker runs */
+	SLOT_RESTARTING,	/* its worker died; a new one at restart_at_ms */
+	SLOT_RETIRING,		/* an old generation's worker, finishing */
+};
+
 struct generation {
 	struct config	*cfg;
 	int		 number;
-	int		 live;		/* slots still using cfg */
+	int		 live;		/* its slots not free */
+	/*
+	 * The next worker to start, by queue index and number: a worker
+	 * the slot table had no room for waits here until a slot frees.
+	 */
+	size_t		 next_queue;
+	int		 next_number;
+	bool		 short_of_slots; /* said so in the log */
 };
 
 struct slot {
-	bool			 used;
-	pid_t			 pid;		/* 0: not running */
+	enum slot_state		 state;
+	pid_t			 pid;		/* running or retiring: the worker */
 	struct generation	*gen;
 	const struct queue	*queue;
 	int			 number;
-	bool			 retiring;	/* finish the row, then go */
-	bool			 finished;	/* drain: exited for good */
 	int64_t			 started_ms;
 	int			 quick_deaths;
-	int64_t			 restart_at_ms;	/* 0: no restart pending */
+	int64_t			 restart_at_ms;	/* restarting: when */
 	char			 last_death[128]; /* why it last died, for STATUS */
 	enum stage		 stage;
 	int64_t			 stage_deadline_ms; /* when to go to the next */
@@ -69,6 +93,22 @@ struct shared {
 	char		 check_error[256];
 };
 
+/*
+ * A status client whose answer did not fit the socket at once: the rest
+ * is written as the socket takes it, until a deadline (report.c).
+ */
+#define STATUS_CLIENTS_MAX	8
+/* The supervisor's pollfds: the signalfd, the status listener, metrics. */
+#define SUPERVISOR_POLL_MAX	(3 + STATUS_CLIENTS_MAX)
+
+struct status_client {
+	bool		 busy;		/* false: a free entry */
+	int		 fd;
+	struct buf	 out;
+	size_t		 off;		/* written so far */
+	int64_t		 deadline_ms;
+};
+
 struct supervisor {
 	const struct run_options *opts;
 	int			 sigfd;
@@ -98,6 +138,8 @@ struct supervisor {
 	/* What the daemon tells others: report.c. */
 	int			 status_fd;	/* -1: no status socket */
 	char			*status_path;
+	struct status_client	 status_clients[STATUS_CLIENTS_MAX];
+	int64_t			 accept_paused_until_ms; /* EMFILE: 0 none */
 	struct metrics		*metrics;
 	pid_t			 probe_pid;	/* 0: no database probe running */
 	int64_t			 probe_started_ms;

@@ -623,12 +623,24 @@ worker_pause(struct worker *w)
 	w->last_hot_ms = now_ms();
 }
 
-/* After a turn's rows are finished and committed: widen, or pause. */
-void
-worker_turn_end(struct worker *w, int worked)
+/*
+ * After a turn's rows are finished and committed: widen, or pause.  A
+ * drain ends instead: what is left cannot be worked.  Returns the turn's
+ * result for worker_run: n, or 0 when the drain is to end.
+ */
+int
+worker_turn_end(struct worker *w, int worked, int n)
 {
-	if (worker_widen(w, worked))
-		worker_pause(w);
+	if (!worker_widen(w, worked))
+		return n;
+	if (w->args->drain) {
+		log_warnx("only rows that cannot be worked are left; the "
+		    "drain ends with them in the queue");
+		w->only_unworkable = true;
+		return 0;
+	}
+	worker_pause(w);
+	return n;
 }
 
 /*
@@ -864,7 +876,7 @@ worker_turn_transaction(struct worker *w)
 	if (worker_widen(w, t->handled)) {
 		if (worker_commit(w) != 0)
 			return -1;
-		worker_pause(w);
+		return worker_turn_end(w, t->handled, n);
 	}
 	/* Else the COMMIT goes with the next claim, or worker_run sends it. */
 	return n;
@@ -983,7 +995,12 @@ worker_run(const struct worker_args *args)
 		    worker_turn_transaction(&w);
 		if (n == 0) {
 			w.widen = 0;
-			if (args->drain)
+			/*
+			 * Rows held by others may come back: wait for them;
+			 * rows that cannot be worked will not be.
+			 */
+			if (args->drain && (w.only_unworkable ||
+			    status_select_finds(w.db, w.q) == 0))
 				break;
 			worker_set_state(&w, WORKER_IDLE, NULL);
 			proc_title("rowq: %s worker %d (idle)", w.q->name,

@@ -113,6 +113,7 @@ struct worker {
 	int			 key_index;
 	int			 attempts_index;
 	int			 widen;		/* extra rows for the next claim */
+	bool			 only_unworkable; /* drain: nothing else left */
 	struct turn		 turn;
 	char			*path;
 	char		       **base_env;
@@ -149,7 +150,7 @@ enum connect_status worker_connect(struct worker *);
 void	 worker_disconnect(struct worker *);
 int	 worker_claim(struct worker *);
 int	 worker_commit(struct worker *);
-void	 worker_turn_end(struct worker *, int worked);
+int	 worker_turn_end(struct worker *, int worked, int n);
 bool	 worker_row_fits(struct worker *, const struct row *);
 void	 worker_handle(struct worker *, const struct row *, const char *key,
 	    int attempt);

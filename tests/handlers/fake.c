@@ -13,6 +13,7 @@
  *   fake ignore-term           ignore SIGTERM, sleep forever
  *   fake grandchild PIDFILE    fork a child that sleeps forever, exit 0
  *   fake flood BYTES           write BYTES to stdout and stderr, exit 3
+ *   fake kill-worker           kill the worker that started us (SIGKILL)
  *
  * Every line is appended with one write() on an O_APPEND descriptor, so
  * concurrent handlers never interleave.
@@ -183,6 +184,10 @@ main(int argc, char **argv)
 		char line[32];
 		int n = snprintf(line, sizeof(line), "%ld\n", (long)pid);
 		append(argv[2], line, (size_t)n);
+		return 0;
+	}
+	if (strcmp(mode, "kill-worker") == 0) {
+		kill(getppid(), SIGKILL);
 		return 0;
 	}
 	if (strcmp(mode, "flood") == 0 && argc == 3)
