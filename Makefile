@@ -25,6 +25,7 @@ SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 OBJS =	build/backoff.o \
 	build/buf.o \
 	build/child.o \
+	build/claim.o \
 	build/check.o \
 	build/checker.o \
 	build/config.o \

@@ -228,7 +228,7 @@ finish_count(struct worker *w, const struct bound *b, uint64_t n)
 		w->turn.pending_failed += n;
 }
 
-/* The row was finished by where, for worker_hot_loop to recognise it. */
+/* The row was finished by where, for claim_came_back to recognise it. */
 static void
 finish_remember(struct worker *w, const struct row *row, const char *where)
 {

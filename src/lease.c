@@ -171,7 +171,7 @@ lease_turn(struct worker *w)
 {
 	char tokens[CLAIM_MAX][33];
 	bool leased[CLAIM_MAX];
-	int n = worker_claim(w), nleased;
+	int n = claim_batch(w), nleased;
 
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);

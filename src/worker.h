@@ -1,7 +1,8 @@
 /*
  * worker.h: what the files of one worker share, and nothing else includes.
  *
- *   worker.c	the loop: connect, claim, hand rows on, commit, idle
+ *   worker.c	the loop: connect, hand rows on, commit, idle
+ *   claim.c	the claim: the select's, or by the primary key from a cursor
  *   turn.c	one turn's rows and the transaction's pending outcomes
  *   finish.c	a row's outcome: bind, values, decide, finish, bulk done
  *   lease.c	lease mode: lease, renew, finish in short transactions
@@ -31,6 +32,13 @@ struct bound {
 	int			*column;	/* in the connection's layout */
 	struct value		*values;
 };
+
+/* A row claimed again this soon after it was finished never left. */
+#define HOT_LOOP_WINDOW_MS	10000
+#define HOT_LOOP_BACKOFF_MIN_MS	1000
+#define HOT_LOOP_BACKOFF_MAX_MS	300000
+/* The pauses grow until none was needed for this long. */
+#define HOT_LOOP_CALM_MS	60000
 
 /* What preparing or connecting came to. */
 enum connect_status {
@@ -148,13 +156,16 @@ void	 worker_db_failed(struct worker *, enum db_status, const char *what);
 int	 worker_column(const struct worker *, const char *name);
 enum connect_status worker_connect(struct worker *);
 void	 worker_disconnect(struct worker *);
-int	 worker_claim(struct worker *);
 int	 worker_commit(struct worker *);
 int	 worker_turn_end(struct worker *, int worked, int n);
 bool	 worker_row_fits(struct worker *, const struct row *);
 void	 worker_handle(struct worker *, const struct row *, const char *key,
 	    int attempt);
 enum db_status worker_row(struct worker *, const struct row *, bool *aborted);
+
+/* claim.c */
+enum connect_status claim_prepare(struct worker *);
+int	 claim_batch(struct worker *);
 
 /* turn.c */
 void	 turn_begin(struct worker *);

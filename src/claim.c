@@ -1,0 +1,359 @@
+/*
+ * claim.c: the claim.  Which rows a turn takes: the select's own claim
+ * (the select + LIMIT n FOR UPDATE SKIP LOCKED), or, for a select of one
+ * table ordered by its integer primary key, a scan of the primary key
+ * from the last key this worker claimed (cursor.c), with the last turn's
+ * COMMIT in front, in the same round trip.  Also what a claim says about
+ * the queue: a row that came straight back round, a claim much slower
+ * than usual.
+ */
+#include "worker.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The claim as text for LIMIT limit, behind the COMMIT it may carry. */
+static void
+claim_sql_for(struct worker *w, int limit)
+{
+	char *claim = sql_claim(w->q->select.positional, limit);
+	struct buf b = { 0 };
+
+	buf_printf(&b, "%s%s", COMMIT_FIRST, claim);
+	if (w->bulk_done)
+		buf_printf(&b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
+	free(claim);
+	free(w->claim_sql);
+	w->claim_sql = buf_steal(&b);
+	w->claim_limit = limit;
+}
+
+/* Prepare the claim, for the columns it returns, and check them. */
+static enum connect_status
+claim_prepare_select(struct worker *w)
+{
+	enum db_status st;
+	char *claim = sql_claim(w->q->select.positional, w->q->batch), **names;
+	int problems;
+
+	w->claim = db_prepare(w->db, claim, &st);
+	free(claim);
+	if (w->claim == NULL) {
+		log_error("%s: %s", w->q->select.where, db_error(w->db));
+		return st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
+	}
+	w->cols = db_stmt_columns(w->claim, &w->ncols);
+	names = xcalloc(w->ncols + 1, sizeof(*names));
+	for (size_t i = 0; i < w->ncols; i++)
+		names[i] = w->cols[i].name;
+	problems = config_check_columns(w->q, names, w->ncols);
+	free(names);
+	if (problems > 0)
+		return CONNECT_CONFIG;
+	w->key_index = w->q->key_column ? worker_column(w, w->q->key_column) : 0;
+	w->attempts_index = w->q->retry.attempts_column ?
+	    worker_column(w, w->q->retry.attempts_column) : -1;
+	return CONNECT_OK;
+}
+
+/*
+ * Whether the claim can scan the primary key from a cursor: the select's
+ * shape is derived once, the key confirmed for each connection (an ALTER
+ * TABLE may have changed it).  When it cannot, the select's own claim is
+ * used, which works too; `rowq check` says what that costs.
+ */
+static enum connect_status
+claim_prepare_cursor(struct worker *w)
+{
+	enum db_status st;
+	struct buf b = { 0 };
+
+	if (!w->cursor_derived) {
+		w->cursor_derived = true;
+		(void)cursor_derive(&w->cursor, w->q->select.positional);
+	}
+	if (w->cursor.reason != NULL ||
+	    cursor_confirm(w->db, &w->cursor, w->cols, w->ncols) != 0) {
+		log_debug("%s: claims without a cursor: the select %s",
+		    w->q->select.where, w->cursor.reason);
+		return CONNECT_OK;
+	}
+	cursor_start_sql(&b, &w->cursor);
+	w->cursor_start = db_prepare(w->db, b.data, &st);
+	buf_free(&b);
+	if (w->cursor_start == NULL) {
+		log_error("%s: the cursor claim's first key: %s",
+		    w->q->select.where, db_error(w->db));
+		return st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
+	}
+	log_debug("%s: claims scan the primary key from a cursor",
+	    w->q->select.where);
+	w->cursor_on = true;
+	return CONNECT_OK;
+}
+
+/*
+ * The design's one rule: finishing a row must take it out of the select,
+ * or at least change it.  A row claimed again, unchanged, right after this
+ * worker finished it would come straight back round for ever; say which
+ * statement failed to move it, and pause this worker's claims (with
+ * growing delays) rather than run its handler again and again.  Returns
+ * true when the turn must stop.
+ */
+static bool
+claim_came_back(struct worker *w)
+{
+	struct turn *t = &w->turn;
+	int64_t now = now_ms();
+	const char *where;
+	struct buf key = { 0 };
+	char d[32];
+	int i;
+
+	if (now - w->last_hot_ms > HOT_LOOP_CALM_MS)
+		w->hot_loops = 0;
+	i = recent_returned(w->recent, t->ncols, t->key_index, &t->rows, now,
+	    HOT_LOOP_WINDOW_MS, &where);
+	if (i < 0)
+		return false;
+	const struct row *row = &t->rows.rows[i];
+	int64_t delay = backoff_capped_ms(HOT_LOOP_BACKOFF_MIN_MS,
+	    HOT_LOOP_BACKOFF_MAX_MS, ++w->hot_loops);
+	duration_format(delay, d, sizeof(d));
+	turn_key_text(w, row, &key);
+	log_set_row(key.data);
+	log_error("claimed again, unchanged, right after %s finished it: "
+	    "that statement does not take the row out of the select, so it "
+	    "would come straight back round; claims paused for %s", where, d);
+	log_set_row(NULL);
+	worker_note_error(w, key.data, "came straight back round: the "
+	    "finishing statement does not take it out of the select");
+	if (w->args->stats)
+		w->args->stats->errors++;
+	(void)db_rollback(w->db);
+	turn_rolled_back(w);
+	worker_set_state(w, WORKER_BACKOFF, key.data);
+	proc_title("rowq: %s worker %d (paused: row %s came back)",
+	    w->q->name, w->args->number, key.data);
+	stopper_sleep(&w->stopper, delay);
+	/*
+	 * After the pause it may run once more: an application may have
+	 * queued the same values again on purpose.  A real loop comes back
+	 * here, later each time.
+	 */
+	recent_forget(w->recent, recent_key_hash(row->value[t->key_index],
+	    row->len[t->key_index]));
+	w->last_hot_ms = now_ms();
+	buf_free(&key);
+	return true;
+}
+
+/*
+ * A claim much slower than this worker's usual (a table that grew, an
+ * index dropped, a plan changed) is said once an hour at most, with a
+ * pointer to `rowq check`.  The usual is a running mean over 16 claims,
+ * fed a slow claim only up to twice the mean, so one stall hides no other;
+ * claims that carried a COMMIT (which may wait for the disk) are compared
+ * with their own kind.
+ */
+static void
+claim_time(struct worker *w, int64_t us, bool with_commit)
+{
+	int64_t *mean = &w->claim_mean_us[with_commit];
+	int *n = &w->claims[with_commit];
+	char took[32], usual[32];
+
+	if (*n < 16) {
+		*mean += (us - *mean) / ++*n;
+		return;
+	}
+	if (us > 10 * *mean && us > 100000 &&
+	    (w->slow_logged_ms == 0 || now_ms() - w->slow_logged_ms > 3600000)) {
+		w->slow_logged_ms = now_ms();
+		duration_format(us / 1000, took, sizeof(took));
+		snprintf(usual, sizeof(usual), "%.1fms", (double)*mean / 1000);
+		log_warnx("%s: a claim took %s (usually %s)%s: the select may "
+		    "read rows it will not return; see `rowq check`",
+		    w->q->select.where, took, usual, with_commit ?
+		    ", with the last rows' COMMIT in front" : "");
+	}
+	if (us > 2 * *mean)
+		us = 2 * *mean;
+	*mean += (us - *mean) / 16;
+}
+
+/*
+ * Run a claim's text, behind the COMMIT of the last turn when it is still
+ * to be sent (*commit_first, cleared once sent), and the savepoint a bulk
+ * done may go back to.
+ */
+static enum db_status
+claim_text(struct worker *w, const char *claim, bool *commit_first,
+    bool *committed)
+{
+	struct buf *b = &w->cursor_sql;
+	enum db_status st;
+	bool first = *commit_first;
+
+	buf_reset(b);
+	buf_printf(b, "%s%s", first ? COMMIT_FIRST : "", claim);
+	if (w->bulk_done)
+		buf_printf(b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
+	bool sent = false;
+
+	st = db_select(w->db, b->data, first, w->cols, w->ncols,
+	    &w->turn.rows, &sent);
+	if (sent) {
+		*committed = true;
+		*commit_first = false;
+	}
+	return st;
+}
+
+/* The cursor claim from key, after it or at it (cursor.c). */
+static enum db_status
+claim_from(struct worker *w, enum cursor_from from, const char *key,
+    int limit, bool *commit_first, bool *committed)
+{
+	struct buf claim = { 0 };
+	enum db_status st;
+
+	cursor_claim_sql(&claim, &w->cursor, from, key, limit);
+	st = claim_text(w, claim.data, commit_first, committed);
+	buf_free(&claim);
+	return st;
+}
+
+/*
+ * The first waiting key, for the fallback: a plain read through the
+ * select's own index, which locks nothing.  *key is "" when no row waits.
+ */
+static enum db_status
+claim_first_key(struct worker *w, char *key, size_t len)
+{
+	struct rowset rs = { 0 };
+	enum db_status st = db_stmt_fetch_all(w->cursor_start, NULL, 0, &rs);
+
+	key[0] = '\0';
+	if (st == DB_OK && rs.nrows > 0 && rs.rows[0].value[0] != NULL &&
+	    cursor_key_valid(rs.rows[0].value[0], rs.rows[0].len[0]))
+		snprintf(key, len, "%s", rs.rows[0].value[0]);
+	rowset_clear(&rs, 1);
+	free(rs.rows);
+	return st;
+}
+
+/* The cursor moves to the last key claimed, or back when there is none. */
+static void
+claim_cursor_moved(struct worker *w, enum cursor_from from)
+{
+	const struct rowset *rs = &w->turn.rows;
+	const struct row *last = rs->nrows ? &rs->rows[rs->nrows - 1] : NULL;
+	size_t k = w->cursor.key_index;
+
+	if (cursor_claimed(&w->cursor_at, from, last ? last->value[k] : NULL,
+	    last ? last->len[k] : 0, now_ms()) != 0)
+		log_warnx("%s: the key %s cannot be a cursor; claiming from "
+		    "the first waiting row", w->q->select.where,
+		    last->value[k] ? last->value[k] : "NULL");
+}
+
+/*
+ * The claim that scans the primary key: from the last key this worker
+ * claimed, and when that finds nothing (rows behind the cursor: a retry
+ * come due, a rolled back claim, a late INSERT), every CURSOR_FALLBACK_*,
+ * or at the start, from the first waiting row.  *fallback says which ran.
+ */
+static enum db_status
+claim_by_cursor(struct worker *w, int limit, bool *commit_first,
+    bool *committed, bool *fallback)
+{
+	char key[CURSOR_KEY_MAX];
+	enum db_status st;
+
+	*fallback = false;
+	if (!cursor_fallback_due(&w->cursor_at, now_ms())) {
+		st = claim_from(w, CURSOR_AFTER, w->cursor_at.last,
+		    limit, commit_first, committed);
+		if (st != DB_OK)
+			return st;
+		claim_cursor_moved(w, CURSOR_AFTER);
+		if (w->turn.rows.nrows > 0)
+			return DB_OK;
+	}
+	*fallback = true;
+	if ((st = claim_first_key(w, key, sizeof(key))) != DB_OK)
+		return st;
+	if (key[0] == '\0') {
+		cursor_claimed(&w->cursor_at, CURSOR_AT, NULL, 0, now_ms());
+		return DB_OK;
+	}
+	st = claim_from(w, CURSOR_AT, key, limit, commit_first,
+	    committed);
+	if (st == DB_OK)
+		claim_cursor_moved(w, CURSOR_AT);
+	return st;
+}
+
+/*
+ * Claim a batch, committing the last turn's rows in the same round trip
+ * when they are still uncommitted.  Returns rows claimed, or -1 after a
+ * database error.
+ */
+int
+claim_batch(struct worker *w)
+{
+	int limit = turn_next_limit(w);
+	bool commit_first = w->turn.uncommitted, with_commit = commit_first;
+	bool committed = false, fallback = false;
+	enum db_status st;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	turn_begin(w);
+	w->turn.limit = limit;
+	if (w->cursor_on) {
+		st = claim_by_cursor(w, limit, &commit_first, &committed,
+		    &fallback);
+	} else {
+		if (limit != w->claim_limit)
+			claim_sql_for(w, limit);
+		st = db_select(w->db, w->claim_sql + (commit_first ? 0 :
+		    strlen(COMMIT_FIRST)), commit_first, w->cols, w->ncols,
+		    &w->turn.rows, &committed);
+	}
+	/*
+	 * The last turn's rows count once their COMMIT went through; an
+	 * empty fallback leaves it for worker_commit.
+	 */
+	if (committed)
+		turn_committed(w);
+	if (st != DB_OK) {
+		worker_db_failed(w, st, with_commit && !committed ? "commit" :
+		    "claim");
+		turn_rolled_back(w);
+		return -1;
+	}
+	(void)clock_gettime(CLOCK_MONOTONIC, &t1);
+	int64_t us = (t1.tv_sec - t0.tv_sec) * 1000000 +
+	    (t1.tv_nsec - t0.tv_nsec) / 1000;
+	if (w->args->stats)
+		histogram_add(&w->args->stats->claim, us);
+	/* A fallback is two statements: not the usual claim to compare. */
+	if (!fallback)
+		claim_time(w, us, with_commit);
+	if (claim_came_back(w))
+		return -1;
+	return (int)w->turn.rows.nrows;
+}
+
+
+/* Prepare the claim for the connection: the select's, and the cursor's. */
+enum connect_status
+claim_prepare(struct worker *w)
+{
+	enum connect_status r = claim_prepare_select(w);
+
+	return r == CONNECT_OK ? claim_prepare_cursor(w) : r;
+}
