@@ -236,6 +236,20 @@ wait_read_stdout(struct wait_io *io)
 	}
 }
 
+/*
+ * A pipe answer counts once the whole row is written.  A handler may
+ * answer after reading only the start of a large row: the answer is that
+ * row's, and the rest of its line must still go, or the handler would
+ * read it as the start of the next row, and the next row's answer would
+ * be lost.  A handler that closed its stdin gets no more of it.
+ */
+static bool
+wait_answered(const struct wait_io *io)
+{
+	return io->answered && io->answered(io->ctx) &&
+	    (io->input_left == 0 || io->child->in < 0);
+}
+
 /* The handler exited: read what it wrote just before it went. */
 static enum wait_end
 wait_gone(struct wait_io *io)
@@ -257,7 +271,7 @@ static enum wait_end
 wait_late_look(struct wait_io *io, enum wait_end end)
 {
 	wait_read_stdout(io);
-	if (io->answered && io->answered(io->ctx))
+	if (wait_answered(io))
 		return WAIT_ANSWERED;
 	if (child_exited(io->child))
 		return wait_gone(io);
@@ -289,7 +303,7 @@ handler_wait(struct wait_io *io, const struct handler_job *job,
 		 * What the handler did comes first: an answer or an exit
 		 * is on time even when the worker sees it after a deadline.
 		 */
-		if (io->answered && io->answered(io->ctx))
+		if (wait_answered(io))
 			return WAIT_ANSWERED;
 		if (exited || (c->pidfd < 0 && child_exited(c)))
 			return wait_gone(io);

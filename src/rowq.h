@@ -392,6 +392,10 @@ struct pipe_handler {
 	int64_t		 next_start_ms;
 	uint64_t	 restarts;
 	const char	*queue;
+	/* stderr between rows: since when, and what the window has used */
+	int64_t		 chatter_since_ms;
+	int		 chatter_logged;
+	size_t		 chatter_dropped;
 };
 
 int	 pipe_ensure(struct pipe_handler *, struct stopper *);
