@@ -23,9 +23,6 @@
 
 extern char **environ;
 
-/* After a timeout's SIGTERM, how long the group has before SIGKILL. */
-#define HANDLER_KILL_GRACE_MS	2000
-
 /*
  * Find prog as execvp would, once per worker rather than per row: a name
  * without a slash is looked up in PATH.  Returns 0 with *path allocated,

@@ -310,6 +310,8 @@ worker_connect(struct worker *w)
 		    db_error(w->db));
 	if (st != DB_OK)
 		return st == DB_CONFIG ? -2 : -1;
+	if (db_session_limits(w->db, w->q) != DB_OK)
+		return -1;
 	claim = sql_claim(w->q->select.positional, w->q->batch);
 	w->claim = db_prepare(w->db, claim, &st);
 	free(claim);

@@ -69,7 +69,7 @@ sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
     VALUES (1, 'a@example.com', 's', '')"
 WORKERS=2 TIMEOUT=10s email_config b.yaml "[$ROWQ_TEST_TMP/handler]"
 "$ROWQ" -c b.yaml check >check.out 2>&1 || fail "(b): check: $(cat check.out)"
-assert_match "idle_transaction_timeout is 1s, below the 17s queue email needs" \
+assert_match "queues.email: the server's global idle_transaction_timeout is 1s, below the 17s this queue needs" \
     "$(cat check.out)" "(b): check warns about the global"
 HOLD_S=3 rowq_start b.yaml b2.rowq
 wait_until 15 '[ "$(sql_value "SELECT status FROM email WHERE id = 1")" = sent ]' ||
