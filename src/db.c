@@ -31,6 +31,7 @@ struct db {
 	char		 error[512];
 	unsigned	 errnum;
 	bool		 bulk;		/* the server takes array binding */
+	bool		 status_known;	/* see db_refresh_status */
 };
 
 struct db_stmt {
@@ -56,6 +57,7 @@ db_classify(unsigned err)
 	case 0:
 		return DB_OK;
 	case ER_LOCK_DEADLOCK:
+	case ER_LOCK_TABLE_FULL:	/* rolled back whole; a retry may fit */
 	case ER_LOCK_WAIT_TIMEOUT:
 	case ER_QUERY_INTERRUPTED:
 	case ER_STATEMENT_TIMEOUT:
@@ -76,16 +78,60 @@ db_classify(unsigned err)
 	}
 }
 
+/*
+ * After a server error, find out whether the transaction survived it.
+ * An error packet carries no status flags, so the client's
+ * SERVER_STATUS_IN_TRANS still says what the last statement that
+ * succeeded left.  Most errors roll back only their statement; some roll
+ * back the whole transaction (a deadlock, 1206 lock table full, 1205
+ * under innodb_rollback_on_timeout, a procedure's own ROLLBACK), and what
+ * follows then runs in a fresh transaction without the earlier rows'
+ * locks.  One statement that touches no table refreshes the flags; if it
+ * fails too, the transaction counts as gone (db_in_transaction).
+ */
+static void
+db_refresh_status(struct db *db)
+{
+	MYSQL_RES *res;
+
+	db->status_known = mysql_query(db->mysql, "DO 0") == 0;
+	if (db->status_known && (res = mysql_store_result(db->mysql)) != NULL)
+		mysql_free_result(res);
+}
+
 static enum db_status
 db_fail(struct db *db, unsigned err, const char *msg)
 {
+	enum db_status st = db_classify(err);
+
 	db->errnum = err;
 	/* 0: rowq's own finding, with no server error number to give. */
 	if (err == 0)
 		snprintf(db->error, sizeof(db->error), "%s", msg);
 	else
 		snprintf(db->error, sizeof(db->error), "%s (%u)", msg, err);
-	return db_classify(err);
+	/* The server answered (not 0, not the client library's 2000s). */
+	if ((st == DB_RETRY || st == DB_FATAL) && err != 0 &&
+	    (err < 2000 || err >= 3000))
+		db_refresh_status(db);
+	return st;
+}
+
+/*
+ * Whether a transaction is open on the connection, as the last statement
+ * left it; after a failed statement, whether the transaction survived it
+ * (db_refresh_status).  False when that could not be found out.
+ */
+bool
+db_in_transaction(const struct db *db)
+{
+	unsigned int status = 0;
+
+	if (db->mysql == NULL || !db->status_known ||
+	    mariadb_get_infov(db->mysql, MARIADB_CONNECTION_SERVER_STATUS,
+	    &status) != 0)
+		return false;
+	return (status & SERVER_STATUS_IN_TRANS) != 0;
 }
 
 static enum db_status
@@ -203,6 +249,7 @@ db_open(const struct db_options *o, enum db_status *status)
 		return db;
 	}
 	db_cloexec(db);
+	db->status_known = true;
 	db->bulk = db_can_bulk(db->mysql);
 	snprintf(lockwait, sizeof(lockwait),
 	    "SET SESSION innodb_lock_wait_timeout = %d", DB_LOCK_WAIT_TIMEOUT_S);
@@ -348,13 +395,19 @@ db_close(struct db *db)
 enum db_status
 db_commit(struct db *db)
 {
-	return mysql_commit(db->mysql) == 0 ? DB_OK : db_fail_mysql(db);
+	if (mysql_commit(db->mysql) != 0)
+		return db_fail_mysql(db);
+	db->status_known = true;
+	return DB_OK;
 }
 
 enum db_status
 db_rollback(struct db *db)
 {
-	return mysql_rollback(db->mysql) == 0 ? DB_OK : db_fail_mysql(db);
+	if (mysql_rollback(db->mysql) != 0)
+		return db_fail_mysql(db);
+	db->status_known = true;
+	return DB_OK;
 }
 
 static enum column_kind

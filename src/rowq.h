@@ -468,6 +468,13 @@ bool		 db_stmt_bulk_possible(const struct db_stmt *,
 enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
 		    size_t nrows, unsigned long long *affected);
 void		 rowset_clear(struct rowset *, size_t ncols);
+/*
+ * Whether a transaction is open, as the last statement left it.  After a
+ * failed statement: false when the error rolled back the whole
+ * transaction (or that could not be found out), so that the rows claimed
+ * in it are no longer locked and the turn must stop.
+ */
+bool		 db_in_transaction(const struct db *);
 
 /*
  * How long a queue's worker sessions may sit idle, in seconds: inside a
