@@ -14,12 +14,13 @@ db_create
 cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/handled
 
-# The first run of a row sleeps (HOLD_MS), the next ones are quick.
+# The first run of a row sleeps (the seconds in hold_s), the next ones are
+# quick.  (A file, not the environment: handlers get only what env: names.)
 cat >handler <<SH
 #!/bin/sh
 echo "\$ROWQ_KEY start \$\$" >>"$log"
 if mkdir "$ROWQ_TEST_TMP/first-\$ROWQ_KEY" 2>/dev/null; then
-	sleep \$HOLD_S
+	sleep \$(cat "$ROWQ_TEST_TMP/hold_s")
 fi
 echo "\$ROWQ_KEY end \$\$" >>"$log"
 SH
@@ -28,7 +29,8 @@ chmod +x handler
 # ---- (a) a frozen host's row comes back within the queue's need ----
 email_table 1
 WORKERS=1 TIMEOUT=1s email_config a.yaml "[$ROWQ_TEST_TMP/handler]"
-HOLD_S=30 rowq_start a.yaml a.rowq
+echo 30 >hold_s
+rowq_start a.yaml a.rowq
 a_pid=$ROWQ_PID
 on_exit '[ $? -eq 0 ] || { echo "--- a.rowq"; cat "$ROWQ_TEST_TMP/a.rowq"; echo "--- b.rowq"; cat "$ROWQ_TEST_TMP/b.rowq"; cat "$log"; }'
 wait_until 10 'grep -q "^1 start" "$log" 2>/dev/null' || fail "(a): the handler never started"
@@ -42,7 +44,7 @@ kill -STOP $frozen
 on_exit "kill -CONT $frozen 2>/dev/null || true"
 frozen_at=$(now_us)
 
-HOLD_S=30 rowq_start a.yaml b.rowq
+rowq_start a.yaml b.rowq
 wait_until 14 '[ "$(sql_value "SELECT status FROM email WHERE id = 1")" = sent ]' ||
 	fail "(a): the frozen host's row was not done by the other daemon within 14 s"
 took=$((($(now_us) - frozen_at) / 1000000))
@@ -71,7 +73,8 @@ WORKERS=2 TIMEOUT=10s email_config b.yaml "[$ROWQ_TEST_TMP/handler]"
 "$ROWQ" -c b.yaml check >check.out 2>&1 || fail "(b): check: $(cat check.out)"
 assert_match "queues.email: the server's global idle_transaction_timeout is 1s, below the 17s this queue needs" \
     "$(cat check.out)" "(b): check warns about the global"
-HOLD_S=3 rowq_start b.yaml b2.rowq
+echo 3 >hold_s
+rowq_start b.yaml b2.rowq
 wait_until 15 '[ "$(sql_value "SELECT status FROM email WHERE id = 1")" = sent ]' ||
 	fail "(b): row 1 not done: $(cat b2.rowq)"
 # A second run would have started by now, had the first one's lock gone.
