@@ -31,7 +31,9 @@ untrack_pid "$ROWQ_PID"
 assert_eq "sent" "$(sql_value "SELECT status FROM email WHERE id = 1")" "flood: row 1"
 chatter=$(grep -c 'stderr: chatter line' flood.rowq || true)
 assert_ge "$chatter" 1 "flood: stderr between rows logged at all"
-assert_le "$chatter" 100 "flood: stderr lines logged between rows (20,000 written)"
+# At most 100 a minute between rows, and 100 for row 1 itself: the first
+# lines may be read with its answer, while row 1 is still the current row.
+assert_le "$chatter" 200 "flood: stderr lines logged (20,000 written)"
 assert_match "more lines not logged" "$(grep 'stderr: [0-9]* more lines' flood.rowq)" \
     "flood: a note of what was dropped"
 
