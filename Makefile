@@ -29,6 +29,11 @@ OBJS =	build/backoff.o \
 	build/check.o \
 	build/checker.o \
 	build/config.o \
+	build/config_columns.o \
+	build/config_env.o \
+	build/config_queue.o \
+	build/config_walk.o \
+	build/config_yaml.o \
 	build/cursor.o \
 	build/db.o \
 	build/duration.o \

@@ -1,7 +1,7 @@
 /*
  * rowq.h: shared types and prototypes, grouped by the file that owns them.
  *
- * Only config.c includes <yaml.h>, only db.c includes <mysql.h>, only
+ * Only config_yaml.c includes <yaml.h>, only db.c includes <mysql.h>, only
  * notify.c includes <systemd/sd-daemon.h>, only metrics.c includes
  * <microhttpd.h>: everything they expose to the rest of the program is
  * declared here in plain C types.
@@ -138,7 +138,7 @@ bool	 sql_token_is(const char *text, const struct sql_token *,
 void	 sql_tokens_text(struct buf *, const char *text,
 	    const struct sql_token *, size_t from, size_t to);
 
-/* ---- config.c: the only includer of <yaml.h> ---- */
+/* ---- config.c and the config_*.c files: the configuration ---- */
 
 enum handler_kind {
 	HANDLER_EXEC,
@@ -257,8 +257,9 @@ const struct handler_user *config_handler_user(const struct config *,
 		    const struct queue *);
 
 /*
- * Check a queue's statements, key, attempts column and {column} arguments
- * against the columns its select returns (known once it is prepared).
+ * config_columns.c: check a queue's statements, key, attempts column and
+ * {column} arguments against the columns its select returns (known once
+ * it is prepared).
  * Logs each problem; returns the number of problems.
  */
 int		 config_check_columns(const struct queue *,
