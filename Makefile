@@ -27,6 +27,7 @@ OBJS =	build/backoff.o \
 	build/child.o \
 	build/claim.o \
 	build/check.o \
+	build/check_plan.o \
 	build/checker.o \
 	build/config.o \
 	build/config_columns.o \

@@ -675,6 +675,11 @@ int	 worker_run(const struct worker_args *);
 
 int	 check_config(const struct config *, bool explain);
 
+/* ---- check_plan.c: the claim's plan, for check.c ---- */
+
+/* Warns of a claim that reads rows it will not return; returns 0. */
+int	 check_plan(struct db *, const struct queue *, bool verbose);
+
 /* ---- checker.c: check_config in a short-lived child ---- */
 
 struct checker {
