@@ -53,6 +53,8 @@ OBJS =	build/backoff.o \
 	build/sql.o \
 	build/stats.o \
 	build/status.o \
+	build/status_db.o \
+	build/status_socket.o \
 	build/supervisor.o \
 	build/turn.o \
 	build/worker.o

@@ -695,7 +695,7 @@ pid_t	 checker_start(const struct config *, const struct checker *);
 int	 checker_problems(int status);
 int	 checker_run(const struct config *, const struct checker *);
 
-/* ---- status.c: `rowq status`, and the daemon's status socket ---- */
+/* ---- status_db.c: what the database says of a queue ---- */
 
 #define STATUS_CAP		1000	/* rows counted at most, per count */
 
@@ -711,9 +711,13 @@ int	 status_query(struct db *, const struct queue *,
 void	 status_split(const struct queue *, const struct queue_db_status *,
 	    long busy, long *ready, long *in_progress);
 int	 status_select_finds(struct db *, const struct queue *);
+
+/* ---- status_socket.c: the daemon's status socket ---- */
+
 char	*status_socket_path(const struct config *);	/* caller frees */
-int	 status_listen(const char *path);
-void	 status_field(struct buf *, const char *key, const char *value);
+
+/* ---- status.c: `rowq status` ---- */
+
 int	 status_command(const char *config_path, char **queues, size_t n,
 	    bool json);
 

@@ -114,6 +114,34 @@ supervisor_count(struct supervisor *s, const char *queue)
 	return t;
 }
 
+/* Workers of the queue that run. */
+int
+supervisor_workers_up(const struct supervisor *s, const struct queue *q)
+{
+	int up = 0;
+
+	for (int i = 0; i < s->nslots; i++)
+		if (s->slots[i].state == SLOT_RUNNING &&
+		    s->slots[i].queue == q)
+			up++;
+	return up;
+}
+
+/* Workers of the queue busy with a row: each holds that row. */
+long
+supervisor_busy(const struct supervisor *s, const char *queue)
+{
+	long busy = 0;
+
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->pid != 0 && sl->stats->state == WORKER_BUSY &&
+		    strcmp(sl->queue->name, queue) == 0)
+			busy++;
+	}
+	return busy;
+}
+
 static bool
 supervisor_wants(const struct supervisor *s, const struct queue *q)
 {

@@ -1,7 +1,7 @@
 /*
  * supervisor.h: the supervisor's state, shared by supervisor.c (which
- * drives it) and report.c (which reads it for the status socket and the
- * metrics).  Nothing else includes it.
+ * drives it), report.c and status_socket.c (which read it for the metrics
+ * and the status socket).  Nothing else includes it.
  */
 #ifndef SUPERVISOR_H
 #define SUPERVISOR_H
@@ -95,7 +95,7 @@ struct shared {
 
 /*
  * A status client whose answer did not fit the socket at once: the rest
- * is written as the socket takes it, until a deadline (report.c).
+ * is written as the socket takes it, until a deadline (status_socket.c).
  */
 #define STATUS_CLIENTS_MAX	8
 /* The supervisor's pollfds: the signalfd, the status listener, metrics. */
@@ -135,7 +135,7 @@ struct supervisor {
 	int64_t			 fork_failing_since; /* 0: fork works */
 	int			 signalfd_errors;
 	bool			 status_dirty;
-	/* What the daemon tells others: report.c. */
+	/* What the daemon tells others: report.c, status_socket.c. */
 	int			 status_fd;	/* -1: no status socket */
 	char			*status_path;
 	struct status_client	 status_clients[STATUS_CLIENTS_MAX];
@@ -162,6 +162,9 @@ struct probe {
 };
 
 struct totals	 supervisor_count(struct supervisor *, const char *queue);
+int		 supervisor_workers_up(const struct supervisor *,
+		    const struct queue *);
+long		 supervisor_busy(const struct supervisor *, const char *queue);
 
 /* report.c */
 void	 report_start(struct supervisor *);
@@ -170,6 +173,14 @@ void	 report_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
 void	 report_handle(struct supervisor *, const struct pollfd *, nfds_t);
 bool	 report_reaped(struct supervisor *, pid_t, int status);
 void	 report_tick(struct supervisor *, int64_t now, int64_t *next);
+
+/* status_socket.c, for report.c */
+void	 status_socket_start(struct supervisor *);
+void	 status_socket_stop(struct supervisor *);
+void	 status_socket_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
+void	 status_socket_accept(struct supervisor *);
+void	 status_socket_client_ready(struct supervisor *, int fd);
+void	 status_socket_tick(struct supervisor *, int64_t now, int64_t *next);
 
 #endif /* SUPERVISOR_H */
 
