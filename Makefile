@@ -49,6 +49,7 @@ OBJS =	build/backoff.o \
 	build/pipe.o \
 	build/proc.o \
 	build/recent.o \
+	build/reload.o \
 	build/report.o \
 	build/sql.o \
 	build/stats.o \

@@ -1,7 +1,8 @@
 /*
  * supervisor.h: the supervisor's state, shared by supervisor.c (which
- * drives it), report.c and status_socket.c (which read it for the metrics
- * and the status socket).  Nothing else includes it.
+ * drives it), reload.c (which swaps generations on SIGHUP), report.c and
+ * status_socket.c (which read it for the metrics and the status socket).
+ * Nothing else includes it.
  */
 #ifndef SUPERVISOR_H
 #define SUPERVISOR_H
@@ -161,10 +162,23 @@ struct probe {
 	bool			 ok[QUEUES_MAX];
 };
 
+/* supervisor.c: the worker table, for the files below */
 struct totals	 supervisor_count(struct supervisor *, const char *queue);
 int		 supervisor_workers_up(const struct supervisor *,
 		    const struct queue *);
 long		 supervisor_busy(const struct supervisor *, const char *queue);
+void		 supervisor_fill(struct supervisor *);
+void		 supervisor_finish_slot(struct slot *, int64_t timeout_ms);
+void		 supervisor_describe_death(int status, char *buf, size_t len);
+void		 slot_set_state(struct supervisor *, struct slot *,
+		    enum slot_state);
+void		 generation_start(struct supervisor *, struct config *);
+void		 generation_release(struct supervisor *, struct generation *);
+
+/* reload.c */
+void	 reload_begin(struct supervisor *);
+void	 reload_checked(struct supervisor *, int status);
+void	 reload_watch(struct supervisor *, int64_t now, int64_t *next);
 
 /* report.c */
 void	 report_start(struct supervisor *);
