@@ -10,6 +10,7 @@
  * none of which reads the table.
  */
 #include "rowq.h"
+#include "db.h"
 
 #include <ctype.h>
 #include <errno.h>

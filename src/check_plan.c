@@ -21,6 +21,7 @@
  * works, only slowly.  Every one names the queue's select.
  */
 #include "rowq.h"
+#include "db.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -6,6 +6,7 @@
  * stalls the supervisor's loop.
  */
 #include "rowq.h"
+#include "db.h"
 #include "supervisor.h"
 
 #include <signal.h>

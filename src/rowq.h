@@ -4,7 +4,13 @@
  * Only config_yaml.c includes <yaml.h>, only db.c includes <mysql.h>, only
  * notify.c includes <systemd/sd-daemon.h>, only metrics.c includes
  * <microhttpd.h>: everything they expose to the rest of the program is
- * declared here in plain C types.
+ * declared in plain C types, here or, for the database, in db.h.
+ *
+ * What only a few files share has a header of its own: db.h (the files
+ * that talk to the database), config.h (config.c and config_*.c),
+ * supervisor.h (supervisor.c, reload.c, report.c, status_socket.c) and
+ * worker.h (worker.c, claim.c, turn.c, finish.c, lease.c, recent.c).
+ * src/README says which file holds what.
  */
 #ifndef ROWQ_H
 #define ROWQ_H
@@ -472,71 +478,10 @@ void	 pipe_handle(struct pipe_handler *, const struct handler_job *,
 void	 pipe_stop(struct pipe_handler *, int64_t grace_ms);
 void	 pipe_drain(struct pipe_handler *);
 
-/* ---- db.c: the only includer of <mysql.h> ---- */
+/* ---- db.c: the database layer, declared in db.h ---- */
 
-/* What the caller should do about a database error. */
-enum db_status {
-	DB_OK = 0,
-	DB_RETRY,	/* deadlock or lock wait timeout: roll back, try again */
-	DB_RECONNECT,	/* the connection is gone: reconnect with backoff */
-	DB_CONFIG,	/* access denied, unknown database: fix the config */
-	DB_FATAL,	/* bad SQL or data: this statement will not work */
-};
-
-/* A value bound to a statement parameter. */
-enum value_type {
-	VALUE_NULL,
-	VALUE_INT,
-	VALUE_TEXT,
-	VALUE_BLOB,
-};
-
-struct value {
-	enum value_type	 type;
-	bool		 is_unsigned;
-	long long	 i;
-	const char	*s;
-	size_t		 len;
-};
-
-struct rowset {
-	struct row	*rows;
-	size_t		 nrows;
-	size_t		 cap;
-};
-
+/* Only a pointer here: the files that use the database include db.h. */
 struct db;
-struct db_stmt;
-
-void		 db_library_init(void);	/* before forking workers */
-struct db	*db_open(const struct db_options *, enum db_status *);
-void		 db_close(struct db *);
-const char	*db_error(const struct db *);	/* last error, for messages */
-unsigned	 db_errno(const struct db *);
-enum db_status	 db_commit(struct db *);
-enum db_status	 db_rollback(struct db *);
-bool		 db_link_closed(const struct db *);
-bool		 db_in_transaction(struct db *);
-enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
-		    struct column **cols, size_t *ncols);
-enum db_status	 db_run(struct db *, const char *sql);
-enum db_status	 db_select(struct db *, const char *sql, bool commit_first,
-		    const struct column *, size_t ncols, struct rowset *,
-		    bool *committed);
-struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
-void		 db_stmt_free(struct db_stmt *);
-size_t		 db_stmt_nparams(const struct db_stmt *);
-const struct column *db_stmt_columns(const struct db_stmt *, size_t *n);
-enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
-		    size_t nvalues, unsigned long long *affected);
-enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
-		    size_t nvalues, struct rowset *);
-bool		 db_stmt_bulk_possible(const struct db_stmt *,
-		    const struct value *, size_t nrows);
-enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
-		    size_t nrows, unsigned long long *affected);
-void		 rowset_clear(struct rowset *, size_t ncols);
-void		 columns_free(struct column *, size_t);
 
 /* ---- cursor.c: the claim that scans the primary key from a cursor ---- */
 

@@ -10,6 +10,7 @@
  * read here, and readable with `socat - UNIX:/run/rowq/rowq.sock`.
  */
 #include "rowq.h"
+#include "db.h"
 
 #include <errno.h>
 #include <poll.h>

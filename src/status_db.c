@@ -6,6 +6,7 @@
  * which locks nothing, so that asking never takes a row from a claim.
  */
 #include "rowq.h"
+#include "db.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -22,6 +22,7 @@
  * reload (the old generation's workers, while the new ones already run).
  */
 #include "rowq.h"
+#include "db.h"
 #include "supervisor.h"
 
 #include <errno.h>
