@@ -168,10 +168,10 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 }
 
 /*
- * Returns the number of problems found (each logged with file, line and
- * key), or -1 when the database cannot be reached at all.
+ * CHECK_PROBLEMS when a problem is found (each logged with file, line and
+ * key), CHECK_UNREACHABLE when the database cannot be reached at all.
  */
-int
+enum check_verdict
 check_config(const struct config *cfg, bool explain)
 {
 	enum db_status st;
@@ -183,11 +183,11 @@ check_config(const struct config *cfg, bool explain)
 		log_error("%s: database: cannot connect: %s", cfg->path,
 		    db_error(db));
 		db_close(db);
-		return st == DB_CONFIG ? 1 : -1;
+		return st == DB_CONFIG ? CHECK_PROBLEMS : CHECK_UNREACHABLE;
 	}
 	for (size_t i = 0; i < cfg->nqueues; i++)
 		problems += check_queue(db, &cfg->queues[i], explain);
 	(void)db_rollback(db);
 	db_close(db);
-	return problems;
+	return problems > 0 ? CHECK_PROBLEMS : CHECK_PASSED;
 }

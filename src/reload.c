@@ -127,27 +127,31 @@ reload_checked(struct supervisor *s, int status)
 	struct config *cfg = s->check_cfg;
 	const char *msg = s->shared->check_error;
 	char why[128];
-	int problems = checker_problems(status);
+	enum check_verdict verdict = checker_verdict(status);
 
 	s->check_cfg = NULL;
 	if (s->stopping) {
 		config_free(cfg);
 		return;
 	}
-	if (problems == 0) {
+	if (verdict == CHECK_PASSED) {
 		reload_apply(s, cfg);
 		reload_done(s, true, "generation %d", s->current->number);
 		return;
 	}
 	config_free(cfg);
-	if (problems > 0)
+	switch (verdict) {
+	case CHECK_PROBLEMS:
 		reload_done(s, false, "%s", msg[0] ? msg : "check failed");
-	else if (problems == -1)
+		break;
+	case CHECK_UNREACHABLE:
 		reload_done(s, false, "database unreachable: %s",
 		    msg[0] ? msg : "no reason given");
-	else {
+		break;
+	default:
 		supervisor_describe_death(status, why, sizeof(why));
 		reload_done(s, false, "the check ended badly (%s)", why);
+		break;
 	}
 }
 

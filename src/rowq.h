@@ -618,7 +618,15 @@ int	 worker_run(const struct worker_args *);
 
 /* ---- check.c: the configuration against the live database ---- */
 
-int	 check_config(const struct config *, bool explain);
+/* How a check of the configuration against the database came out. */
+enum check_verdict {
+	CHECK_PASSED,		/* every queue fits the database */
+	CHECK_PROBLEMS,		/* problems found, each logged */
+	CHECK_UNREACHABLE,	/* the database could not be reached: try again */
+	CHECK_DIED,		/* checker.c: the child was killed, or exited oddly */
+};
+
+enum check_verdict check_config(const struct config *, bool explain);
 
 /* ---- check_plan.c: the claim's plan, for check.c ---- */
 
@@ -634,11 +642,9 @@ struct checker {
 	size_t		 errlen;	/* or NULL, 0 */
 };
 
-#define CHECKER_DIED	(-2)	/* killed, or an unexpected exit status */
-
 pid_t	 checker_start(const struct config *, const struct checker *);
-int	 checker_problems(int status);
-int	 checker_run(const struct config *, const struct checker *);
+enum check_verdict checker_verdict(int status);
+enum check_verdict checker_run(const struct config *, const struct checker *);
 
 /* ---- status_db.c: what the database says of a queue ---- */
 
