@@ -701,7 +701,7 @@ void		 metrics_run(struct metrics *);
 void		 metrics_stop(struct metrics *);
 int		 metrics_write_textfile(const char *path, const struct buf *);
 
-/* ---- supervisor.c: the worker table, restarts, reload, stop ---- */
+/* ---- supervisor.c and reload.c: the worker table, restarts, reload ---- */
 
 struct run_options {
 	const char	*config_path;

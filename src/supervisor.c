@@ -1,7 +1,7 @@
 /*
  * supervisor.c: the worker table.  Forks the workers of every queue,
- * reaps and restarts them, swaps generations on SIGHUP, and stops them
- * all gracefully on SIGTERM.
+ * reaps and restarts them, swaps generations on SIGHUP (reload.c), and
+ * stops them all gracefully on SIGTERM.
  *
  * From the moment workers run, the supervisor must not die on a
  * recoverable error: a bad reload keeps the old workers, a crashing worker
