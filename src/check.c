@@ -122,6 +122,51 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 	cursor_free(&c);
 }
 
+/*
+ * Warn about a server-side idle limit below what the queue's sessions
+ * need (db_idle_need).  Each worker sets its own session's limits, and
+ * the same SET is tried here (db_session_limits warns when it is
+ * refused); a global below the need still bites a session that loses
+ * its own value (a proxy, a pool that resets sessions): its transaction
+ * is killed while its handler runs, and another worker runs the row at
+ * the same time.  Only warns.
+ */
+static void
+check_session_limits(struct db *db, const struct queue *q)
+{
+	struct db_idle_limit limits[DB_IDLE_LIMITS_MAX];
+	struct idle_need need;
+	char timeout[32], idle[32];
+	int n;
+
+	if (db_session_limits(db, q) != DB_OK ||
+	    (n = db_global_idle_limits(db, limits)) < 0) {
+		log_warnx("%s: queues.%s: cannot read the server's idle "
+		    "limits: %s", q->where, q->name, db_error(db));
+		return;
+	}
+	db_idle_need(q, &need);
+	duration_format(q->timeout_ms, timeout, sizeof(timeout));
+	duration_format(q->idle_ms, idle, sizeof(idle));
+	for (int i = 0; i < n; i++) {
+		unsigned want = limits[i].transaction ? need.transaction_s :
+		    need.session_s;
+		if (limits[i].value_s == 0 || limits[i].value_s >= want)
+			continue;
+		log_warnx("%s: queues.%s: the server's global %s is %llus, "
+		    "below the %us this queue needs (timeout %s, %ds kill "
+		    "grace, idle %s, %ds margin): its workers set their own "
+		    "sessions' value, but a session that loses it (a proxy, a "
+		    "pool that resets sessions) is cut off mid-handler and its "
+		    "row runs twice; raise it: SET GLOBAL %s = %u, and in the "
+		    "server's configuration%s", q->where, q->name,
+		    limits[i].name, limits[i].value_s, want, timeout,
+		    HANDLER_KILL_GRACE_MS / 1000, idle, DB_IDLE_MARGIN_S,
+		    limits[i].name, want, limits[i].transaction ?
+		    " (0: no limit)" : "");
+	}
+}
+
 static int
 check_queue(struct db *db, const struct queue *q, bool explain)
 {
@@ -164,6 +209,7 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	problems += check_statement(db, &q->lease.claim);
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);
+	check_session_limits(db, q);
 	return problems;
 }
 

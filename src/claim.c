@@ -154,14 +154,18 @@ claim_came_back(struct worker *w)
  * index dropped, a plan changed) is said once an hour at most, with a
  * pointer to `rowq check`.  The usual is a running mean over 16 claims,
  * fed a slow claim only up to twice the mean, so one stall hides no other;
- * claims that carried a COMMIT (which may wait for the disk) are compared
- * with their own kind.
+ * claims that carried a COMMIT (which may wait for the disk), and a
+ * cursor's fallbacks (two statements), are compared with their own kind.
  */
 static void
-claim_time(struct worker *w, int64_t us, bool with_commit)
+claim_time(struct worker *w, int64_t us, enum claim_kind kind)
 {
-	int64_t *mean = &w->claim_mean_us[with_commit];
-	int *n = &w->claims[with_commit];
+	static const char *const kinds[CLAIM_KINDS] = {
+		"", " (that claim had the last rows' COMMIT in front)",
+		" (that claim fell back to the first waiting row)",
+	};
+	int64_t *mean = &w->claim_mean_us[kind];
+	int *n = &w->claims[kind];
 	char took[32], usual[32];
 
 	if (*n < 16) {
@@ -173,10 +177,9 @@ claim_time(struct worker *w, int64_t us, bool with_commit)
 		w->slow_logged_ms = now_ms();
 		duration_format(us / 1000, took, sizeof(took));
 		snprintf(usual, sizeof(usual), "%.1fms", (double)*mean / 1000);
-		log_warnx("%s: a claim took %s (usually %s)%s: the select may "
-		    "read rows it will not return; see `rowq check`",
-		    w->q->select.where, took, usual, with_commit ?
-		    ", with the last rows' COMMIT in front" : "");
+		log_warnx("%s: a claim took %s (usually %s): the select may "
+		    "read rows it will not return; see `rowq check`%s",
+		    w->q->select.where, took, usual, kinds[kind]);
 	}
 	if (us > 2 * *mean)
 		us = 2 * *mean;
@@ -340,9 +343,8 @@ claim_batch(struct worker *w)
 	    (t1.tv_nsec - t0.tv_nsec) / 1000;
 	if (w->args->stats)
 		histogram_add(&w->args->stats->claim, us);
-	/* A fallback is two statements: not the usual claim to compare. */
-	if (!fallback)
-		claim_time(w, us, with_commit);
+	claim_time(w, us, fallback ? CLAIM_FALLBACK : with_commit ?
+	    CLAIM_WITH_COMMIT : CLAIM_PLAIN);
 	if (claim_came_back(w))
 		return -1;
 	return (int)w->turn.rows.nrows;

@@ -33,6 +33,7 @@ struct db {
 	char		 error[512];
 	unsigned	 errnum;
 	bool		 bulk;		/* the server takes array binding */
+	bool		 status_known;	/* see db_refresh_status */
 };
 
 struct db_stmt {
@@ -58,6 +59,7 @@ db_classify(unsigned err)
 	case 0:
 		return DB_OK;
 	case ER_LOCK_DEADLOCK:
+	case ER_LOCK_TABLE_FULL:	/* rolled back whole; a retry may fit */
 	case ER_LOCK_WAIT_TIMEOUT:
 	case ER_QUERY_INTERRUPTED:
 	case ER_STATEMENT_TIMEOUT:
@@ -78,16 +80,60 @@ db_classify(unsigned err)
 	}
 }
 
+/*
+ * After a server error, find out whether the transaction survived it.
+ * An error packet carries no status flags, so the client's
+ * SERVER_STATUS_IN_TRANS still says what the last statement that
+ * succeeded left.  Most errors roll back only their statement; some roll
+ * back the whole transaction (a deadlock, 1206 lock table full, 1205
+ * under innodb_rollback_on_timeout, a procedure's own ROLLBACK), and what
+ * follows then runs in a fresh transaction without the earlier rows'
+ * locks.  One statement that touches no table refreshes the flags; if it
+ * fails too, the transaction counts as gone (db_in_transaction).
+ */
+static void
+db_refresh_status(struct db *db)
+{
+	MYSQL_RES *res;
+
+	db->status_known = mysql_query(db->mysql, "DO 0") == 0;
+	if (db->status_known && (res = mysql_store_result(db->mysql)) != NULL)
+		mysql_free_result(res);
+}
+
 static enum db_status
 db_fail(struct db *db, unsigned err, const char *msg)
 {
+	enum db_status st = db_classify(err);
+
 	db->errnum = err;
 	/* 0: rowq's own finding, with no server error number to give. */
 	if (err == 0)
 		snprintf(db->error, sizeof(db->error), "%s", msg);
 	else
 		snprintf(db->error, sizeof(db->error), "%s (%u)", msg, err);
-	return db_classify(err);
+	/* The server answered (not 0, not the client library's 2000s). */
+	if ((st == DB_RETRY || st == DB_FATAL) && err != 0 &&
+	    (err < 2000 || err >= 3000))
+		db_refresh_status(db);
+	return st;
+}
+
+/*
+ * Whether a transaction is open on the connection, as the last statement
+ * left it; after a failed statement, whether the transaction survived it
+ * (db_refresh_status).  False when that could not be found out.
+ */
+bool
+db_in_transaction(const struct db *db)
+{
+	unsigned int status = 0;
+
+	if (db->mysql == NULL || !db->status_known ||
+	    mariadb_get_infov(db->mysql, MARIADB_CONNECTION_SERVER_STATUS,
+	    &status) != 0)
+		return false;
+	return (status & SERVER_STATUS_IN_TRANS) != 0;
 }
 
 static enum db_status
@@ -205,6 +251,7 @@ db_open(const struct db_options *o, enum db_status *status)
 		return db;
 	}
 	db_cloexec(db);
+	db->status_known = true;
 	db->bulk = db_can_bulk(db->mysql);
 	snprintf(lockwait, sizeof(lockwait),
 	    "SET SESSION innodb_lock_wait_timeout = %d", DB_LOCK_WAIT_TIMEOUT_S);
@@ -238,22 +285,122 @@ db_link_closed(const struct db *db)
 }
 
 /*
- * Whether the session still has a transaction open.  Some errors roll
- * back the whole transaction, not only the statement (a full lock table,
- * 1206), and an error packet carries no status: a statement that touches
- * no table brings the server's status back without starting one.
+ * The longest single wait of a turn, with a margin: in transaction mode a
+ * handler runs while the transaction sits idle, up to its timeout and the
+ * kill grace after it; when a batch's ok rows run `done` together at the
+ * end of the turn (batch > 1, no :output or :error in it), nothing is
+ * sent between its handlers, so the whole batch's are one wait.  In lease
+ * mode no transaction is open while a handler runs, but the connection
+ * waits as long for the finishing statement.  Between claims the session
+ * sits idle for `idle`, outside any transaction.
  */
-bool
-db_in_transaction(struct db *db)
+void
+db_idle_need(const struct queue *q, struct idle_need *need)
 {
-	unsigned int status = 0;
+	int64_t handler_ms = q->timeout_ms + HANDLER_KILL_GRACE_MS;
+	bool bulk_done = q->batch > 1 && !q->lease.enabled &&
+	    q->done.text != NULL;
 
-	if (mysql_query(db->mysql, "DO 0") != 0)
-		return false;
-	if (mariadb_get_infov(db->mysql, MARIADB_CONNECTION_SERVER_STATUS,
-	    &status) != 0)
-		return false;
-	return (status & SERVER_STATUS_IN_TRANS) != 0;
+	for (size_t i = 0; bulk_done && i < q->done.nparams; i++)
+		if (strcmp(q->done.params[i], "output") == 0 ||
+		    strcmp(q->done.params[i], "error") == 0)
+			bulk_done = false;
+	if (bulk_done)
+		handler_ms *= q->batch;
+	need->transaction_s = (unsigned)((handler_ms + 999) / 1000) +
+	    DB_IDLE_MARGIN_S;
+	need->session_s = (unsigned)((q->idle_ms + 999) / 1000) +
+	    DB_IDLE_MARGIN_S;
+	if (need->session_s < need->transaction_s)
+		need->session_s = need->transaction_s;
+}
+
+static bool
+db_is_mariadb(struct db *db)
+{
+	const char *v = mysql_get_server_info(db->mysql);
+
+	return v != NULL && strstr(v, "MariaDB") != NULL;
+}
+
+/*
+ * Bound this session's idleness to what the queue needs (db_idle_need).
+ * MariaDB: the idle transaction timeouts, so that the rows of a host that
+ * froze or vanished come back within that bound rather than the server's
+ * wait_timeout (8 hours by default), and so that a shorter global value
+ * does not kill a transaction while its handler runs; wait_timeout is
+ * only raised to the need, never lowered, since an idle session outside a
+ * transaction holds no rows.  MySQL has wait_timeout only: it is set to
+ * the need.  A refused SET (a proxy, a server too old to know the
+ * variables) is logged and the session goes on with the server's limits;
+ * only a lost link is returned.
+ */
+enum db_status
+db_session_limits(struct db *db, const struct queue *q)
+{
+	struct idle_need need;
+	char sql[384];
+	enum db_status st;
+
+	db_idle_need(q, &need);
+	if (db_is_mariadb(db))
+		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = "
+		    "GREATEST(@@SESSION.wait_timeout, %u), "
+		    "idle_transaction_timeout = %u, "
+		    "idle_write_transaction_timeout = %u, "
+		    "idle_readonly_transaction_timeout = %u", need.session_s,
+		    need.transaction_s, need.transaction_s, need.transaction_s);
+	else
+		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %u",
+		    need.session_s);
+	st = db_run(db, sql);
+	if (st == DB_OK || st == DB_RECONNECT)
+		return st;
+	log_warnx("%s: queues.%s: cannot set the session's idle limits "
+	    "(%s): the server's own apply", q->where, q->name, db_error(db));
+	return DB_OK;
+}
+
+/*
+ * The server's global idle limits that apply to a session like a
+ * worker's: into limits[DB_IDLE_LIMITS_MAX].  Returns how many, or -1
+ * after a database error.
+ */
+int
+db_global_idle_limits(struct db *db, struct db_idle_limit *limits)
+{
+	static const char *const names[DB_IDLE_LIMITS_MAX] = {
+		"wait_timeout", "idle_transaction_timeout",
+		"idle_write_transaction_timeout",
+		"idle_readonly_transaction_timeout",
+	};
+	int n = db_is_mariadb(db) ? DB_IDLE_LIMITS_MAX : 1;
+	struct buf sql = { 0 };
+	struct rowset rs = { 0 };
+	struct column *cols;
+	size_t ncols;
+	enum db_status st;
+
+	buf_puts(&sql, "SELECT ");
+	for (int i = 0; i < n; i++)
+		buf_printf(&sql, "%s@@GLOBAL.%s", i ? ", " : "", names[i]);
+	st = db_query(db, sql.data, &rs, &cols, &ncols);
+	buf_free(&sql);
+	if (st != DB_OK || rs.nrows != 1 || ncols != (size_t)n) {
+		n = -1;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *v = rs.rows[0].value[i];
+		limits[i].name = names[i];
+		limits[i].value_s = v ? strtoull(v, NULL, 10) : 0;
+		limits[i].transaction = i > 0;
+	}
+out:
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	columns_free(cols, ncols);
+	return n;
 }
 
 void
@@ -269,13 +416,19 @@ db_close(struct db *db)
 enum db_status
 db_commit(struct db *db)
 {
-	return mysql_commit(db->mysql) == 0 ? DB_OK : db_fail_mysql(db);
+	if (mysql_commit(db->mysql) != 0)
+		return db_fail_mysql(db);
+	db->status_known = true;
+	return DB_OK;
 }
 
 enum db_status
 db_rollback(struct db *db)
 {
-	return mysql_rollback(db->mysql) == 0 ? DB_OK : db_fail_mysql(db);
+	if (mysql_rollback(db->mysql) != 0)
+		return db_fail_mysql(db);
+	db->status_known = true;
+	return DB_OK;
 }
 
 static enum column_kind

@@ -54,7 +54,6 @@ unsigned	 db_errno(const struct db *);
 enum db_status	 db_commit(struct db *);
 enum db_status	 db_rollback(struct db *);
 bool		 db_link_closed(const struct db *);
-bool		 db_in_transaction(struct db *);
 enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
 		    struct column **cols, size_t *ncols);
 enum db_status	 db_run(struct db *, const char *sql);
@@ -74,6 +73,39 @@ bool		 db_stmt_bulk_possible(const struct db_stmt *,
 enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
 		    size_t nrows, unsigned long long *affected);
 void		 rowset_clear(struct rowset *, size_t ncols);
+/*
+ * Whether a transaction is open, as the last statement left it.  After a
+ * failed statement: false when the error rolled back the whole
+ * transaction (or that could not be found out), so that the rows claimed
+ * in it are no longer locked and the turn must stop.
+ */
+bool		 db_in_transaction(const struct db *);
+
+/*
+ * How long a queue's worker sessions may sit idle, in seconds: inside a
+ * transaction while its handlers run, and at all (also `idle` between
+ * claims).  The server is told so for each session (db_session_limits),
+ * so that a frozen host's rows come back within transaction_s, and no
+ * shorter server default cuts a handler's transaction short.
+ */
+struct idle_need {
+	unsigned	 transaction_s;
+	unsigned	 session_s;
+};
+
+/* One of the server's global idle limits, for `rowq check`. */
+struct db_idle_limit {
+	const char	*name;		/* "wait_timeout", ... */
+	unsigned long long value_s;	/* 0: none */
+	bool		 transaction;	/* applies inside a transaction only */
+};
+
+#define DB_IDLE_MARGIN_S	5
+#define DB_IDLE_LIMITS_MAX	4
+
+void		 db_idle_need(const struct queue *, struct idle_need *);
+enum db_status	 db_session_limits(struct db *, const struct queue *);
+int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
 void		 columns_free(struct column *, size_t);
 
 #endif /* DB_H */

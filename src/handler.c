@@ -23,9 +23,6 @@
 
 extern char **environ;
 
-/* After a timeout's SIGTERM, how long the group has before SIGKILL. */
-#define HANDLER_KILL_GRACE_MS	2000
-
 /*
  * Find prog as execvp would, once per worker rather than per row: a name
  * without a slash is looked up in PATH.  Returns 0 with *path allocated,
@@ -290,6 +287,48 @@ wait_read_stdout(struct wait_io *io)
 }
 
 /*
+ * A pipe answer counts once the whole row is written.  A handler may
+ * answer after reading only the start of a large row: the answer is that
+ * row's, and the rest of its line must still go, or the handler would
+ * read it as the start of the next row, and the next row's answer would
+ * be lost.  A handler that closed its stdin gets no more of it.
+ */
+static bool
+wait_answered(const struct wait_io *io)
+{
+	return io->answered && io->answered(io->ctx) &&
+	    (io->input_left == 0 || io->child->in < 0);
+}
+
+/* The handler exited: read what it wrote just before it went. */
+static enum wait_end
+wait_gone(struct wait_io *io)
+{
+	wait_read_stdout(io);
+	child_read_stderr(io->child);
+	if (io->answered && io->answered(io->ctx))
+		return WAIT_ANSWERED;
+	return WAIT_EXITED;
+}
+
+/*
+ * A deadline passed: before giving up on the handler, one last look at
+ * what it did while the worker was not polling (a slow lease renewal, a
+ * busy machine).  An answer already written or an exit already made is
+ * its result; otherwise `end` is.
+ */
+static enum wait_end
+wait_late_look(struct wait_io *io, enum wait_end end)
+{
+	wait_read_stdout(io);
+	if (wait_answered(io))
+		return WAIT_ANSWERED;
+	if (child_exited(io->child))
+		return wait_gone(io);
+	return end;
+}
+
+/*
  * Wait for a handler: feed its stdin, drain stdout and stderr, call the
  * tick, and watch the timeout, the stop deadline and the child's exit.
  * Never blocks for longer than a second between looks at the clock.  The
@@ -310,24 +349,24 @@ handler_wait(struct wait_io *io, const struct handler_job *job,
 	for (;;) {
 		int64_t now = now_ms();
 
-		if (io->answered && io->answered(io->ctx))
+		/*
+		 * What the handler did comes first: an answer or an exit
+		 * is on time even when the worker sees it after a deadline.
+		 */
+		if (wait_answered(io))
 			return WAIT_ANSWERED;
+		if (exited || (c->pidfd < 0 && child_exited(c)))
+			return wait_gone(io);
 		if (st->abort || (st->stop && now >= st->stop_deadline_ms))
-			return WAIT_STOPPED;
+			return wait_late_look(io, WAIT_STOPPED);
 		if (now >= deadline)
-			return WAIT_TIMEOUT;
+			return wait_late_look(io, WAIT_TIMEOUT);
 		if (now >= next_tick) {
+			/* A lost lease: the result could not be recorded. */
 			if (job->tick(job->tick_ctx, res) != 0)
 				return WAIT_TICK;
 			next_tick = now_ms() + job->tick_ms;
-		}
-		if (exited || (c->pidfd < 0 && child_exited(c))) {
-			/* What it wrote just before it went. */
-			wait_read_stdout(io);
-			child_read_stderr(c);
-			if (io->answered && io->answered(io->ctx))
-				return WAIT_ANSWERED;
-			return WAIT_EXITED;
+			continue;	/* the tick took time: look again */
 		}
 
 		struct pollfd p[5];

@@ -22,6 +22,13 @@
 #define PIPE_TRUST_MS		10000
 #define PIPE_RESTART_MIN_MS	1000
 #define PIPE_RESTART_MAX_MS	60000
+/*
+ * stderr written between rows is logged up to HANDLER_LOG_LINES_MAX lines
+ * per window of this length, and the lines dropped are counted in a note
+ * at the window's end: a handler that chatters megabytes while idle costs
+ * the log a hundred lines a minute.
+ */
+#define PIPE_CHATTER_WINDOW_MS	60000
 
 /* Kill and reap the handler; the next row will need a new one. */
 static int
@@ -240,6 +247,31 @@ pipe_bad_answer(struct pipe_handler *p, struct handler_result *res)
 	json_string(&res->error, p->answer.data, n > 200 ? 200 : n);
 }
 
+/*
+ * A row starts: its stderr is logged within a bound of its own, and its
+ * :error tail holds only what it wrote; what the window between rows has
+ * used is kept for after the row.
+ */
+static void
+pipe_chatter_pause(struct pipe_handler *p)
+{
+	struct errsink *e = &p->child.errs;
+
+	p->chatter_logged = e->logged;
+	p->chatter_dropped = e->dropped;
+	e->logged = 0;
+	e->dropped = 0;
+	buf_reset(&e->tail);
+}
+
+/* The row is done and its lines flushed: back to the window's counts. */
+static void
+pipe_chatter_resume(struct pipe_handler *p)
+{
+	p->child.errs.logged = p->chatter_logged;
+	p->child.errs.dropped = p->chatter_dropped;
+}
+
 void
 pipe_handle(struct pipe_handler *p, const struct handler_job *job,
     struct stopper *st, struct handler_result *res)
@@ -261,6 +293,7 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 		buf_puts(&res->error, "pipe handler is not running");
 		return;
 	}
+	pipe_chatter_pause(p);
 	end = handler_wait(&io, job, st, res);
 	switch (end) {
 	case WAIT_ANSWERED:
@@ -298,17 +331,25 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 	if (end == WAIT_EXITED || end == WAIT_TIMEOUT)
 		errsink_error_tail(&p->child.errs, &res->error);
 	errsink_row_done(&p->child.errs);
+	pipe_chatter_resume(p);
 	res->duration_ms = now_ms() - start;
 }
 
-/* Log what the handler wrote to stderr while no row was being handled. */
+/*
+ * Log what the handler wrote to stderr while no row was being handled,
+ * within the window's bound (PIPE_CHATTER_WINDOW_MS); a window that has
+ * passed is closed first, with its note of the lines it dropped.
+ */
 void
 pipe_drain(struct pipe_handler *p)
 {
-	if (p->child.pid > 0) {
-		child_read_stderr(&p->child);
+	if (p->child.pid <= 0)
+		return;
+	if (now_ms() - p->chatter_since_ms >= PIPE_CHATTER_WINDOW_MS) {
 		errsink_row_done(&p->child.errs);
+		p->chatter_since_ms = now_ms();
 	}
+	child_read_stderr(&p->child);
 }
 
 /*

@@ -48,6 +48,7 @@
 #define HANDLER_LOG_LINE_MAX	1024		/* longer stderr lines are split */
 #define HANDLER_LOG_LINES_MAX	100		/* stderr lines logged per row */
 #define ROW_BYTES_MAX		(64 * 1024 * 1024) /* one claimed row, all columns */
+#define HANDLER_KILL_GRACE_MS	2000		/* after a timeout's SIGTERM, before SIGKILL */
 
 /* ---- buf.c: growable byte buffers ---- */
 
@@ -469,6 +470,10 @@ struct pipe_handler {
 	int64_t		 next_start_ms;
 	uint64_t	 restarts;
 	const char	*queue;
+	/* stderr between rows: since when, and what the window has used */
+	int64_t		 chatter_since_ms;
+	int		 chatter_logged;
+	size_t		 chatter_dropped;
 };
 
 int	 pipe_ensure(struct pipe_handler *, struct stopper *);

@@ -145,6 +145,8 @@ worker_connect(struct worker *w)
 		    db_error(w->db));
 	if (st != DB_OK)
 		return st == DB_CONFIG ? CONNECT_CONFIG : CONNECT_AWAY;
+	if (db_session_limits(w->db, w->q) != DB_OK)
+		return CONNECT_AWAY;
 	if ((r = claim_prepare(w)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->done, &w->q->done)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->retry, &w->q->retry.update)) != CONNECT_OK ||

@@ -41,6 +41,14 @@ struct bound {
 /* The pauses grow until none was needed for this long. */
 #define HOT_LOOP_CALM_MS	60000
 
+/* Claims timed apart, since each kind takes its own time. */
+enum claim_kind {
+	CLAIM_PLAIN,
+	CLAIM_WITH_COMMIT,	/* the last turn's COMMIT in front */
+	CLAIM_FALLBACK,		/* a cursor's: the first key, then the claim */
+	CLAIM_KINDS
+};
+
 /* What preparing or connecting came to. */
 enum connect_status {
 	CONNECT_OK,
@@ -137,9 +145,9 @@ struct worker {
 	char			 failing[256];	/* the statement that failed */
 	/* Rows skipped lately, by hash, so that each is said once. */
 	uint64_t		 skip_said[SKIP_SAID_SLOTS];
-	/* The usual claim, for slow ones: [1] with a COMMIT in front. */
-	int64_t			 claim_mean_us[2];
-	int			 claims[2];
+	/* The usual claim of each kind, to notice slow ones. */
+	int64_t			 claim_mean_us[CLAIM_KINDS];
+	int			 claims[CLAIM_KINDS];
 	int64_t			 slow_logged_ms;
 	struct handler_result	 result;
 	long			 jobs;
