@@ -27,8 +27,14 @@ OBJS =	build/backoff.o \
 	build/child.o \
 	build/claim.o \
 	build/check.o \
+	build/check_plan.o \
 	build/checker.o \
 	build/config.o \
+	build/config_columns.o \
+	build/config_env.o \
+	build/config_queue.o \
+	build/config_walk.o \
+	build/config_yaml.o \
 	build/cursor.o \
 	build/db.o \
 	build/duration.o \
@@ -43,10 +49,13 @@ OBJS =	build/backoff.o \
 	build/pipe.o \
 	build/proc.o \
 	build/recent.o \
+	build/reload.o \
 	build/report.o \
 	build/sql.o \
 	build/stats.o \
 	build/status.o \
+	build/status_db.o \
+	build/status_socket.o \
 	build/supervisor.o \
 	build/turn.o \
 	build/worker.o

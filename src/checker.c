@@ -23,7 +23,7 @@ static _Noreturn void
 checker_child(const struct config *cfg, const struct checker *how,
     pid_t parent)
 {
-	int problems;
+	enum check_verdict verdict;
 
 	if (how->close_fd != -1)
 		close(how->close_fd);
@@ -37,9 +37,9 @@ checker_child(const struct config *cfg, const struct checker *how,
 	proc_title("rowq: checking %s", cfg->path);
 	if (how->error != NULL)
 		log_capture(how->error, how->errlen);
-	problems = check_config(cfg, false);
-	_exit(problems == 0 ? ROWQ_EXIT_OK : problems < 0 ?
-	    ROWQ_EXIT_FAILURE : ROWQ_EXIT_CONFIG);
+	verdict = check_config(cfg, false);
+	_exit(verdict == CHECK_PASSED ? ROWQ_EXIT_OK :
+	    verdict == CHECK_UNREACHABLE ? ROWQ_EXIT_FAILURE : ROWQ_EXIT_CONFIG);
 }
 
 pid_t
@@ -54,24 +54,23 @@ checker_start(const struct config *cfg, const struct checker *how)
 }
 
 /*
- * A check child's wait status as check_config counts: 0, 1 for "problems
- * found" (each already logged), -1 for "the database could not be
- * reached", and CHECKER_DIED when it ended any other way.
+ * A check child's wait status as check_config's verdict, and CHECK_DIED
+ * when it ended any other way.
  */
-int
-checker_problems(int status)
+enum check_verdict
+checker_verdict(int status)
 {
 	if (!WIFEXITED(status))
-		return CHECKER_DIED;
+		return CHECK_DIED;
 	switch (WEXITSTATUS(status)) {
 	case ROWQ_EXIT_OK:
-		return 0;
+		return CHECK_PASSED;
 	case ROWQ_EXIT_CONFIG:
-		return 1;
+		return CHECK_PROBLEMS;
 	case ROWQ_EXIT_FAILURE:
-		return -1;
+		return CHECK_UNREACHABLE;
 	default:
-		return CHECKER_DIED;
+		return CHECK_DIED;
 	}
 }
 
@@ -79,28 +78,29 @@ checker_problems(int status)
  * Check in a child and wait for it: check_config's result, without its
  * libraries' pages in this process.  A check that cannot be forked or that
  * dies counts as a database that could not be reached, so that `rowq run`
- * tries again.
+ * tries again: never CHECK_DIED.
  */
-int
+enum check_verdict
 checker_run(const struct config *cfg, const struct checker *how)
 {
 	pid_t pid = checker_start(cfg, how);
 	struct buf why = { 0 };
-	int status, problems;
+	enum check_verdict verdict;
+	int status;
 
 	if (pid == -1) {
 		log_warn("fork for the check of %s", cfg->path);
-		return -1;
+		return CHECK_UNREACHABLE;
 	}
 	while (waitpid(pid, &status, 0) == -1) {
 		if (errno != EINTR)
 			fatal("waitpid for the check of %s", cfg->path);
 	}
-	problems = checker_problems(status);
-	if (problems != CHECKER_DIED)
-		return problems;
+	verdict = checker_verdict(status);
+	if (verdict != CHECK_DIED)
+		return verdict;
 	describe_wait_status(status, &why);
 	log_error("%s: the check ended badly (%s)", cfg->path, why.data);
 	buf_free(&why);
-	return -1;
+	return CHECK_UNREACHABLE;
 }

@@ -53,6 +53,7 @@
  * digits cannot be anything but a number.
  */
 #include "rowq.h"
+#include "db.h"
 
 #include <ctype.h>
 #include <stdlib.h>

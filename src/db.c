@@ -8,6 +8,7 @@
  * enum db_status here, and nowhere else looks at error numbers.
  */
 #include "rowq.h"
+#include "db.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -41,7 +41,7 @@ usage(FILE *out, int code)
  * and drain check in a child, so that what connecting leaves behind stays
  * out of the supervisor and of the workers it forks (checker.c).
  */
-static int
+static enum check_verdict
 load_check(const struct config *cfg, bool explain, struct stopper *stopper)
 {
 	struct checker how = { .close_fd = stopper ? stopper->fd : -1 };
@@ -51,22 +51,27 @@ load_check(const struct config *cfg, bool explain, struct stopper *stopper)
 	return checker_run(cfg, &how);
 }
 
+/* load_checked's return when SIGTERM came first: no exit status. */
+#define LOAD_STOPPED	(-1)
+
 /*
  * Load and check; on failure the reasons are already logged.  With
  * stopper (rowq run), a database that is down only delays the start: wait
  * with backoff, keep systemd from giving up on us, and leave early on
- * SIGTERM (returning -1).  A SIGHUP then reads the file again.
+ * SIGTERM (returning LOAD_STOPPED).  A SIGHUP then reads the file again.
  */
 static int
 load_checked(const char *path, struct config **out, bool explain,
     struct stopper *stopper)
 {
 	struct config *cfg = config_load(path);
-	int problems, tries = 0;
+	enum check_verdict verdict;
+	int tries = 0;
 
 	if (cfg == NULL)
 		return ROWQ_EXIT_CONFIG;
-	while ((problems = load_check(cfg, explain, stopper)) < 0 && stopper) {
+	while ((verdict = load_check(cfg, explain, stopper)) ==
+	    CHECK_UNREACHABLE && stopper) {
 		int64_t delay = backoff_capped_ms(1000, 30000, ++tries);
 		char d[32];
 		duration_format(delay, d, sizeof(d));
@@ -75,7 +80,7 @@ load_checked(const char *path, struct config **out, bool explain,
 		notify_extend_timeout(delay + 30000);
 		if (stopper_sleep(stopper, delay)) {
 			config_free(cfg);
-			return -1;
+			return LOAD_STOPPED;
 		}
 		if (stopper->hup) {
 			struct config *fresh = config_load(path);
@@ -86,9 +91,10 @@ load_checked(const char *path, struct config **out, bool explain,
 			cfg = fresh;
 		}
 	}
-	if (problems != 0) {
+	if (verdict != CHECK_PASSED) {
 		config_free(cfg);
-		return problems < 0 ? ROWQ_EXIT_FAILURE : ROWQ_EXIT_CONFIG;
+		return verdict == CHECK_UNREACHABLE ? ROWQ_EXIT_FAILURE :
+		    ROWQ_EXIT_CONFIG;
 	}
 	*out = cfg;
 	return ROWQ_EXIT_OK;
@@ -123,7 +129,7 @@ cmd_run(const char *path)
 	stopper_init(&stopper, 0);
 	rc = load_checked(path, &cfg, false, &stopper);
 	close(stopper.fd);
-	if (rc == -1) {
+	if (rc == LOAD_STOPPED) {
 		notify_stopping();
 		log_info("stopped before the database could be reached");
 		return ROWQ_EXIT_OK;

@@ -1,10 +1,16 @@
 /*
  * rowq.h: shared types and prototypes, grouped by the file that owns them.
  *
- * Only config.c includes <yaml.h>, only db.c includes <mysql.h>, only
+ * Only config_yaml.c includes <yaml.h>, only db.c includes <mysql.h>, only
  * notify.c includes <systemd/sd-daemon.h>, only metrics.c includes
  * <microhttpd.h>: everything they expose to the rest of the program is
- * declared here in plain C types.
+ * declared in plain C types, here or, for the database, in db.h.
+ *
+ * What only a few files share has a header of its own: db.h (the files
+ * that talk to the database), config.h (config.c and config_*.c),
+ * supervisor.h (supervisor.c, reload.c, report.c, status_socket.c) and
+ * worker.h (worker.c, claim.c, turn.c, finish.c, lease.c, recent.c).
+ * src/README says which file holds what.
  */
 #ifndef ROWQ_H
 #define ROWQ_H
@@ -139,7 +145,7 @@ bool	 sql_token_is(const char *text, const struct sql_token *,
 void	 sql_tokens_text(struct buf *, const char *text,
 	    const struct sql_token *, size_t from, size_t to);
 
-/* ---- config.c: the only includer of <yaml.h> ---- */
+/* ---- config.c and the config_*.c files: the configuration ---- */
 
 enum handler_kind {
 	HANDLER_EXEC,
@@ -258,8 +264,9 @@ const struct handler_user *config_handler_user(const struct config *,
 		    const struct queue *);
 
 /*
- * Check a queue's statements, key, attempts column and {column} arguments
- * against the columns its select returns (known once it is prepared).
+ * config_columns.c: check a queue's statements, key, attempts column and
+ * {column} arguments against the columns its select returns (known once
+ * it is prepared).
  * Logs each problem; returns the number of problems.
  */
 int		 config_check_columns(const struct queue *,
@@ -476,103 +483,10 @@ void	 pipe_handle(struct pipe_handler *, const struct handler_job *,
 void	 pipe_stop(struct pipe_handler *, int64_t grace_ms);
 void	 pipe_drain(struct pipe_handler *);
 
-/* ---- db.c: the only includer of <mysql.h> ---- */
+/* ---- db.c: the database layer, declared in db.h ---- */
 
-/* What the caller should do about a database error. */
-enum db_status {
-	DB_OK = 0,
-	DB_RETRY,	/* deadlock or lock wait timeout: roll back, try again */
-	DB_RECONNECT,	/* the connection is gone: reconnect with backoff */
-	DB_CONFIG,	/* access denied, unknown database: fix the config */
-	DB_FATAL,	/* bad SQL or data: this statement will not work */
-};
-
-/* A value bound to a statement parameter. */
-enum value_type {
-	VALUE_NULL,
-	VALUE_INT,
-	VALUE_TEXT,
-	VALUE_BLOB,
-};
-
-struct value {
-	enum value_type	 type;
-	bool		 is_unsigned;
-	long long	 i;
-	const char	*s;
-	size_t		 len;
-};
-
-struct rowset {
-	struct row	*rows;
-	size_t		 nrows;
-	size_t		 cap;
-};
-
+/* Only a pointer here: the files that use the database include db.h. */
 struct db;
-struct db_stmt;
-
-void		 db_library_init(void);	/* before forking workers */
-struct db	*db_open(const struct db_options *, enum db_status *);
-void		 db_close(struct db *);
-const char	*db_error(const struct db *);	/* last error, for messages */
-unsigned	 db_errno(const struct db *);
-enum db_status	 db_commit(struct db *);
-enum db_status	 db_rollback(struct db *);
-bool		 db_link_closed(const struct db *);
-enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
-		    struct column **cols, size_t *ncols);
-enum db_status	 db_run(struct db *, const char *sql);
-enum db_status	 db_select(struct db *, const char *sql, bool commit_first,
-		    const struct column *, size_t ncols, struct rowset *,
-		    bool *committed);
-struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
-void		 db_stmt_free(struct db_stmt *);
-size_t		 db_stmt_nparams(const struct db_stmt *);
-const struct column *db_stmt_columns(const struct db_stmt *, size_t *n);
-enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
-		    size_t nvalues, unsigned long long *affected);
-enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
-		    size_t nvalues, struct rowset *);
-bool		 db_stmt_bulk_possible(const struct db_stmt *,
-		    const struct value *, size_t nrows);
-enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
-		    size_t nrows, unsigned long long *affected);
-void		 rowset_clear(struct rowset *, size_t ncols);
-/*
- * Whether a transaction is open, as the last statement left it.  After a
- * failed statement: false when the error rolled back the whole
- * transaction (or that could not be found out), so that the rows claimed
- * in it are no longer locked and the turn must stop.
- */
-bool		 db_in_transaction(const struct db *);
-
-/*
- * How long a queue's worker sessions may sit idle, in seconds: inside a
- * transaction while its handlers run, and at all (also `idle` between
- * claims).  The server is told so for each session (db_session_limits),
- * so that a frozen host's rows come back within transaction_s, and no
- * shorter server default cuts a handler's transaction short.
- */
-struct idle_need {
-	unsigned	 transaction_s;
-	unsigned	 session_s;
-};
-
-/* One of the server's global idle limits, for `rowq check`. */
-struct db_idle_limit {
-	const char	*name;		/* "wait_timeout", ... */
-	unsigned long long value_s;	/* 0: none */
-	bool		 transaction;	/* applies inside a transaction only */
-};
-
-#define DB_IDLE_MARGIN_S	5
-#define DB_IDLE_LIMITS_MAX	4
-
-void		 db_idle_need(const struct queue *, struct idle_need *);
-enum db_status	 db_session_limits(struct db *, const struct queue *);
-int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
-void		 columns_free(struct column *, size_t);
 
 /* ---- cursor.c: the claim that scans the primary key from a cursor ---- */
 
@@ -709,7 +623,20 @@ int	 worker_run(const struct worker_args *);
 
 /* ---- check.c: the configuration against the live database ---- */
 
-int	 check_config(const struct config *, bool explain);
+/* How a check of the configuration against the database came out. */
+enum check_verdict {
+	CHECK_PASSED,		/* every queue fits the database */
+	CHECK_PROBLEMS,		/* problems found, each logged */
+	CHECK_UNREACHABLE,	/* the database could not be reached: try again */
+	CHECK_DIED,		/* checker.c: the child was killed, or exited oddly */
+};
+
+enum check_verdict check_config(const struct config *, bool explain);
+
+/* ---- check_plan.c: the claim's plan, for check.c ---- */
+
+/* Warns of a claim that reads rows it will not return; returns 0. */
+int	 check_plan(struct db *, const struct queue *, bool verbose);
 
 /* ---- checker.c: check_config in a short-lived child ---- */
 
@@ -720,13 +647,11 @@ struct checker {
 	size_t		 errlen;	/* or NULL, 0 */
 };
 
-#define CHECKER_DIED	(-2)	/* killed, or an unexpected exit status */
-
 pid_t	 checker_start(const struct config *, const struct checker *);
-int	 checker_problems(int status);
-int	 checker_run(const struct config *, const struct checker *);
+enum check_verdict checker_verdict(int status);
+enum check_verdict checker_run(const struct config *, const struct checker *);
 
-/* ---- status.c: `rowq status`, and the daemon's status socket ---- */
+/* ---- status_db.c: what the database says of a queue ---- */
 
 #define STATUS_CAP		1000	/* rows counted at most, per count */
 
@@ -742,9 +667,13 @@ int	 status_query(struct db *, const struct queue *,
 void	 status_split(const struct queue *, const struct queue_db_status *,
 	    long busy, long *ready, long *in_progress);
 int	 status_select_finds(struct db *, const struct queue *);
+
+/* ---- status_socket.c: the daemon's status socket ---- */
+
 char	*status_socket_path(const struct config *);	/* caller frees */
-int	 status_listen(const char *path);
-void	 status_field(struct buf *, const char *key, const char *value);
+
+/* ---- status.c: `rowq status` ---- */
+
 int	 status_command(const char *config_path, char **queues, size_t n,
 	    bool json);
 
@@ -777,7 +706,7 @@ void		 metrics_run(struct metrics *);
 void		 metrics_stop(struct metrics *);
 int		 metrics_write_textfile(const char *path, const struct buf *);
 
-/* ---- supervisor.c: the worker table, restarts, reload, stop ---- */
+/* ---- supervisor.c and reload.c: the worker table, restarts, reload ---- */
 
 struct run_options {
 	const char	*config_path;

@@ -1,281 +1,29 @@
 /*
  * status.c: `rowq status`, from two sources.  The database says how many
- * rows are ready, in progress and failed, and how old the oldest is; the
- * running daemon, through its status socket, says what each worker is
- * doing and what it has done since the start.
+ * rows are ready, in progress and failed, and how old the oldest is
+ * (status_db.c); the running daemon, through its status socket
+ * (status_socket.c), says what each worker is doing and what it has done
+ * since the start.  Shown as a table, or as JSON with --json.
  *
  * The socket speaks lines of tab-separated key=value fields, one line per
  * daemon, queue and worker: easy to write from the supervisor, easy to
  * read here, and readable with `socat - UNIX:/run/rowq/rowq.sock`.
  */
 #include "rowq.h"
+#include "db.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define STATUS_REPLY_MAX	(4 * 1024 * 1024)
 #define STATUS_TIMEOUT_MS	5000
 
-/* ---- the database side ---- */
-
-/* Run a row-returning statement with no parameters into rs. */
-static int
-status_fetch(struct db *db, const char *sql, const char *where,
-    struct rowset *rs, struct db_stmt **out)
-{
-	enum db_status st;
-	struct db_stmt *s = db_prepare(db, sql, &st);
-
-	*out = s;
-	if (s == NULL || db_stmt_fetch_all(s, NULL, 0, rs) != DB_OK) {
-		log_error("%s: %s", where, db_error(db));
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * The age of the oldest waiting row among the first STATUS_CAP in the
- * select's order: the age column holds a time (DATETIME, TIMESTAMP) or
- * Unix seconds, and the server does the arithmetic, in its own time zone.
- */
-static int
-status_oldest(struct db *db, const struct queue *q, const struct column *cols,
-    size_t ncols, const struct rowset *rs, long long *age)
-{
-	const char *min = NULL;
-	int a = -1;
-	bool numeric;
-	struct rowset out = { 0 };
-	struct db_stmt *s;
-	struct value v = { .type = VALUE_TEXT };
-	enum db_status st;
-
-	*age = -1;
-	for (size_t i = 0; i < ncols; i++)
-		if (strcmp(cols[i].name, q->age_column) == 0)
-			a = (int)i;
-	if (a < 0)
-		return 0;
-	numeric = cols[a].kind == COLUMN_INTEGER ||
-	    cols[a].kind == COLUMN_NUMBER;
-	for (size_t i = 0; i < rs->nrows; i++) {
-		const char *x = rs->rows[i].value[a];
-		if (x == NULL)
-			continue;
-		if (min == NULL || (numeric ? atof(x) < atof(min) :
-		    strcmp(x, min) < 0))
-			min = x;
-	}
-	if (min == NULL)
-		return 0;
-	s = db_prepare(db, numeric ? "SELECT UNIX_TIMESTAMP() - ?" :
-	    "SELECT TIMESTAMPDIFF(SECOND, ?, NOW())", &st);
-	v.s = min;
-	v.len = strlen(min);
-	if (s == NULL || db_stmt_fetch_all(s, &v, 1, &out) != DB_OK) {
-		log_error("%s: %s", q->age_where, db_error(db));
-		db_stmt_free(s);
-		return -1;
-	}
-	if (out.nrows == 1 && out.rows[0].value[0] != NULL)
-		*age = atoll(out.rows[0].value[0]);
-	rowset_clear(&out, 1);
-	free(out.rows);
-	db_stmt_free(s);
-	return 0;
-}
-
-/*
- * What the select finds, read without locking (a plain read in the
- * session's READ COMMITTED): every waiting row among its first STATUS_CAP
- * in its order, whether a worker holds it or not.  A locking read, even
- * one committed at once, would make a worker's or a drain's claim skip
- * the rows it holds at that moment; which rows are someone's is said by
- * the workers themselves (status_split).  The read stays on the claim's
- * index: never a scan of the table.
- */
-int
-status_query(struct db *db, const struct queue *q, struct queue_db_status *out)
-{
-	struct rowset seen = { 0 }, failed = { 0 };
-	struct db_stmt *plain = NULL, *count = NULL;
-	const struct column *cols = NULL;
-	size_t ncols = 0;
-	struct buf sql = { 0 };
-	int rc = -1;
-
-	out->waiting = 0;
-	out->oldest_age_s = out->failed = -1;
-	buf_printf(&sql, "%s\nLIMIT %d", q->select.positional, STATUS_CAP);
-	if (status_fetch(db, sql.data, q->select.where, &seen, &plain) == -1)
-		goto done;
-	cols = db_stmt_columns(plain, &ncols);
-	out->waiting = (long)seen.nrows;
-	if (q->age_column != NULL &&
-	    status_oldest(db, q, cols, ncols, &seen, &out->oldest_age_s) == -1)
-		goto done;
-	if (q->failed_count.text != NULL) {
-		if (status_fetch(db, q->failed_count.positional,
-		    q->failed_count.where, &failed, &count) == -1)
-			goto done;
-		if (failed.nrows > 0 && failed.rows[0].value[0] != NULL)
-			out->failed = atoll(failed.rows[0].value[0]);
-	}
-	rc = 0;
-done:
-	(void)db_rollback(db);	/* a read: nothing to keep */
-	rowset_clear(&seen, ncols);
-	rowset_clear(&failed, 1);
-	free(seen.rows);
-	free(failed.rows);
-	db_stmt_free(plain);
-	db_stmt_free(count);
-	buf_free(&sql);
-	return rc;
-}
-
-/*
- * READY and IN_PROGRESS from what the select finds and how many workers
- * of the daemon are busy with a row of the queue (busy -1: no daemon
- * answered, in_progress then -1 too).  A row a worker is on still matches
- * the select until its outcome commits, so it is taken out of the ready
- * ones; in lease mode the select already leaves leased rows out.  Rows
- * that another daemon or session holds count as ready: only a locking
- * read could tell them apart, and that would steal them from the claims.
- */
-void
-status_split(const struct queue *q, const struct queue_db_status *db,
-    long busy, long *ready, long *in_progress)
-{
-	*ready = db->waiting;
-	*in_progress = busy;
-	if (busy > 0 && !q->lease.enabled)
-		*ready = db->waiting > busy ? db->waiting - busy : 0;
-}
-
-/*
- * Whether the select still finds a row, by a plain read that locks
- * nothing: 1 yes, 0 no, -1 the database failed (logged).  A drain whose
- * claim found nothing asks this before it ends: a row that the claim
- * skipped because another worker or session holds it still matches, and
- * may come back (a rollback, a retry).  Call it with no transaction open;
- * it leaves none.
- */
-int
-status_select_finds(struct db *db, const struct queue *q)
-{
-	struct rowset rs = { 0 };
-	struct db_stmt *s = NULL;
-	size_t ncols = 0;
-	struct buf sql = { 0 };
-	int rc;
-
-	buf_printf(&sql, "%s\nLIMIT 1", q->select.positional);
-	rc = status_fetch(db, sql.data, q->select.where, &rs, &s);
-	if (rc == 0)
-		rc = rs.nrows > 0 ? 1 : 0;
-	if (s != NULL)
-		(void)db_stmt_columns(s, &ncols);
-	(void)db_rollback(db);
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
-	db_stmt_free(s);
-	buf_free(&sql);
-	return rc;
-}
-
-/* ---- the socket ---- */
-
-/* /run/rowq/NAME.sock, NAME being the config file's name without .yaml. */
-char *
-status_socket_path(const struct config *cfg)
-{
-	const char *base = strrchr(cfg->path, '/');
-	struct buf b = { 0 };
-	size_t n;
-
-	if (cfg->status_socket != NULL)
-		return xstrdup(cfg->status_socket);
-	base = base ? base + 1 : cfg->path;
-	n = strlen(base);
-	if (n > 5 && strcmp(base + n - 5, ".yaml") == 0)
-		n -= 5;
-	else if (n > 4 && strcmp(base + n - 4, ".yml") == 0)
-		n -= 4;
-	buf_puts(&b, "/run/rowq/");
-	buf_append(&b, base, n);
-	buf_puts(&b, ".sock");
-	return buf_steal(&b);
-}
-
-/*
- * Listen on a unix socket only the daemon's user (and root) may use: the
- * status names rows and errors.  A stale socket from a dead daemon is
- * replaced; a live one is not stolen.
- */
-int
-status_listen(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
-	mode_t old;
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		log_error("status_socket: path too long: %s", path);
-		return -1;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd == -1) {
-		log_warn("status socket");
-		return -1;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		log_error("status socket %s: another rowq is answering there",
-		    path);
-		close(fd);
-		return -1;
-	}
-	/* A stale socket of ours may go; anything else is not ours to remove. */
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			log_error("status_socket %s: not a socket: not removing "
-			    "it; name another path", path);
-			close(fd);
-			return -1;
-		}
-		(void)unlink(path);
-	}
-	old = umask(0117);
-	/* The unit's UMask=0077 would leave out the group: say 0660 here. */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
-	    chmod(path, 0660) == -1 || listen(fd, 16) == -1) {
-		log_warn("status socket %s", path);
-		umask(old);
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	return fd;
-}
-
-/* "\tkey=value", the value kept on one line and free of tabs. */
-void
-status_field(struct buf *b, const char *key, const char *value)
-{
-	buf_printf(b, "\t%s=", key);
-	for (const char *p = value ? value : ""; *p; p++)
-		buf_putc(b, (*p == '\t' || *p == '\n' || *p == '\r') ? ' ' : *p);
-}
+/* ---- the daemon's answer ---- */
 
 static char *
 status_read_socket(const char *path, char *err, size_t errlen)
@@ -338,8 +86,6 @@ status_get(char *const *fields, size_t n, const char *key)
 			return fields[i] + len + 1;
 	return NULL;
 }
-
-/* ---- `rowq status` ---- */
 
 struct line {
 	char	**field;
@@ -419,7 +165,9 @@ live_value(const struct line *l, const char *key)
 	return v ? v : "";
 }
 
-struct report {
+/* ---- the renderers: a table, JSON ---- */
+
+struct status_queue {
 	const struct queue	*q;
 	struct queue_db_status	 db;
 	bool			 db_ok;
@@ -429,7 +177,7 @@ struct report {
 };
 
 static void
-report_age(char *out, size_t len, long long s)
+status_age(char *out, size_t len, long long s)
 {
 	if (s < 0)
 		snprintf(out, len, "-");
@@ -438,7 +186,7 @@ report_age(char *out, size_t len, long long s)
 }
 
 static void
-report_table(const struct report *r, size_t n, const struct live *lv)
+status_table(const struct status_queue *r, size_t n, const struct live *lv)
 {
 	size_t i = 0;
 	const struct line *d = live_find(lv, "daemon", NULL, &i);
@@ -465,7 +213,7 @@ report_table(const struct report *r, size_t n, const struct live *lv)
 			else
 				snprintf(inprog, sizeof(inprog), "%ld",
 				    r[k].in_progress);
-			report_age(age, sizeof(age), r[k].db.oldest_age_s);
+			status_age(age, sizeof(age), r[k].db.oldest_age_s);
 			if (r[k].db.failed < 0)
 				snprintf(failed, sizeof(failed), "-");
 			else
@@ -551,7 +299,7 @@ json_live_line(struct buf *b, const struct line *l)
 }
 
 static void
-report_json(const struct report *r, size_t n, const struct live *lv)
+status_json(const struct status_queue *r, size_t n, const struct live *lv)
 {
 	struct buf b = { 0 };
 	size_t i = 0;
@@ -620,7 +368,7 @@ int
 status_command(const char *path, char **names, size_t nnames, bool json)
 {
 	struct config *cfg = config_load(path);
-	struct report *r;
+	struct status_queue *r;
 	struct live lv = { 0 };
 	struct db *db;
 	enum db_status st;
@@ -672,9 +420,9 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		    &r[k].in_progress);
 	}
 	if (json)
-		report_json(r, n, &lv);
+		status_json(r, n, &lv);
 	else
-		report_table(r, n, &lv);
+		status_table(r, n, &lv);
 	fflush(stdout);
 	live_free(&lv);
 out:

@@ -1,7 +1,7 @@
 /*
  * supervisor.c: the worker table.  Forks the workers of every queue,
- * reaps and restarts them, swaps generations on SIGHUP, and stops them
- * all gracefully on SIGTERM.
+ * reaps and restarts them, swaps generations on SIGHUP (reload.c), and
+ * stops them all gracefully on SIGTERM.
  *
  * From the moment workers run, the supervisor must not die on a
  * recoverable error: a bad reload keeps the old workers, a crashing worker
@@ -22,6 +22,7 @@
  * reload (the old generation's workers, while the new ones already run).
  */
 #include "rowq.h"
+#include "db.h"
 #include "supervisor.h"
 
 #include <errno.h>
@@ -51,8 +52,6 @@
 #define RESTART_CONFIG_MAX_MS	300000
 /* After stop_timeout and SIGQUIT, workers get this long before SIGKILL. */
 #define STOP_KILL_GRACE_MS	3000
-/* A reload's database check that takes longer than this has failed. */
-#define RELOAD_CHECK_MAX_MS	120000
 /*
  * While workers finish during a stop, systemd hears from us this often,
  * each time asking for EXTEND_TIMEOUT_MS more: a live supervisor that is
@@ -114,6 +113,34 @@ supervisor_count(struct supervisor *s, const char *queue)
 	return t;
 }
 
+/* Workers of the queue that run. */
+int
+supervisor_workers_up(const struct supervisor *s, const struct queue *q)
+{
+	int up = 0;
+
+	for (int i = 0; i < s->nslots; i++)
+		if (s->slots[i].state == SLOT_RUNNING &&
+		    s->slots[i].queue == q)
+			up++;
+	return up;
+}
+
+/* Workers of the queue busy with a row: each holds that row. */
+long
+supervisor_busy(const struct supervisor *s, const char *queue)
+{
+	long busy = 0;
+
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->pid != 0 && sl->stats->state == WORKER_BUSY &&
+		    strcmp(sl->queue->name, queue) == 0)
+			busy++;
+	}
+	return busy;
+}
+
 static bool
 supervisor_wants(const struct supervisor *s, const struct queue *q)
 {
@@ -126,7 +153,7 @@ supervisor_wants(const struct supervisor *s, const struct queue *q)
 }
 
 /* An old generation with no slot left: its config can go. */
-static void
+void
 generation_release(struct supervisor *s, struct generation *g)
 {
 	if (g->live > 0 || g == s->current)
@@ -150,7 +177,7 @@ generation_release(struct supervisor *s, struct generation *g)
  * generation: whether its worker exited, or was waiting to restart when a
  * reload or a stop made it unneeded.
  */
-static void
+void
 slot_set_state(struct supervisor *s, struct slot *sl, enum slot_state to)
 {
 	enum slot_state from = sl->state;
@@ -242,7 +269,7 @@ supervisor_new_slot(struct supervisor *s, struct generation *g,
 }
 
 /* A new generation becomes the current one; supervisor_fill starts it. */
-static void
+void
 generation_start(struct supervisor *s, struct config *cfg)
 {
 	struct generation *g = xcalloc(1, sizeof(*g));
@@ -265,7 +292,7 @@ generation_complete(const struct generation *g)
  * as the table has room; the rest start as slots free up (old workers
  * finishing), called again from the loop.
  */
-static void
+void
 supervisor_fill(struct supervisor *s)
 {
 	struct generation *g = s->current;
@@ -297,7 +324,7 @@ supervisor_fill(struct supervisor *s)
 }
 
 /* "exit status 78, EX_CONFIG: ...", "killed by signal 9 (Killed)". */
-static void
+void
 supervisor_describe_death(int status, char *buf, size_t len)
 {
 	struct buf b = { 0 };
@@ -409,7 +436,6 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 	log_set_about(NULL, 0);
 }
 
-static void reload_checked(struct supervisor *, int status);
 
 static void
 supervisor_reap(struct supervisor *s)
@@ -438,7 +464,7 @@ supervisor_reap(struct supervisor *s)
  * Ask a worker to finish its current row and exit within timeout_ms.  A
  * worker already finishing keeps the earlier of the two deadlines.
  */
-static void
+void
 supervisor_finish_slot(struct slot *sl, int64_t timeout_ms)
 {
 	int64_t deadline = now_ms() + timeout_ms;
@@ -542,159 +568,6 @@ supervisor_begin_stop(struct supervisor *s, const char *why)
 		else if (sl->pid != 0)
 			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
 	}
-}
-
-/* ---- reload ---- */
-
-static void
-reload_done(struct supervisor *s, bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Record the outcome of a reload, and tell systemd it is over. */
-static void
-reload_done(struct supervisor *s, bool ok, const char *fmt, ...)
-{
-	struct reload_result *r = &s->last_reload;
-	va_list ap;
-
-	r->wall_ms = wall_ms();
-	r->ok = ok;
-	r->generation = s->current->number;
-	va_start(ap, fmt);
-	vsnprintf(r->message, sizeof(r->message), fmt, ap);
-	va_end(ap);
-	if (ok)
-		log_info("reload: generation %d started; the old workers finish "
-		    "their rows", r->generation);
-	else
-		log_error("reload failed, old workers kept (generation %d): %s",
-		    r->generation, r->message);
-	s->status_dirty = true;
-	notify_ready();
-}
-
-/*
- * Start a reload: parse the new configuration here (file reads only), and
- * check it against the database in a child (checker.c), so that the loop
- * goes on meanwhile.  A bad one changes nothing.
- */
-static void
-reload_begin(struct supervisor *s)
-{
-	char first[sizeof(s->last_reload.message)];
-	struct checker how = {
-		.name = "reload check",
-		.close_fd = s->sigfd,
-		.error = s->shared->check_error,
-		.errlen = sizeof(s->shared->check_error),
-	};
-	struct config *cfg;
-	pid_t pid;
-
-	s->reload_wanted = false;
-	notify_reloading();
-	log_info("reloading %s", s->opts->config_path);
-	log_capture(first, sizeof(first));
-	cfg = config_load(s->opts->config_path);
-	log_capture(NULL, 0);
-	if (cfg == NULL) {
-		reload_done(s, false, "%s", first[0] ? first :
-		    "configuration errors");
-		return;
-	}
-	if (s->ngens >= GENERATIONS_MAX) {
-		config_free(cfg);
-		reload_done(s, false, "%d generations are still retiring",
-		    s->ngens);
-		return;
-	}
-	s->shared->check_error[0] = '\0';
-	pid = checker_start(cfg, &how);
-	if (pid == -1) {
-		log_warn("fork for the reload check");
-		config_free(cfg);
-		reload_done(s, false, "cannot fork the check: %s",
-		    strerror(errno));
-		return;
-	}
-	s->check_pid = pid;
-	s->check_cfg = cfg;
-	s->check_started_ms = now_ms();
-}
-
-/*
- * The new generation starts; the old workers finish their rows and go,
- * each within its own generation's stop_timeout, and those waiting to
- * restart are not needed any more.  An old generation goes with its last
- * slot.
- */
-static void
-reload_apply(struct supervisor *s, struct config *cfg)
-{
-	struct generation *old = s->current;
-
-	generation_start(s, cfg);
-	generation_release(s, old);	/* if it had no slot at all */
-	for (int i = 0; i < s->nslots; i++) {
-		struct slot *sl = &s->slots[i];
-		if (sl->state == SLOT_FREE || sl->gen == s->current)
-			continue;
-		if (sl->state == SLOT_RESTARTING)
-			slot_set_state(s, sl, SLOT_FREE);
-		else if (sl->state == SLOT_RUNNING) {
-			slot_set_state(s, sl, SLOT_RETIRING);
-			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
-		}
-	}
-	supervisor_fill(s);
-}
-
-/* The check child is done: apply the new configuration, or keep the old. */
-static void
-reload_checked(struct supervisor *s, int status)
-{
-	struct config *cfg = s->check_cfg;
-	const char *msg = s->shared->check_error;
-	char why[128];
-	int problems = checker_problems(status);
-
-	s->check_cfg = NULL;
-	if (s->stopping) {
-		config_free(cfg);
-		return;
-	}
-	if (problems == 0) {
-		reload_apply(s, cfg);
-		reload_done(s, true, "generation %d", s->current->number);
-		return;
-	}
-	config_free(cfg);
-	if (problems > 0)
-		reload_done(s, false, "%s", msg[0] ? msg : "check failed");
-	else if (problems == -1)
-		reload_done(s, false, "database unreachable: %s",
-		    msg[0] ? msg : "no reason given");
-	else {
-		supervisor_describe_death(status, why, sizeof(why));
-		reload_done(s, false, "the check ended badly (%s)", why);
-	}
-}
-
-/* A check that hangs (a database that accepts and never answers) fails. */
-static void
-reload_watch(struct supervisor *s, int64_t now, int64_t *next)
-{
-	int64_t deadline = s->check_started_ms + RELOAD_CHECK_MAX_MS;
-
-	if (s->check_pid == 0)
-		return;
-	if (now >= deadline) {
-		log_warnx("reload check still running after %ds: killing it",
-		    RELOAD_CHECK_MAX_MS / 1000);
-		(void)kill(s->check_pid, SIGKILL);
-		s->check_started_ms = now;	/* once; the reap ends it */
-	} else if (deadline < *next)
-		*next = deadline;
 }
 
 static void

@@ -1,7 +1,8 @@
 /*
  * supervisor.h: the supervisor's state, shared by supervisor.c (which
- * drives it) and report.c (which reads it for the status socket and the
- * metrics).  Nothing else includes it.
+ * drives it), reload.c (which swaps generations on SIGHUP), report.c and
+ * status_socket.c (which read it for the metrics and the status socket).
+ * Nothing else includes it.
  */
 #ifndef SUPERVISOR_H
 #define SUPERVISOR_H
@@ -95,7 +96,7 @@ struct shared {
 
 /*
  * A status client whose answer did not fit the socket at once: the rest
- * is written as the socket takes it, until a deadline (report.c).
+ * is written as the socket takes it, until a deadline (status_socket.c).
  */
 #define STATUS_CLIENTS_MAX	8
 /* The supervisor's pollfds: the signalfd, the status listener, metrics. */
@@ -135,7 +136,7 @@ struct supervisor {
 	int64_t			 fork_failing_since; /* 0: fork works */
 	int			 signalfd_errors;
 	bool			 status_dirty;
-	/* What the daemon tells others: report.c. */
+	/* What the daemon tells others: report.c, status_socket.c. */
 	int			 status_fd;	/* -1: no status socket */
 	char			*status_path;
 	struct status_client	 status_clients[STATUS_CLIENTS_MAX];
@@ -161,7 +162,23 @@ struct probe {
 	bool			 ok[QUEUES_MAX];
 };
 
+/* supervisor.c: the worker table, for the files below */
 struct totals	 supervisor_count(struct supervisor *, const char *queue);
+int		 supervisor_workers_up(const struct supervisor *,
+		    const struct queue *);
+long		 supervisor_busy(const struct supervisor *, const char *queue);
+void		 supervisor_fill(struct supervisor *);
+void		 supervisor_finish_slot(struct slot *, int64_t timeout_ms);
+void		 supervisor_describe_death(int status, char *buf, size_t len);
+void		 slot_set_state(struct supervisor *, struct slot *,
+		    enum slot_state);
+void		 generation_start(struct supervisor *, struct config *);
+void		 generation_release(struct supervisor *, struct generation *);
+
+/* reload.c */
+void	 reload_begin(struct supervisor *);
+void	 reload_checked(struct supervisor *, int status);
+void	 reload_watch(struct supervisor *, int64_t now, int64_t *next);
 
 /* report.c */
 void	 report_start(struct supervisor *);
@@ -170,6 +187,14 @@ void	 report_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
 void	 report_handle(struct supervisor *, const struct pollfd *, nfds_t);
 bool	 report_reaped(struct supervisor *, pid_t, int status);
 void	 report_tick(struct supervisor *, int64_t now, int64_t *next);
+
+/* status_socket.c, for report.c */
+void	 status_socket_start(struct supervisor *);
+void	 status_socket_stop(struct supervisor *);
+void	 status_socket_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
+void	 status_socket_accept(struct supervisor *);
+void	 status_socket_client_ready(struct supervisor *, int fd);
+void	 status_socket_tick(struct supervisor *, int64_t now, int64_t *next);
 
 #endif /* SUPERVISOR_H */
 

@@ -12,6 +12,7 @@
 #define ROWQ_WORKER_H
 
 #include "rowq.h"
+#include "db.h"
 
 /* Where a statement parameter's value comes from. */
 enum param_source {

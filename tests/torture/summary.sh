@@ -94,12 +94,12 @@ and the row comes back when its lease runs out (21_lease).
 ## Bugs found by this suite
 
 Fixed with it (small changes in files this suite may touch):
-- src/config.c: a YAML mapping or sequence used as a mapping key, nested
+- src/config.c (now config_yaml.c): a YAML mapping or sequence used as a mapping key, nested
   past the depth limit (\`{{{{...\`), read before the start of a node array
   while building the error message's key path (heap-buffer-overflow,
   found by the fuzzer in its first torture run; the input is now in the
   corpus as regression-complex-key-deep).
-- src/config.c: a UTF-8 byte order mark made a valid file a syntax error
+- src/config.c (now config_yaml.c): a UTF-8 byte order mark made a valid file a syntax error
   (libyaml skips a BOM only when it detects the encoding itself).
 - src/json.c, src/child.c: a 16 MiB column and a flood of stderr were
   processed byte by byte (16 million calls per value); now in runs.

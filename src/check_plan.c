@@ -1,0 +1,780 @@
+/*
+ * check_plan.c: the claim's plan, for check.c.
+ *
+ * A claim should read the first rows its select returns and nothing else:
+ * every row it reads is locked (FOR UPDATE) until the commit, so a plan
+ * that reads rows it will not return makes each claim slower as finished
+ * rows pile up, and a plan that sorts (filesort) reads and locks every
+ * matching row before returning the first, so that SKIP LOCKED hands the
+ * whole queue to one worker while the others find nothing.
+ *
+ * Two sources, because neither is enough alone.  The select itself, read
+ * with a small tokenizer, says which index would serve it: the columns the
+ * WHERE fixes (col = constant, col IS NULL), then the ORDER BY columns.
+ * That judgement holds whatever the table holds today.  EXPLAIN says what
+ * the optimizer does now, which depends on the table's statistics: on a
+ * small table a full scan is the right choice and says nothing, so a plan
+ * that ignores an index that would serve is only reported on a table of
+ * PLAN_SMALL_ROWS rows or more.
+ *
+ * Findings are warnings: `check` still exits 0, since the configuration
+ * works, only slowly.  Every one names the queue's select.
+ */
+#include "rowq.h"
+#include "db.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PLAN_SMALL_ROWS		1000
+#define PLAN_TOKENS_MAX		4096
+#define PLAN_COLUMNS_MAX	32
+#define PLAN_INDEXES_MAX	64
+#define PLAN_NAME_MAX		65	/* identifier, NUL included */
+
+enum plan_tok_kind {
+	PT_WORD,		/* keyword or bare identifier */
+	PT_IDENT,		/* `quoted identifier`, quotes stripped */
+	PT_STRING,		/* 'literal' or "literal" */
+	PT_NUMBER,
+	PT_PUNCT,		/* one operator or punctuation mark */
+};
+
+struct plan_tok {
+	enum plan_tok_kind kind;
+	const char	*s;
+	size_t		 len;
+	int		 depth;	/* parentheses around it */
+};
+
+/* What the select says about the index it needs. */
+struct plan_shape {
+	char		 schema[PLAN_NAME_MAX];	/* "" : the connection's */
+	char		 table[PLAN_NAME_MAX];	/* "" : not a plain table */
+	char		 alias[PLAN_NAME_MAX];	/* as EXPLAIN names it */
+	bool		 join;
+	bool		 has_where;
+	bool		 where_known;		/* its equalities could be read */
+	char		 eq[PLAN_COLUMNS_MAX][PLAN_NAME_MAX];
+	size_t		 neq;
+	bool		 order_known;		/* plain columns only */
+	char		 order[PLAN_COLUMNS_MAX][PLAN_NAME_MAX];
+	bool		 desc[PLAN_COLUMNS_MAX];
+	size_t		 norder;
+};
+
+struct plan_index {
+	char		 name[PLAN_NAME_MAX];
+	char		 cols[PLAN_COLUMNS_MAX][PLAN_NAME_MAX];
+	bool		 desc[PLAN_COLUMNS_MAX];
+	size_t		 ncols;		/* usable for order: no prefix parts */
+	size_t		 nshown;	/* as declared, for messages */
+};
+
+static bool
+plan_word_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '$' ||
+	    (unsigned char)c >= 0x80;
+}
+
+/* Split the select into tokens; comments and white space are dropped. */
+static size_t
+plan_tokenize(const char *s, struct plan_tok *t, size_t max)
+{
+	static const char *const ops[] = { "<=>", "<=", ">=", "<>", "!=",
+	    "&&", "||", ":=" };
+	size_t n = 0, i = 0;
+	int depth = 0;
+
+	while (s[i] != '\0' && n < max) {
+		char c = s[i];
+		size_t len = 1;
+		enum plan_tok_kind kind = PT_PUNCT;
+
+		if (isspace((unsigned char)c)) {
+			i++;
+			continue;
+		}
+		if (c == '#' || (c == '-' && s[i + 1] == '-' &&
+		    (s[i + 2] == '\0' || isspace((unsigned char)s[i + 2])))) {
+			i += strcspn(s + i, "\n");
+			continue;
+		}
+		if (c == '/' && s[i + 1] == '*') {
+			const char *end = strstr(s + i + 2, "*/");
+			i = end ? (size_t)(end - s) + 2 : strlen(s);
+			continue;
+		}
+		if (c == '\'' || c == '"' || c == '`') {
+			while (s[i + len] != '\0') {
+				if (s[i + len] == '\\' && c != '`' &&
+				    s[i + len + 1] != '\0')
+					len += 2;
+				else if (s[i + len] == c && s[i + len + 1] == c)
+					len += 2;
+				else if (s[i + len] == c) {
+					len++;
+					break;
+				} else
+					len++;
+			}
+			kind = c == '`' ? PT_IDENT : PT_STRING;
+			/* Quotes stripped; doubled quotes are rare in names. */
+			t[n++] = (struct plan_tok){ kind, s + i + 1,
+			    len >= 2 ? len - 2 : 0, depth };
+			i += len;
+			continue;
+		}
+		if (isdigit((unsigned char)c) || (c == '.' &&
+		    isdigit((unsigned char)s[i + 1]))) {
+			while (isalnum((unsigned char)s[i + len]) ||
+			    s[i + len] == '.')
+				len++;
+			kind = PT_NUMBER;
+		} else if (plan_word_char(c)) {
+			while (plan_word_char(s[i + len]))
+				len++;
+			kind = PT_WORD;
+		} else {
+			for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
+				if (strncmp(s + i, ops[k], strlen(ops[k])) == 0) {
+					len = strlen(ops[k]);
+					break;
+				}
+		}
+		if (c == ')')
+			depth--;
+		t[n++] = (struct plan_tok){ kind, s + i, len, depth };
+		if (c == '(')
+			depth++;
+		i += len;
+	}
+	return n;
+}
+
+static bool
+plan_is(const struct plan_tok *t, const char *word)
+{
+	return (t->kind == PT_WORD || t->kind == PT_PUNCT) &&
+	    strlen(word) == t->len && strncasecmp(t->s, word, t->len) == 0;
+}
+
+static bool
+plan_is_name(const struct plan_tok *t)
+{
+	return t->kind == PT_WORD || t->kind == PT_IDENT;
+}
+
+static void
+plan_copy(char *dst, const struct plan_tok *t)
+{
+	size_t n = t->len < PLAN_NAME_MAX - 1 ? t->len : PLAN_NAME_MAX - 1;
+
+	memcpy(dst, t->s, n);
+	dst[n] = '\0';
+}
+
+static bool
+plan_tok_eq(const struct plan_tok *t, const char *name)
+{
+	return strlen(name) == t->len && strncasecmp(t->s, name, t->len) == 0;
+}
+
+/* Words that end a table reference: what follows is not an alias. */
+static bool
+plan_clause_word(const struct plan_tok *t)
+{
+	static const char *const words[] = { "WHERE", "JOIN", "INNER", "LEFT",
+	    "RIGHT", "CROSS", "NATURAL", "STRAIGHT_JOIN", "ORDER", "GROUP",
+	    "HAVING", "WINDOW", "FORCE", "USE", "IGNORE", "PARTITION", "LIMIT",
+	    "FOR", "UNION", "EXCEPT", "INTERSECT", "ON", "USING", "LOCK",
+	    "PROCEDURE", "INTO", NULL };
+
+	if (t->kind != PT_WORD)
+		return false;
+	for (int i = 0; words[i] != NULL; i++)
+		if (plan_is(t, words[i]))
+			return true;
+	return false;
+}
+
+/*
+ * A column reference at t: name, table.name or schema.table.name, where
+ * the qualifier must be the queue's table.  Returns tokens used, 0 if none.
+ */
+static size_t
+plan_column(const struct plan_shape *sh, const struct plan_tok *t, size_t n,
+    char *out)
+{
+	size_t k = 0;
+
+	if (n == 0 || !plan_is_name(&t[0]) || plan_clause_word(&t[0]))
+		return 0;
+	while (k + 2 < n && plan_is(&t[k + 1], ".") && plan_is_name(&t[k + 2]))
+		k += 2;
+	if (k > 0 && !plan_tok_eq(&t[k - 2], sh->alias) &&
+	    !plan_tok_eq(&t[k - 2], sh->table))
+		return 0;
+	plan_copy(out, &t[k]);
+	return k + 1;
+}
+
+static bool
+plan_literal(const struct plan_tok *t, size_t n)
+{
+	if (n == 1)
+		return t[0].kind == PT_STRING || t[0].kind == PT_NUMBER ||
+		    plan_is(&t[0], "TRUE") || plan_is(&t[0], "FALSE");
+	/* -1, or a charset introducer: _utf8mb4'x' */
+	if (n == 2)
+		return (plan_is(&t[0], "-") && t[1].kind == PT_NUMBER) ||
+		    (t[0].kind == PT_WORD && t[0].s[0] == '_' &&
+		    t[1].kind == PT_STRING);
+	return false;
+}
+
+static void
+plan_add_eq(struct plan_shape *sh, const char *col)
+{
+	for (size_t i = 0; i < sh->neq; i++)
+		if (strcasecmp(sh->eq[i], col) == 0)
+			return;
+	if (sh->neq < PLAN_COLUMNS_MAX)
+		snprintf(sh->eq[sh->neq++], PLAN_NAME_MAX, "%s", col);
+}
+
+/*
+ * One conjunct of the WHERE: col = constant (either side), col <=> constant,
+ * col IS NULL, col IN (one constant).  Anything else narrows nothing that
+ * an index could seek to, and is left to the filter.
+ */
+static void
+plan_conjunct(struct plan_shape *sh, const struct plan_tok *t, size_t n)
+{
+	char col[PLAN_NAME_MAX];
+	size_t k;
+
+	if ((k = plan_column(sh, t, n, col)) > 0 && k < n) {
+		const struct plan_tok *op = &t[k];
+		if ((plan_is(op, "=") || plan_is(op, "<=>")) &&
+		    plan_literal(t + k + 1, n - k - 1)) {
+			plan_add_eq(sh, col);
+			return;
+		}
+		if (plan_is(op, "IS") && n - k == 2 && plan_is(&t[k + 1], "NULL")) {
+			plan_add_eq(sh, col);
+			return;
+		}
+		if (plan_is(op, "IN") && n - k >= 4 && plan_is(&t[k + 1], "(") &&
+		    plan_is(&t[n - 1], ")") &&
+		    plan_literal(t + k + 2, n - k - 3)) {
+			plan_add_eq(sh, col);
+			return;
+		}
+	}
+	/* constant = col */
+	for (k = 1; k + 1 < n; k++) {
+		if (plan_is(&t[k], "=") && plan_literal(t, k) &&
+		    plan_column(sh, t + k + 1, n - k - 1, col) == n - k - 1) {
+			plan_add_eq(sh, col);
+			return;
+		}
+	}
+}
+
+/* Find the depth-0 word at or after i; n if none. */
+static size_t
+plan_find(const struct plan_tok *t, size_t i, size_t n, const char *word)
+{
+	for (; i < n; i++)
+		if (t[i].depth == 0 && plan_is(&t[i], word))
+			return i;
+	return n;
+}
+
+static bool
+plan_clause_end(const struct plan_tok *t)
+{
+	static const char *const words[] = { "GROUP", "HAVING", "ORDER",
+	    "WINDOW", "LIMIT", "FOR", "UNION", "EXCEPT", "INTERSECT", "LOCK",
+	    NULL };
+
+	if (t->depth != 0)
+		return false;
+	for (int i = 0; words[i] != NULL; i++)
+		if (plan_is(t, words[i]))
+			return true;
+	return false;
+}
+
+/* Read the parts of the select that choose an index. */
+static void
+plan_shape(const char *select, struct plan_shape *sh)
+{
+	struct plan_tok *t = xcalloc(PLAN_TOKENS_MAX, sizeof(*t));
+	size_t n = plan_tokenize(select, t, PLAN_TOKENS_MAX);
+	size_t i, j, start;
+
+	memset(sh, 0, sizeof(*sh));
+	if (n == PLAN_TOKENS_MAX || n == 0 || !plan_is(&t[0], "SELECT"))
+		goto out;
+
+	/* FROM [schema.]table [[AS] alias], then a join or not. */
+	i = plan_find(t, 0, n, "FROM");
+	if (i + 1 < n && plan_is_name(&t[i + 1]) && !plan_clause_word(&t[i + 1])) {
+		i++;
+		if (i + 2 < n && plan_is(&t[i + 1], ".") && plan_is_name(&t[i + 2])) {
+			plan_copy(sh->schema, &t[i]);
+			i += 2;
+		}
+		plan_copy(sh->table, &t[i]);
+		snprintf(sh->alias, sizeof(sh->alias), "%s", sh->table);
+		i++;
+		if (i < n && plan_is(&t[i], "AS"))
+			i++;
+		if (i < n && plan_is_name(&t[i]) && !plan_clause_word(&t[i]))
+			plan_copy(sh->alias, &t[i++]);
+		for (; i < n && !(t[i].depth == 0 && (plan_is(&t[i], "WHERE") ||
+		    plan_clause_end(&t[i]))); i++)
+			if (t[i].depth == 0 && (plan_is(&t[i], ",") ||
+			    plan_is(&t[i], "JOIN") ||
+			    plan_is(&t[i], "STRAIGHT_JOIN")))
+				sh->join = true;
+	}
+	if (sh->table[0] == '\0')
+		goto out;
+
+	/* WHERE: its depth-0 conjuncts, unless an OR joins them. */
+	i = plan_find(t, 0, n, "WHERE");
+	sh->where_known = true;
+	if (i < n) {
+		sh->has_where = true;
+		for (j = i + 1; j < n && !plan_clause_end(&t[j]); j++)
+			if (t[j].depth == 0 && (plan_is(&t[j], "OR") ||
+			    plan_is(&t[j], "XOR") || plan_is(&t[j], "||")))
+				sh->where_known = false;
+		if (sh->where_known) {
+			bool between = false;
+			start = i + 1;
+			for (j = i + 1; ; j++) {
+				bool end = j >= n || plan_clause_end(&t[j]);
+				if (!end && t[j].depth == 0 &&
+				    plan_is(&t[j], "BETWEEN"))
+					between = true;
+				else if (end || (t[j].depth == 0 &&
+				    (plan_is(&t[j], "AND") || plan_is(&t[j], "&&")))) {
+					if (!end && between) {
+						between = false;
+						continue;
+					}
+					plan_conjunct(sh, t + start, j - start);
+					start = j + 1;
+				}
+				if (end)
+					break;
+			}
+		}
+	}
+
+	/* ORDER BY: plain columns, each ASC or DESC. */
+	i = plan_find(t, 0, n, "ORDER");
+	sh->order_known = true;
+	if (i + 1 < n && plan_is(&t[i + 1], "BY")) {
+		for (j = i + 2; j < n && sh->order_known; ) {
+			char col[PLAN_NAME_MAX];
+			size_t k = plan_column(sh, t + j, n - j, col);
+			if (k == 0 || sh->norder == PLAN_COLUMNS_MAX) {
+				sh->order_known = false;
+				break;
+			}
+			j += k;
+			bool desc = false;
+			if (j < n && (plan_is(&t[j], "ASC") || plan_is(&t[j], "DESC")))
+				desc = plan_is(&t[j++], "DESC");
+			snprintf(sh->order[sh->norder], PLAN_NAME_MAX, "%s", col);
+			sh->desc[sh->norder++] = desc;
+			if (j >= n || plan_clause_end(&t[j]))
+				break;
+			if (!plan_is(&t[j], ",")) {
+				sh->order_known = false;
+				break;
+			}
+			j++;
+		}
+	}
+out:
+	free(t);
+}
+
+static bool
+plan_in_eq(const struct plan_shape *sh, const char *col)
+{
+	for (size_t i = 0; i < sh->neq; i++)
+		if (strcasecmp(sh->eq[i], col) == 0)
+			return true;
+	return false;
+}
+
+/* How far an index serves the select: 2 both, 1 the WHERE only, 0 not. */
+static int
+plan_serves(const struct plan_shape *sh, const struct plan_index *ix)
+{
+	size_t pos, k;
+	int dir = -1;
+
+	if (ix->ncols < sh->neq)
+		return 0;
+	for (pos = 0; pos < sh->neq; pos++)
+		if (!plan_in_eq(sh, ix->cols[pos]))
+			return 0;
+	for (k = 0; k < sh->norder; k++) {
+		if (plan_in_eq(sh, sh->order[k]))
+			continue;
+		if (pos >= ix->ncols ||
+		    strcasecmp(ix->cols[pos], sh->order[k]) != 0)
+			return 1;
+		/* Mixed directions need an index with the same mix. */
+		int d = sh->desc[k] != ix->desc[pos];
+		if (dir != -1 && d != dir)
+			return 1;
+		dir = d;
+		pos++;
+	}
+	return 2;
+}
+
+/*
+ * The table's B-tree indexes.  InnoDB ends every secondary index with the
+ * primary key's columns, so INDEX (status) serves ORDER BY id too.
+ */
+static size_t
+plan_indexes(struct db *db, const struct plan_shape *sh, struct plan_index *ix,
+    size_t max, long long *table_rows, char *engine, size_t enginelen)
+{
+	static const char stats[] =
+	    "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART, COLLATION, INDEX_TYPE "
+	    "FROM information_schema.STATISTICS "
+	    "WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? "
+	    "ORDER BY INDEX_NAME <> 'PRIMARY', INDEX_NAME, SEQ_IN_INDEX";
+	static const char tables[] =
+	    "SELECT TABLE_ROWS, ENGINE FROM information_schema.TABLES "
+	    "WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?";
+	struct value v[2] = {
+		{ .type = sh->schema[0] ? VALUE_TEXT : VALUE_NULL,
+		  .s = sh->schema, .len = strlen(sh->schema) },
+		{ .type = VALUE_TEXT, .s = sh->table, .len = strlen(sh->table) },
+	};
+	struct rowset rs = { 0 };
+	struct db_stmt *s;
+	enum db_status st;
+	size_t nix = 0;
+
+	*table_rows = -1;
+	engine[0] = '\0';
+	if ((s = db_prepare(db, tables, &st)) != NULL) {
+		if (db_stmt_fetch_all(s, v, 2, &rs) == DB_OK && rs.nrows == 1) {
+			if (rs.rows[0].value[0])
+				*table_rows = strtoll(rs.rows[0].value[0], NULL, 10);
+			if (rs.rows[0].value[1])
+				snprintf(engine, enginelen, "%s", rs.rows[0].value[1]);
+		}
+		rowset_clear(&rs, 2);
+		db_stmt_free(s);
+	}
+	if ((s = db_prepare(db, stats, &st)) == NULL)
+		return 0;
+	if (db_stmt_fetch_all(s, v, 2, &rs) == DB_OK) {
+		struct plan_index *cur = NULL;
+		bool prefix = false;
+		for (size_t r = 0; r < rs.nrows; r++) {
+			char **val = rs.rows[r].value;
+			if (val[0] == NULL || val[1] == NULL ||
+			    (val[4] && strcmp(val[4], "BTREE") != 0))
+				continue;
+			if (cur == NULL || strcmp(cur->name, val[0]) != 0) {
+				if (nix == max)
+					break;
+				cur = &ix[nix++];
+				memset(cur, 0, sizeof(*cur));
+				snprintf(cur->name, sizeof(cur->name), "%s", val[0]);
+				prefix = false;
+			}
+			if (cur->nshown == PLAN_COLUMNS_MAX)
+				continue;
+			snprintf(cur->cols[cur->nshown], PLAN_NAME_MAX, "%s", val[1]);
+			cur->desc[cur->nshown] = val[3] && strcmp(val[3], "D") == 0;
+			cur->nshown++;
+			/* A prefix of a column cannot give its order. */
+			if (!prefix && val[2] == NULL)
+				cur->ncols = cur->nshown;
+			else
+				prefix = true;
+		}
+		/* Secondary indexes end with the primary key. */
+		if (nix > 0 && strcmp(ix[0].name, "PRIMARY") == 0 &&
+		    strcasecmp(engine, "InnoDB") == 0) {
+			for (size_t k = 1; k < nix; k++) {
+				if (ix[k].ncols != ix[k].nshown)
+					continue;
+				for (size_t p = 0; p < ix[0].nshown; p++) {
+					bool have = false;
+					for (size_t c = 0; c < ix[k].ncols; c++)
+						if (strcasecmp(ix[k].cols[c],
+						    ix[0].cols[p]) == 0)
+							have = true;
+					if (!have && ix[k].ncols < PLAN_COLUMNS_MAX) {
+						snprintf(ix[k].cols[ix[k].ncols],
+						    PLAN_NAME_MAX, "%s", ix[0].cols[p]);
+						ix[k].desc[ix[k].ncols++] = false;
+					}
+				}
+			}
+		}
+	}
+	rowset_clear(&rs, 5);
+	free(rs.rows);
+	db_stmt_free(s);
+	return nix;
+}
+
+/* "(a, b)" for an index as declared. */
+static void
+plan_index_cols(struct buf *b, const struct plan_index *ix)
+{
+	buf_putc(b, '(');
+	for (size_t i = 0; i < ix->nshown; i++)
+		buf_printf(b, "%s%s%s", i ? ", " : "", ix->cols[i],
+		    ix->desc[i] ? " DESC" : "");
+	buf_putc(b, ')');
+}
+
+/*
+ * The index that would serve: the WHERE's fixed columns, then ORDER BY's,
+ * and a name for it made of its columns.
+ */
+static void
+plan_ideal(struct buf *b, struct buf *name, const struct plan_shape *sh)
+{
+	bool mixed = false;
+	size_t n = 0;
+
+	for (size_t k = 1; k < sh->norder; k++)
+		if (sh->desc[k] != sh->desc[0])
+			mixed = true;
+	buf_putc(b, '(');
+	for (size_t i = 0; i < sh->neq; i++) {
+		buf_printf(name, "%s%s", n ? "_" : "", sh->eq[i]);
+		buf_printf(b, "%s%s", n++ ? ", " : "", sh->eq[i]);
+	}
+	for (size_t k = 0; k < sh->norder; k++) {
+		if (plan_in_eq(sh, sh->order[k]))
+			continue;
+		buf_printf(name, "%s%s", n ? "_" : "", sh->order[k]);
+		buf_printf(b, "%s%s%s", n++ ? ", " : "", sh->order[k],
+		    mixed && sh->desc[k] ? " DESC" : "");
+	}
+	buf_putc(b, ')');
+	if (name->len > 64)
+		name->data[name->len = 64] = '\0';
+}
+
+/* One table of the plan, as EXPLAIN's traditional format lists it. */
+struct plan_row {
+	const char	*table, *type, *key, *rows, *extra;
+};
+
+static const char *
+plan_field(const struct row *r, const struct column *cols, size_t ncols,
+    const char *name)
+{
+	for (size_t i = 0; i < ncols; i++)
+		if (strcasecmp(cols[i].name, name) == 0)
+			return r->value[i] ? r->value[i] : "";
+	return "";
+}
+
+static bool
+plan_extra(const struct plan_row *p, const char *what)
+{
+	return strstr(p->extra, what) != NULL;
+}
+
+/*
+ * What is wrong with one table of the plan, appended to why; returns
+ * whether anything is.  The queue's own table is `main`.
+ */
+static bool
+plan_judge(const struct plan_row *p, bool main, struct buf *why)
+{
+	size_t before = why->len;
+	const char *sep = why->len ? "; " : "";
+
+	if (strcmp(p->type, "ALL") == 0)
+		buf_printf(why, "%sa full scan of %s (EXPLAIN: type ALL, "
+		    "~%s rows)%s", sep, p->table, p->rows,
+		    main ? ", reading and locking rows it will not return" :
+		    " for every row claimed");
+	else if (main && strcmp(p->type, "index") == 0 &&
+	    plan_extra(p, "Using where"))
+		buf_printf(why, "%sit scans index %s of %s, reading and "
+		    "locking every row the WHERE rejects (the finished rows in "
+		    "front of the first waiting one), so each claim gets slower "
+		    "as they pile up (EXPLAIN: type index, key %s, Using where)",
+		    sep, p->key, p->table, p->key);
+	if (plan_extra(p, "Using filesort") || plan_extra(p, "Using temporary"))
+		buf_printf(why, "%s%s: every matching row is read and locked "
+		    "before the first is returned, so SKIP LOCKED hands the "
+		    "whole queue to one worker while the others find nothing "
+		    "(EXPLAIN: %s)", why->len > before ? "; " : sep,
+		    plan_extra(p, "Using filesort") ? "a sort" :
+		    "a temporary table", p->extra);
+	return why->len > before;
+}
+
+/*
+ * EXPLAIN the claim and warn about a plan that reads rows it will not
+ * return.  Only warns: returns 0, the number of problems found.  With
+ * verbose, a clean plan is logged too (at info level).
+ */
+int
+check_plan(struct db *db, const struct queue *q, bool verbose)
+{
+	struct plan_index *ix;
+	struct plan_shape sh;
+	struct rowset rs = { 0 };
+	struct column *cols = NULL;
+	size_t ncols = 0, nix = 0;
+	struct buf sql = { 0 }, why = { 0 }, fix = { 0 }, ideal = { 0 };
+	struct buf name = { 0 };
+	struct plan_row mainrow = { "", "", "", "", "" };
+	const struct plan_index *serving = NULL, *where_only = NULL;
+	long long table_rows = -1;
+	char engine[32] = "";
+	char *claim;
+	bool bad = false, analysable;
+	enum db_status st;
+
+	claim = sql_claim(q->select.positional, q->batch);
+	buf_printf(&sql, "EXPLAIN %s", claim);
+	free(claim);
+	st = db_query(db, sql.data, &rs, &cols, &ncols);
+	buf_free(&sql);
+	if (st != DB_OK) {
+		/* The claim itself was prepared: this is about privileges
+		 * (EXPLAIN of a view needs SHOW VIEW), not a broken queue. */
+		log_warnx("%s: cannot EXPLAIN the claim, its plan is not "
+		    "checked: %s", q->select.where, db_error(db));
+		rowset_clear(&rs, ncols);
+		free(rs.rows);
+		columns_free(cols, ncols);
+		return 0;
+	}
+
+	plan_shape(q->select.positional, &sh);
+	ix = xcalloc(PLAN_INDEXES_MAX, sizeof(*ix));	/* 140 KiB: not the stack */
+	if (sh.table[0] != '\0')
+		nix = plan_indexes(db, &sh, ix, PLAN_INDEXES_MAX, &table_rows,
+		    engine, sizeof(engine));
+	/* The engine is known when the table is: a plain table, found. */
+	analysable = engine[0] != '\0' && sh.where_known &&
+	    sh.order_known && (sh.neq > 0 || sh.norder > 0);
+	for (size_t i = 0; analysable && i < nix; i++) {
+		int s = plan_serves(&sh, &ix[i]);
+		if (s == 2 && serving == NULL)
+			serving = &ix[i];
+		if (s >= 1 && where_only == NULL && sh.neq > 0)
+			where_only = &ix[i];
+	}
+
+	for (size_t r = 0; r < rs.nrows; r++) {
+		struct plan_row p = {
+			plan_field(&rs.rows[r], cols, ncols, "table"),
+			plan_field(&rs.rows[r], cols, ncols, "type"),
+			plan_field(&rs.rows[r], cols, ncols, "key"),
+			plan_field(&rs.rows[r], cols, ncols, "rows"),
+			plan_field(&rs.rows[r], cols, ncols, "Extra"),
+		};
+		bool main = r == 0 || strcmp(p.table, sh.alias) == 0;
+		if (main && mainrow.table[0] == '\0')
+			mainrow = p;
+		bad |= plan_judge(&p, main, &why);
+	}
+	/* The plan uses the index that serves, yet reads what it rejects. */
+	bool uses_serving = serving != NULL &&
+	    strcmp(mainrow.key, serving->name) == 0;
+
+	if (strcasecmp(engine, "InnoDB") != 0 && engine[0] != '\0')
+		log_warnx("%s: table %s is %s: FOR UPDATE SKIP LOCKED needs "
+		    "InnoDB, whose row locks let workers share the queue",
+		    q->select.where, sh.table, engine);
+
+	if (analysable && serving == NULL) {
+		plan_ideal(&ideal, &name, &sh);
+		buf_printf(&fix, "no index of %s serves both the WHERE and the "
+		    "ORDER BY", sh.table);
+		if (where_only != NULL) {
+			buf_printf(&fix, " (%s ", where_only->name);
+			plan_index_cols(&fix, where_only);
+			buf_printf(&fix, " has the WHERE's columns but not the "
+			    "ORDER BY's right after them)");
+		}
+		buf_printf(&fix, ": ALTER TABLE %s ADD INDEX %s %s; if EXPLAIN "
+		    "still shows a scan or a sort once the table is large and "
+		    "partly drained, write FROM %s FORCE INDEX (%s) in the "
+		    "select: the optimizer's statistics assume the waiting rows "
+		    "are spread evenly, but in a queue they are bunched at the "
+		    "end", sh.table, name.data, ideal.data, sh.alias, name.data);
+		if (bad)
+			log_warnx("%s: the claim reads rows it will not return: "
+			    "%s", q->select.where, why.data);
+		log_warnx("%s: %s", q->select.where, fix.data);
+	} else if (bad && analysable && !uses_serving) {
+		if (table_rows >= 0 && table_rows < PLAN_SMALL_ROWS) {
+			/* A small table is scanned whatever the indexes. */
+			log_debug("%s: claim plan ignored on a table of ~%lld "
+			    "rows: %s", q->select.where, table_rows, why.data);
+		} else {
+			log_warnx("%s: the claim reads rows it will not return: "
+			    "%s", q->select.where, why.data);
+			log_warnx("%s: index %s serves the WHERE and the ORDER BY "
+			    "but the optimizer does not use it (its statistics "
+			    "assume the waiting rows are spread evenly, but in a "
+			    "queue they are bunched): write FROM %s FORCE INDEX "
+			    "(%s) in the select", q->select.where, serving->name,
+			    sh.alias, serving->name);
+		}
+	} else if (bad && uses_serving && sh.join) {
+		log_warnx("%s: the claim reads rows it will not return: %s",
+		    q->select.where, why.data);
+		log_warnx("%s: index %s serves %s, but the join adds work to "
+		    "every claim: give each joined table an index on the "
+		    "columns it is joined on", q->select.where, serving->name,
+		    sh.table);
+	} else if (bad) {
+		log_warnx("%s: the claim reads rows it will not return: %s",
+		    q->select.where, why.data);
+		log_warnx("%s: a claim should read only the rows it returns: "
+		    "the WHERE needs columns compared with constants (such as "
+		    "status = 'waiting' or done_at IS NULL) that finished rows "
+		    "no longer match, and an index that starts with them and "
+		    "goes on with the ORDER BY columns, so that the index "
+		    "holds the waiting rows in the order they are claimed",
+		    q->select.where);
+	} else if (verbose) {
+		log_info("%s: claim plan: %s%s%s, reads only the rows it returns",
+		    q->select.where, mainrow.type,
+		    mainrow.key[0] ? " on index " : "", mainrow.key);
+	}
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	columns_free(cols, ncols);
+	buf_free(&why);
+	buf_free(&fix);
+	buf_free(&ideal);
+	buf_free(&name);
+	free(ix);
+	return 0;
+}

@@ -1,0 +1,448 @@
+/*
+ * config_queue.c: queues: and the keys of each queue (the select, the
+ * handler, done, retry:, failed, lease: and the rest), with the checks
+ * across keys, which say what a queue lacks or what does not go together.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- values of a queue's own kinds ---- */
+
+static void
+config_field_backoff(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	static const char *const names[] = {
+		[BACKOFF_FIXED] = "fixed",
+		[BACKOFF_LINEAR] = "linear",
+		[BACKOFF_EXPONENTIAL] = "exponential",
+	};
+	const char *s = config_scalar(ld, it, "fixed, linear or exponential");
+	char shown[CONFIG_SHOW_MAX + 8];
+	size_t i;
+
+	(void)f;
+	if (s == NULL)
+		return;
+	for (i = 0; i < NELEMS(names); i++)
+		if (strcmp(s, names[i]) == 0) {
+			*(enum backoff_kind *)dst = (enum backoff_kind)i;
+			return;
+		}
+	config_error(ld, it->value->line, it->path,
+	    "expected fixed, linear or exponential, not %s",
+	    config_show(s, shown, sizeof(shown)));
+}
+
+/* A statement with :name parameters. */
+static void
+config_field_statement(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "an SQL statement");
+	struct sql *q = dst;
+	char err[CONFIG_MSG_MAX];
+
+	(void)f;
+	if (s == NULL)
+		return;
+	q->where = config_where(ld, it->key->line, it->path);
+	if (sql_compile(q, s, err, sizeof(err)) == -1)
+		config_error(ld, it->value->line, it->path, "%s", err);
+}
+
+/* The select: no LIMIT, no locking clause, no parameters. */
+static void
+config_field_select(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "a SELECT statement");
+	struct sql *q = dst;
+	char err[CONFIG_MSG_MAX];
+
+	(void)f;
+	if (s == NULL)
+		return;
+	if (sql_check_select(s, err, sizeof(err)) == -1) {
+		config_error(ld, it->value->line, it->path, "%s", err);
+		return;
+	}
+	q->where = config_where(ld, it->key->line, it->path);
+	if (sql_compile(q, s, err, sizeof(err)) == -1)
+		config_error(ld, it->value->line, it->path, "%s", err);
+	else if (q->nparams > 0)
+		config_error(ld, it->value->line, it->path, ":%s: the select "
+		    "takes no parameters (only done, failed, retry.update and "
+		    "lease.claim do)", q->params[0]);
+}
+
+/* ---- retry: and lease: ---- */
+
+static const struct config_field retry_fields[] = {
+	FIELD(struct retry_policy, "max_attempts", int, max_attempts,
+	    1, INT_MAX),
+	FIELD(struct retry_policy, "attempts_column", string, attempts_column,
+	    0, 0),
+	FIELD(struct retry_policy, "backoff", backoff, backoff, 0, 0),
+	FIELD(struct retry_policy, "delay", duration, delay_ms, 0, 0),
+	FIELD(struct retry_policy, "max_delay", duration, max_delay_ms, 0, 0),
+	FIELD(struct retry_policy, "jitter", bool, jitter, 0, 0),
+	FIELD(struct retry_policy, "update", statement, update, 0, 0),
+};
+
+/*
+ * max_attempts stays 0 here when absent: the queue's checks, which know
+ * whether there is a failed: statement, turn that into the default or
+ * into "unlimited".
+ */
+static void
+config_field_retry(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	static const char *const required[] = {
+		"attempts_column", "update", NULL
+	};
+	const struct node *seen[NELEMS(retry_fields)] = { 0 };
+	struct retry_policy *r = dst;
+	const struct node *k;
+	char path[CONFIG_PATH_MAX], d[32], md[32];
+
+	(void)f;
+	if (config_walk(ld, it, retry_fields, NELEMS(retry_fields), r,
+	    seen) == -1)
+		return;
+	r->enabled = true;
+	config_require(ld, it, retry_fields, NELEMS(retry_fields), seen,
+	    required);
+	if ((k = SEEN(retry_fields, seen, "attempts_column")) != NULL) {
+		config_path(path, sizeof(path), it->path, "attempts_column");
+		r->attempts_where = config_where(ld, k->line, path);
+	}
+	if ((k = SEEN(retry_fields, seen, "max_attempts")) != NULL &&
+	    config_lookup(it->parent, "failed") == NULL) {
+		config_path(path, sizeof(path), it->path, "max_attempts");
+		config_error(ld, k->line, path, "max_attempts needs a failed "
+		    "statement to run after the last attempt");
+	}
+	/* A long delay: alone is no mistake; max_delay follows it up. */
+	if (SEEN(retry_fields, seen, "max_delay") == NULL) {
+		if (r->max_delay_ms < r->delay_ms)
+			r->max_delay_ms = r->delay_ms;
+	} else if (r->max_delay_ms < r->delay_ms) {
+		k = SEEN(retry_fields, seen, "max_delay");
+		config_path(path, sizeof(path), it->path, "max_delay");
+		duration_format(r->delay_ms, d, sizeof(d));
+		duration_format(r->max_delay_ms, md, sizeof(md));
+		config_error(ld, k->line, path, "%s is shorter than delay (%s)",
+		    md, d);
+	}
+}
+
+static const struct config_field lease_fields[] = {
+	FIELD(struct lease_policy, "claim", statement, claim, 0, 0),
+	FIELD(struct lease_policy, "renew", statement, renew, 0, 0),
+	FIELD(struct lease_policy, "duration", duration, duration_ms, 3000, 0),
+};
+
+static void
+config_field_lease(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	static const char *const required[] = { "claim", "duration", NULL };
+	const struct node *seen[NELEMS(lease_fields)] = { 0 };
+	struct lease_policy *l = dst;
+
+	(void)f;
+	if (config_walk(ld, it, lease_fields, NELEMS(lease_fields), l,
+	    seen) == -1)
+		return;
+	l->enabled = true;
+	config_require(ld, it, lease_fields, NELEMS(lease_fields), seen,
+	    required);
+}
+
+/* ---- a queue ---- */
+
+static void
+config_argv(struct load *ld, const struct config_item *it, struct queue *q,
+    enum handler_kind kind)
+{
+	const struct node *v = it->value;
+	char path[CONFIG_PATH_MAX], shown[CONFIG_SHOW_MAX + 8];
+	const char *name, *what;
+	size_t i, pos, len;
+	int r;
+
+	if (v->kind != NODE_SEQUENCE || v->nitems == 0) {
+		if (v->kind != NODE_INVALID)
+			config_error(ld, v->line, it->path, "expected a "
+			    "sequence such as [/usr/bin/program, \"{id}\"], "
+			    "not %s", v->kind == NODE_SEQUENCE ?
+			    "an empty one" : config_node_kind_name(v));
+		return;
+	}
+	if (v->nitems > ARGV_MAX) {
+		config_error(ld, v->line, it->path, "more than %d arguments",
+		    ARGV_MAX);
+		return;
+	}
+	if (q->argv != NULL) {
+		config_error(ld, it->key->line, it->path, "a queue has one "
+		    "handler: exec or pipe, not both");
+		return;
+	}
+	q->handler = kind;
+	q->argv = xcalloc(v->nitems + 1, sizeof(*q->argv));
+	q->argv_where = config_where(ld, it->key->line, it->path);
+	for (i = 0; i < v->nitems; i++) {
+		const struct node *a = v->items[i];
+		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
+		if (a->kind != NODE_SCALAR) {
+			if (a->kind != NODE_INVALID)
+				config_error(ld, a->line, path, "expected a "
+				    "string, not %s", config_node_kind_name(a));
+			q->argv[i] = xstrdup("");
+			continue;
+		}
+		q->argv[i] = xstrdup(a->value);
+		if (i == 0 && a->value[0] == '\0')
+			config_error(ld, a->line, path, "an empty program "
+			    "name");
+		pos = 0;
+		while ((r = config_placeholder(a->value, &pos, &name, &len,
+		    &what)) == 1)
+			;
+		if (r == -1)
+			config_error(ld, a->line, path, "%s in %s", what,
+			    config_show(a->value, shown, sizeof(shown)));
+	}
+}
+
+static void
+config_field_exec(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	(void)f;
+	config_argv(ld, it, dst, HANDLER_EXEC);
+}
+
+static void
+config_field_pipe(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	(void)f;
+	config_argv(ld, it, dst, HANDLER_PIPE);
+}
+
+/* key: is a column name; where it was said is kept for later checks. */
+static void
+config_field_key(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	struct queue *q = dst;
+
+	(void)f;
+	if (config_scalar(ld, it, "a column name") == NULL)
+		return;
+	q->key_column = xstrdup(it->value->value);
+	q->key_where = config_where(ld, it->key->line, it->path);
+}
+
+/* age: a column of the select that says since when the row waits. */
+static void
+config_field_age(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	struct queue *q = dst;
+
+	(void)f;
+	if (config_scalar(ld, it, "a column name") == NULL)
+		return;
+	q->age_column = xstrdup(it->value->value);
+	q->age_where = config_where(ld, it->key->line, it->path);
+}
+
+/* To add a queue key: a field here, a member in struct queue, a default. */
+static const struct config_field queue_fields[] = {
+	FIELD(struct queue, "workers", int, workers, 1, WORKERS_MAX),
+	FIELD(struct queue, "select", select, select, 0, 0),
+	WHOLE("key", key),
+	FIELD(struct queue, "batch", int, batch, 1, BATCH_MAX),
+	WHOLE("exec", exec),
+	WHOLE("pipe", pipe),
+	FIELD(struct queue, "timeout", duration, timeout_ms, 1, 0),
+	FIELD(struct queue, "done", statement, done, 0, 0),
+	FIELD(struct queue, "retry", retry, retry, 0, 0),
+	FIELD(struct queue, "failed", statement, failed, 0, 0),
+	FIELD(struct queue, "idle", duration, idle_ms, 0, 0),
+	FIELD(struct queue, "max_jobs", long, max_jobs, 0, INT64_MAX),
+	FIELD(struct queue, "lease", lease, lease, 0, 0),
+	WHOLE("age", age),
+	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
+	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),
+	FIELD(struct queue, "env", env, env, 0, 0),
+	FIELD(struct queue, "user", user, user, 0, 0),
+	FIELD(struct queue, "group", group, user, 0, 0),
+};
+
+static void
+config_queue_defaults(struct queue *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->workers = 1;
+	q->batch = 1;
+	q->handler = HANDLER_EXEC;
+	q->timeout_ms = 30 * 1000;
+	q->idle_ms = 2 * 1000;
+	q->retry.backoff = BACKOFF_EXPONENTIAL;
+	q->retry.delay_ms = 10 * 1000;
+	q->retry.max_delay_ms = 3600 * 1000;
+	q->retry.jitter = true;
+}
+
+static void
+config_queue_checks(struct load *ld, const struct config_item *it,
+    struct queue *q, const struct node **seen)
+{
+	static const char *const required[] = { "select", "done", NULL };
+	const struct node *exec = SEEN(queue_fields, seen, "exec");
+	const struct node *pipe = SEEN(queue_fields, seen, "pipe");
+
+	config_require(ld, it, queue_fields, NELEMS(queue_fields), seen,
+	    required);
+	if (exec == NULL && pipe == NULL)
+		config_error(ld, it->key->line, it->path, "missing exec: or "
+		    "pipe:, the handler");
+	if (SEEN(queue_fields, seen, "failed") == NULL &&
+	    SEEN(queue_fields, seen, "retry") == NULL)
+		config_error(ld, it->key->line, it->path, "neither retry nor "
+		    "failed: a failing row would be claimed again at once, "
+		    "forever");
+	/*
+	 * With failed:, 5 tries by default.  Without it there is no last
+	 * attempt, so max_attempts stays 0: retry for ever.
+	 */
+	if (q->retry.enabled && q->retry.max_attempts == 0 &&
+	    SEEN(queue_fields, seen, "failed") != NULL)
+		q->retry.max_attempts = 5;
+	/*
+	 * A lease is renewed only while its row's handler runs: the other
+	 * rows of a batch would sit leased and unrenewed meanwhile.
+	 */
+	if (q->lease.enabled && q->batch > 1)
+		config_error(ld, SEEN(queue_fields, seen, "batch")->line,
+		    it->path, "batch: %d with lease: a lease queue handles one "
+		    "row at a time; use batch: 1 (or leave it out)", q->batch);
+	config_user_resolve(ld, &q->user, SEEN(queue_fields, seen, "user"),
+	    SEEN(queue_fields, seen, "group"), it->path);
+}
+
+static bool
+config_queue_name_ok(const char *s)
+{
+	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789_-");
+
+	return n > 0 && n <= QUEUE_NAME_MAX && s[n] == '\0';
+}
+
+static void
+config_queue_parse(struct load *ld, const struct node *key,
+    const struct node *value, const char *parent)
+{
+	const struct node *seen[NELEMS(queue_fields)] = { 0 };
+	struct config *cfg = ld->cfg;
+	char path[CONFIG_PATH_MAX], shown[CONFIG_SHOW_MAX + 8];
+	struct queue *q;
+	size_t i;
+
+	ld->queue_entries++;
+	if (key->kind != NODE_SCALAR || !config_queue_name_ok(key->value)) {
+		if (key->kind != NODE_INVALID)
+			config_error(ld, key->line, parent, "%s is not a queue "
+			    "name: use 1 to %d letters, digits, _ and -",
+			    key->kind == NODE_SCALAR ? config_show(key->value,
+			    shown, sizeof(shown)) : config_node_kind_name(key),
+			    QUEUE_NAME_MAX);
+		return;
+	}
+	config_path(path, sizeof(path), parent, key->value);
+	for (i = 0; i < cfg->nqueues; i++)
+		if (strcmp(cfg->queues[i].name, key->value) == 0) {
+			config_error(ld, key->line, path, "queue defined "
+			    "twice: first at %s", cfg->queues[i].where);
+			return;
+		}
+	if (cfg->nqueues == QUEUES_MAX) {
+		if (!ld->too_many_queues)
+			config_error(ld, key->line, path, "more than %d queues",
+			    QUEUES_MAX);
+		ld->too_many_queues = true;
+		return;
+	}
+	cfg->queues = xrealloc(cfg->queues,
+	    (cfg->nqueues + 1) * sizeof(*cfg->queues));
+	q = &cfg->queues[cfg->nqueues++];
+	config_queue_defaults(q);
+	q->name = xstrdup(key->value);
+	q->where = config_where(ld, key->line, NULL);
+
+	struct config_item it = {
+		.key = key, .value = value, .path = path, .parent = NULL,
+	};
+	if (config_walk(ld, &it, queue_fields, NELEMS(queue_fields), q,
+	    seen) == 0)
+		config_queue_checks(ld, &it, q, seen);
+}
+
+void
+config_field_queues(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const struct node *map = it->value;
+	size_t i;
+
+	(void)dst;
+	(void)f;
+	if (!ld->file->included)
+		ld->queues_line = it->key->line;
+	if (config_node_null(map))
+		return;		/* queues: with none yet is fine */
+	if (!config_expect_mapping(ld, it))
+		return;
+	for (i = 0; i + 1 < map->nitems; i += 2)
+		config_queue_parse(ld, map->items[i], map->items[i + 1],
+		    it->path);
+}
+
+void
+config_queue_free(struct queue *q)
+{
+	char **a;
+
+	free(q->name);
+	free(q->where);
+	sql_free(&q->select);
+	free(q->key_column);
+	free(q->key_where);
+	if (q->argv != NULL)
+		for (a = q->argv; *a != NULL; a++)
+			free(*a);
+	free(q->argv);
+	free(q->argv_where);
+	sql_free(&q->done);
+	free(q->retry.attempts_column);
+	free(q->retry.attempts_where);
+	sql_free(&q->retry.update);
+	sql_free(&q->failed);
+	sql_free(&q->lease.claim);
+	sql_free(&q->lease.renew);
+	free(q->age_column);
+	free(q->age_where);
+	sql_free(&q->failed_count);
+	config_env_free(&q->env);
+	config_user_free(&q->user);
+}

@@ -1,0 +1,111 @@
+/*
+ * db.h: the database layer, db.c, the only includer of <mysql.h>.  What
+ * it exposes is in plain C types: a connection (struct db), statements,
+ * values bound to them, rows read, and what a failure means
+ * (enum db_status).  Only the files that talk to the database include
+ * this: the worker's (worker.h), check.c and check_plan.c, status_db.c
+ * and status.c, report.c's probe, cursor.c, and the supervisor, which
+ * initialises the library once for the workers it forks.
+ */
+#ifndef DB_H
+#define DB_H
+
+#include "rowq.h"
+
+/* What the caller should do about a database error. */
+enum db_status {
+	DB_OK = 0,
+	DB_RETRY,	/* deadlock or lock wait timeout: roll back, try again */
+	DB_RECONNECT,	/* the connection is gone: reconnect with backoff */
+	DB_CONFIG,	/* access denied, unknown database: fix the config */
+	DB_FATAL,	/* bad SQL or data: this statement will not work */
+};
+
+/* A value bound to a statement parameter. */
+enum value_type {
+	VALUE_NULL,
+	VALUE_INT,
+	VALUE_TEXT,
+	VALUE_BLOB,
+};
+
+struct value {
+	enum value_type	 type;
+	bool		 is_unsigned;
+	long long	 i;
+	const char	*s;
+	size_t		 len;
+};
+
+struct rowset {
+	struct row	*rows;
+	size_t		 nrows;
+	size_t		 cap;
+};
+
+struct db;
+struct db_stmt;
+
+void		 db_library_init(void);	/* before forking workers */
+struct db	*db_open(const struct db_options *, enum db_status *);
+void		 db_close(struct db *);
+const char	*db_error(const struct db *);	/* last error, for messages */
+unsigned	 db_errno(const struct db *);
+enum db_status	 db_commit(struct db *);
+enum db_status	 db_rollback(struct db *);
+bool		 db_link_closed(const struct db *);
+enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
+		    struct column **cols, size_t *ncols);
+enum db_status	 db_run(struct db *, const char *sql);
+enum db_status	 db_select(struct db *, const char *sql, bool commit_first,
+		    const struct column *, size_t ncols, struct rowset *,
+		    bool *committed);
+struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
+void		 db_stmt_free(struct db_stmt *);
+size_t		 db_stmt_nparams(const struct db_stmt *);
+const struct column *db_stmt_columns(const struct db_stmt *, size_t *n);
+enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
+		    size_t nvalues, unsigned long long *affected);
+enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
+		    size_t nvalues, struct rowset *);
+bool		 db_stmt_bulk_possible(const struct db_stmt *,
+		    const struct value *, size_t nrows);
+enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
+		    size_t nrows, unsigned long long *affected);
+void		 rowset_clear(struct rowset *, size_t ncols);
+/*
+ * Whether a transaction is open, as the last statement left it.  After a
+ * failed statement: false when the error rolled back the whole
+ * transaction (or that could not be found out), so that the rows claimed
+ * in it are no longer locked and the turn must stop.
+ */
+bool		 db_in_transaction(const struct db *);
+
+/*
+ * How long a queue's worker sessions may sit idle, in seconds: inside a
+ * transaction while its handlers run, and at all (also `idle` between
+ * claims).  The server is told so for each session (db_session_limits),
+ * so that a frozen host's rows come back within transaction_s, and no
+ * shorter server default cuts a handler's transaction short.
+ */
+struct idle_need {
+	unsigned	 transaction_s;
+	unsigned	 session_s;
+};
+
+/* One of the server's global idle limits, for `rowq check`. */
+struct db_idle_limit {
+	const char	*name;		/* "wait_timeout", ... */
+	unsigned long long value_s;	/* 0: none */
+	bool		 transaction;	/* applies inside a transaction only */
+};
+
+#define DB_IDLE_MARGIN_S	5
+#define DB_IDLE_LIMITS_MAX	4
+
+void		 db_idle_need(const struct queue *, struct idle_need *);
+enum db_status	 db_session_limits(struct db *, const struct queue *);
+int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
+void		 columns_free(struct column *, size_t);
+
+#endif /* DB_H */
