@@ -1,0 +1,124 @@
+/*
+ * db_limits.c: how long a worker's session may sit idle, told to the
+ * server for each session and compared with its global limits, so that a
+ * frozen host's rows come back within what the queue needs and a short
+ * global limit does not kill a transaction while its handler runs.
+ */
+#include "rowq.h"
+#include "db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The longest single wait of a turn, with a margin: in transaction mode a
+ * handler runs while the transaction sits idle, up to its timeout and the
+ * kill grace after it; when a batch's ok rows run `done` together at the
+ * end of the turn (batch > 1, no :output or :error in it), nothing is
+ * sent between its handlers, so the whole batch's are one wait.  In lease
+ * mode no transaction is open while a handler runs, but the connection
+ * waits as long for the finishing statement.  Between claims the session
+ * sits idle for `idle`, outside any transaction.
+ */
+void
+db_idle_need(const struct queue *q, struct idle_need *need)
+{
+	int64_t handler_ms = q->timeout_ms + HANDLER_KILL_GRACE_MS;
+	bool bulk_done = q->batch > 1 && !q->lease.enabled &&
+	    q->done.text != NULL;
+
+	for (size_t i = 0; bulk_done && i < q->done.nparams; i++)
+		if (strcmp(q->done.params[i], "output") == 0 ||
+		    strcmp(q->done.params[i], "error") == 0)
+			bulk_done = false;
+	if (bulk_done)
+		handler_ms *= q->batch;
+	need->transaction_s = (unsigned)((handler_ms + 999) / 1000) +
+	    DB_IDLE_MARGIN_S;
+	need->session_s = (unsigned)((q->idle_ms + 999) / 1000) +
+	    DB_IDLE_MARGIN_S;
+	if (need->session_s < need->transaction_s)
+		need->session_s = need->transaction_s;
+}
+
+
+/*
+ * Bound this session's idleness to what the queue needs (db_idle_need).
+ * MariaDB: the idle transaction timeouts, so that the rows of a host that
+ * froze or vanished come back within that bound rather than the server's
+ * wait_timeout (8 hours by default), and so that a shorter global value
+ * does not kill a transaction while its handler runs; wait_timeout is
+ * only raised to the need, never lowered, since an idle session outside a
+ * transaction holds no rows.  MySQL has wait_timeout only: it is set to
+ * the need.  A refused SET (a proxy, a server too old to know the
+ * variables) is logged and the session goes on with the server's limits;
+ * only a lost link is returned.
+ */
+enum db_status
+db_session_limits(struct db *db, const struct queue *q)
+{
+	struct idle_need need;
+	char sql[384];
+	enum db_status st;
+
+	db_idle_need(q, &need);
+	if (db_server_is_mariadb(db))
+		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = "
+		    "GREATEST(@@SESSION.wait_timeout, %u), "
+		    "idle_transaction_timeout = %u, "
+		    "idle_write_transaction_timeout = %u, "
+		    "idle_readonly_transaction_timeout = %u", need.session_s,
+		    need.transaction_s, need.transaction_s, need.transaction_s);
+	else
+		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %u",
+		    need.session_s);
+	st = db_run(db, sql);
+	if (st == DB_OK || st == DB_RECONNECT)
+		return st;
+	log_warnx("%s: queues.%s: cannot set the session's idle limits "
+	    "(%s): the server's own apply", q->where, q->name, db_error(db));
+	return DB_OK;
+}
+
+/*
+ * The server's global idle limits that apply to a session like a
+ * worker's: into limits[DB_IDLE_LIMITS_MAX].  Returns how many, or -1
+ * after a database error.
+ */
+int
+db_global_idle_limits(struct db *db, struct db_idle_limit *limits)
+{
+	static const char *const names[DB_IDLE_LIMITS_MAX] = {
+		"wait_timeout", "idle_transaction_timeout",
+		"idle_write_transaction_timeout",
+		"idle_readonly_transaction_timeout",
+	};
+	int n = db_server_is_mariadb(db) ? DB_IDLE_LIMITS_MAX : 1;
+	struct buf sql = { 0 };
+	struct rowset rs = { 0 };
+	struct column *cols;
+	size_t ncols;
+	enum db_status st;
+
+	buf_puts(&sql, "SELECT ");
+	for (int i = 0; i < n; i++)
+		buf_printf(&sql, "%s@@GLOBAL.%s", i ? ", " : "", names[i]);
+	st = db_query(db, sql.data, &rs, &cols, &ncols);
+	buf_free(&sql);
+	if (st != DB_OK || rs.nrows != 1 || ncols != (size_t)n) {
+		n = -1;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *v = rs.rows[0].value[i];
+		limits[i].name = names[i];
+		limits[i].value_s = v ? strtoull(v, NULL, 10) : 0;
+		limits[i].transaction = i > 0;
+	}
+out:
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	columns_free(cols, ncols);
+	return n;
+}
