@@ -11,6 +11,8 @@ db_create
 cd "$ROWQ_TEST_TMP"
 email_table 8
 email_config rowq.yaml "[$HANDLERS/fake, append, $ROWQ_TEST_TMP/handled]"
+# A socket of its own: no other daemon's numbers in the first half.
+sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/rowq.sock\nqueues:|" rowq.yaml
 sed -i 's/^      ORDER BY id$/        AND SLEEP(0.25) = 0\n      ORDER BY id/' rowq.yaml
 grep -q 'SLEEP(0.25)' rowq.yaml || fail "the slow select is not in the configuration"
 
@@ -40,7 +42,6 @@ PY
 # With a daemon: IN_PROGRESS is its workers busy with a row (2, each on
 # a long row), READY the rest of what the select finds (8 - 2).
 sed -i '/SLEEP(0.25)/d' rowq.yaml
-sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/rowq.sock\nqueues:|" rowq.yaml
 sed -i "s|^    exec: .*|    exec: [$HANDLERS/fake, sleep, 20000, $ROWQ_TEST_TMP/handled]|" rowq.yaml
 rowq_start rowq.yaml rowq.log
 on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/rowq.log"'
