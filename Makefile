@@ -49,6 +49,9 @@ OBJS =	build/backoff.o \
 	build/notify.o \
 	build/pipe.o \
 	build/proc.o \
+	build/prune.o \
+	build/prune_daemon.o \
+	build/prune_sql.o \
 	build/recent.o \
 	build/reload.o \
 	build/report.o \

@@ -164,6 +164,41 @@ config_field_lease(struct load *ld, const struct config_item *it, void *dst,
 	    required);
 }
 
+/* ---- prune: ---- */
+
+static const struct config_field prune_fields[] = {
+	FIELD(struct prune_policy, "delete", string, text, 0, 0),
+	FIELD(struct prune_policy, "chunk", int, chunk, 1, PRUNE_CHUNK_MAX),
+	FIELD(struct prune_policy, "pause", duration, pause_ms, 0, 0),
+	FIELD(struct prune_policy, "every", duration, every_ms, 1000, 0),
+};
+
+/* The statement is bounded once chunk: is known, wherever it stands. */
+static void
+config_field_prune(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	static const char *const required[] = { "delete", NULL };
+	const struct node *seen[NELEMS(prune_fields)] = { 0 };
+	struct prune_policy *p = dst;
+	const struct node *k;
+	char path[CONFIG_PATH_MAX], err[CONFIG_MSG_MAX];
+
+	(void)f;
+	if (config_walk(ld, it, prune_fields, NELEMS(prune_fields), p,
+	    seen) == -1)
+		return;
+	p->enabled = true;
+	config_require(ld, it, prune_fields, NELEMS(prune_fields), seen,
+	    required);
+	if ((k = SEEN(prune_fields, seen, "delete")) == NULL || p->text == NULL)
+		return;
+	config_path(path, sizeof(path), it->path, "delete");
+	p->where = config_where(ld, k->line, path);
+	if (prune_compile(p, err, sizeof(err)) == -1)
+		config_error(ld, k->line, path, "%s", err);
+}
+
 /* ---- a queue ---- */
 
 static void
@@ -286,6 +321,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "env", env, env, 0, 0),
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),
+	FIELD(struct queue, "prune", prune, prune, 0, 0),
 };
 
 static void
@@ -301,6 +337,9 @@ config_queue_defaults(struct queue *q)
 	q->retry.delay_ms = 10 * 1000;
 	q->retry.max_delay_ms = 3600 * 1000;
 	q->retry.jitter = true;
+	q->prune.chunk = 1000;
+	q->prune.pause_ms = 100;
+	q->prune.every_ms = 10 * 60 * 1000;
 }
 
 static void
@@ -445,4 +484,5 @@ config_queue_free(struct queue *q)
 	sql_free(&q->failed_count);
 	config_env_free(&q->env);
 	config_user_free(&q->user);
+	prune_policy_free(&q->prune);
 }

@@ -483,6 +483,33 @@ db_run(struct db *db, const char *sql)
 }
 
 /*
+ * Run a statement that takes no values, as text, and read all its
+ * results: *affected is what the last one changed (for a CALL, the
+ * procedure's last statement, as ROW_COUNT() would say).
+ */
+enum db_status
+db_run_count(struct db *db, const char *sql, unsigned long long *affected)
+{
+	MYSQL_RES *res;
+	int rc;
+
+	*affected = 0;
+	if (mysql_query(db->mysql, sql) != 0)
+		return db_fail_mysql(db);
+	for (;;) {
+		if ((res = mysql_store_result(db->mysql)) != NULL)
+			mysql_free_result(res);
+		else if (mysql_field_count(db->mysql) == 0 &&
+		    mysql_affected_rows(db->mysql) != (my_ulonglong)-1)
+			*affected = mysql_affected_rows(db->mysql);
+		if ((rc = mysql_next_result(db->mysql)) > 0)
+			return db_fail_mysql(db);
+		if (rc < 0)
+			return DB_OK;
+	}
+}
+
+/*
  * Read what is left of a multi-statement's results, so the link is clean;
  * a statement after the select (a SAVEPOINT) can fail too.
  */

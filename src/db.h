@@ -57,6 +57,8 @@ bool		 db_link_closed(const struct db *);
 enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
 		    struct column **cols, size_t *ncols);
 enum db_status	 db_run(struct db *, const char *sql);
+enum db_status	 db_run_count(struct db *, const char *sql,
+		    unsigned long long *affected);
 enum db_status	 db_select(struct db *, const char *sql, bool commit_first,
 		    const struct column *, size_t ncols, struct rowset *,
 		    bool *committed);

@@ -15,6 +15,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] check\n"
 "       rowq [-c FILE] drain QUEUE... [-w N]\n"
 "       rowq [-c FILE] status [QUEUE...] [--json]\n"
+"       rowq [-c FILE] prune QUEUE [--dry-run]\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
@@ -22,6 +23,7 @@ static const char usage_text[] =
 "  drain   work the named queues until their select finds nothing\n"
 "  status  ready rows, rows in progress, oldest age, and the daemon's\n"
 "          counters; exit 1 when a queue is older than its alert_age\n"
+"  prune   run the queue's prune: once; --dry-run counts what it removes\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -275,6 +277,8 @@ main(int argc, char **argv)
 		return cmd_drain(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "prune") == 0)
+		return prune_command(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);
 	return usage(stderr, ROWQ_EXIT_USAGE);
 }

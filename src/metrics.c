@@ -215,6 +215,8 @@ metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
 	COUNTER(db_retries, "rowq_db_retries_total",
 	    "Transactions rolled back and retried after a deadlock or lock "
 	    "wait timeout.");
+	COUNTER(pruned_rows, "rowq_pruned_rows_total",
+	    "Rows removed by the queue's prune: runs of this daemon.");
 	metrics_histogram(b, "rowq_claim_duration_seconds",
 	    "Time a claim query took.", q, n, false);
 	metrics_histogram(b, "rowq_handler_duration_seconds",

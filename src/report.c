@@ -48,6 +48,7 @@ report_metrics(void *ctx, struct buf *b)
 		m[i].workers_up = supervisor_workers_up(s, q);
 		m[i].claim = t.claim;
 		m[i].handler = t.handler;
+		m[i].pruned_rows = prune_daemon_total(s, q->name);
 		m[i].ready = m[i].in_progress = -1;
 		m[i].oldest_age_s = m[i].failed_rows = -1;
 		if (fresh && i < p->nqueues && p->ok[i]) {
@@ -117,6 +118,8 @@ report_probe(struct supervisor *s)
 bool
 report_reaped(struct supervisor *s, pid_t pid, int status)
 {
+	if (prune_daemon_reaped(s, pid, status))
+		return true;
 	if (pid != s->probe_pid || pid == 0)
 		return false;
 	s->probe_pid = 0;
@@ -131,6 +134,7 @@ report_start(struct supervisor *s)
 	const struct config *cfg = s->current->cfg;
 
 	status_socket_start(s);
+	prune_daemon_start(s);
 	if (cfg->metrics == NULL && cfg->metrics_textfile == NULL)
 		return;
 	s->probe = mmap(NULL, sizeof(*s->probe), PROT_READ | PROT_WRITE,
@@ -155,6 +159,7 @@ report_stop(struct supervisor *s)
 	if (s->probe != NULL)
 		munmap(s->probe, sizeof(*s->probe));
 	s->probe = NULL;
+	prune_daemon_stop(s);
 	status_socket_stop(s);
 }
 
@@ -193,6 +198,7 @@ report_tick(struct supervisor *s, int64_t now, int64_t *next)
 	const struct config *cfg = s->current->cfg;
 
 	status_socket_tick(s, now, next);
+	prune_daemon_tick(s, now, next);
 	if (s->probe == NULL || s->stopping)
 		return;
 	if (s->probe_pid > 0 && now - s->probe_started_ms > PROBE_MAX_MS) {

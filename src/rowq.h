@@ -145,6 +145,14 @@ bool	 sql_token_is(const char *text, const struct sql_token *,
 void	 sql_tokens_text(struct buf *, const char *text,
 	    const struct sql_token *, size_t from, size_t to);
 
+/* ---- prune_sql.c: a prune: statement, bounded and counted ---- */
+
+#define PRUNE_CHUNK_MAX		100000
+
+struct prune_policy;
+int	 prune_compile(struct prune_policy *, char *err, size_t errlen);
+void	 prune_policy_free(struct prune_policy *);
+
 /* ---- config.c and the config_*.c files: the configuration ---- */
 
 enum handler_kind {
@@ -199,6 +207,22 @@ struct handler_user {
 	int		 ngroups;
 };
 
+/*
+ * prune: a statement that removes (or archives) finished rows, run in
+ * chunks of its own short transaction each (prune.c).
+ */
+struct prune_policy {
+	bool		 enabled;
+	char		*text;		/* delete: as configured */
+	char		*where;		/* "FILE:LINE: queues.email.prune.delete" */
+	bool		 is_call;	/* CALL proc(:chunk), not a DELETE */
+	char		*chunk_sql;	/* one chunk: the DELETE with LIMIT n */
+	char		*count_sql;	/* --dry-run's count; NULL for a CALL */
+	int		 chunk;		/* rows per chunk, at most */
+	int64_t		 pause_ms;	/* between chunks, at least */
+	int64_t		 every_ms;	/* the daemon: a run this often */
+};
+
 struct queue {
 	char		*name;
 	char		*where;		/* "FILE:LINE" of the queue's name */
@@ -223,6 +247,7 @@ struct queue {
 	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
+	struct prune_policy prune;
 };
 
 struct db_options {
@@ -537,6 +562,35 @@ bool	 cursor_fallback_due(const struct cursor_state *, int64_t now_ms);
 int	 cursor_claimed(struct cursor_state *, enum cursor_from,
 	    const char *key, size_t len, int64_t now_ms);
 
+/* ---- prune.c: one prune run, `rowq prune`, and its check ---- */
+
+enum prune_end {
+	PRUNE_NONE,		/* no run yet */
+	PRUNE_RUNNING,
+	PRUNE_DONE,		/* a chunk removed fewer than chunk: rows */
+	PRUNE_SKIPPED,		/* another rowq holds the queue's prune lock */
+	PRUNE_FAILED,		/* a statement failed: stopped, tried next round */
+	PRUNE_STOPPED,		/* asked to stop between chunks */
+};
+
+/* What a run did; written as it goes (the daemon shares it). */
+struct prune_result {
+	volatile int		 end;		/* enum prune_end */
+	volatile uint64_t	 rows;
+	volatile uint64_t	 chunks;
+	volatile int64_t	 ms;		/* from the lock to the end */
+	char			 error[192];
+};
+
+/* Called after each chunk, with the run so far. */
+typedef void	(*prune_progress_fn)(void *ctx, const struct prune_result *);
+
+void	 prune_run(struct db *, const struct queue *, struct stopper *,
+	    prune_progress_fn, void *ctx, struct prune_result *);
+const char *prune_end_name(int end);
+int	 prune_command(const char *config_path, int argc, char **argv);
+int	 prune_check(struct db *, const struct queue *, bool verbose);
+
 /* ---- stats.c: counters shared by workers and the supervisor ---- */
 
 #define HISTOGRAM_BUCKETS	14
@@ -685,6 +739,7 @@ struct metrics_queue {
 	uint64_t		 done, retried, failed, errors;
 	uint64_t		 restarts, reconnects, db_retries;
 	uint64_t		 handler_restarts;
+	uint64_t		 pruned_rows;	/* by this daemon's prune runs */
 	int			 workers_up;
 	long			 ready;		/* -1: unknown */
 	long			 in_progress;	/* -1: unknown */

@@ -227,6 +227,7 @@ status_text(struct supervisor *s, struct buf *b)
 		status_num(b, "reconnects", t.reconnects);
 		status_num(b, "db_retries", t.db_retries);
 		status_field(b, "last_error", t.last_error);
+		prune_daemon_status(s, q->name, b);
 		buf_putc(b, '\n');
 	}
 	for (int k = 0; k < s->nslots; k++)

@@ -147,6 +147,7 @@ struct supervisor {
 	int64_t			 next_probe_ms;
 	int64_t			 next_textfile_ms;
 	struct probe		*probe;		/* shared with the probe child */
+	struct pruner		*pruner;	/* prune_daemon.c */
 };
 
 /*
@@ -187,6 +188,15 @@ void	 report_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
 void	 report_handle(struct supervisor *, const struct pollfd *, nfds_t);
 bool	 report_reaped(struct supervisor *, pid_t, int status);
 void	 report_tick(struct supervisor *, int64_t now, int64_t *next);
+
+/* prune_daemon.c, for report.c and status_socket.c */
+void	 prune_daemon_start(struct supervisor *);
+void	 prune_daemon_stop(struct supervisor *);
+void	 prune_daemon_tick(struct supervisor *, int64_t now, int64_t *next);
+bool	 prune_daemon_reaped(struct supervisor *, pid_t, int status);
+uint64_t prune_daemon_total(struct supervisor *, const char *queue);
+void	 prune_daemon_status(struct supervisor *, const char *queue,
+	    struct buf *);
 
 /* status_socket.c, for report.c */
 void	 status_socket_start(struct supervisor *);
