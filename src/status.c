@@ -185,6 +185,22 @@ status_age(char *out, size_t len, long long s)
 		duration_format(s * 1000, out, len);
 }
 
+/* The daemon's last prune of a queue (prune_daemon.c's fields). */
+static void
+status_prune_line(const char *queue, const struct line *l)
+{
+	char ago[32];
+
+	duration_format(atoll(live_value(l, "prune_ago")) * 1000, ago,
+	    sizeof(ago));
+	printf("  %s last prune: %s, %s rows in %s chunks, %.1fs, started "
+	    "%s ago%s%s\n", queue, live_value(l, "prune"),
+	    live_value(l, "prune_rows"), live_value(l, "prune_chunks"),
+	    (double)atoll(live_value(l, "prune_ms")) / 1000, ago,
+	    *live_value(l, "prune_error") ? ": " : "",
+	    live_value(l, "prune_error"));
+}
+
 static void
 status_table(const struct status_queue *r, size_t n, const struct live *lv)
 {
@@ -255,6 +271,8 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv)
 		if (ql && *live_value(ql, "last_error"))
 			printf("  %s last error: %s\n", r[k].q->name,
 			    live_value(ql, "last_error"));
+		if (ql && *live_value(ql, "prune"))
+			status_prune_line(r[k].q->name, ql);
 	}
 }
 
