@@ -213,9 +213,12 @@ prune_daemon_reaped(struct supervisor *s, pid_t pid, int status)
 			log_warnx("prune of %s: %s", rec->queue,
 			    rec->last.error);
 		}
-		/* A run longer than every: is followed by a pause, not another. */
+		/*
+		 * A run that outlasted every: removed what there was: the
+		 * next waits a whole every: from now, not none.
+		 */
 		if (p->next_ms[i] < now)
-			p->next_ms[i] = now;
+			p->next_ms[i] = now + (p->next_ms[i] - p->started_ms[i]);
 		return true;
 	}
 	return false;
