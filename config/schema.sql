@@ -7,7 +7,7 @@
 --
 -- and let rowq's database user read and update them, nothing more:
 --
---     GRANT SELECT, UPDATE ON shop.email TO 'rowq'@'localhost';
+--     GRANT SELECT, UPDATE, DELETE ON shop.email TO 'rowq'@'localhost';
 --     GRANT SELECT, UPDATE ON shop.webhooks TO 'rowq'@'localhost';
 --     GRANT SELECT, UPDATE ON shop.images TO 'rowq'@'localhost';
 --     GRANT SELECT, UPDATE ON shop.video TO 'rowq'@'localhost';
@@ -35,7 +35,9 @@ CREATE TABLE email (
     last_error  TEXT NULL,
     created_at  DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (id),
-    -- WHERE status = 'waiting' ... ORDER BY id
+    -- WHERE status = 'waiting' ... ORDER BY id, and
+    -- WHERE status = 'sent' ... (the prune: ids grow with created_at,
+    -- so it reads the oldest sent rows first, the ones it removes)
     INDEX status_id (status, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 

@@ -209,7 +209,7 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	problems += check_statement(db, &q->lease.claim);
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);
-	problems += prune_check(db, q, explain);
+	problems += prune_check(db, q);
 	check_session_limits(db, q);
 	return problems;
 }

@@ -178,7 +178,7 @@ prune_field(const struct rowset *rs, const struct column *cols, size_t ncols,
  * makes a prune hurt.  Returns the problems found (a warning is none).
  */
 int
-prune_check(struct db *db, const struct queue *q, bool verbose)
+prune_check(struct db *db, const struct queue *q)
 {
 	const struct prune_policy *p = &q->prune;
 	struct rowset rs = { 0 };
@@ -201,15 +201,11 @@ prune_check(struct db *db, const struct queue *q, bool verbose)
 	if (db_query(db, sql.data, &rs, &cols, &ncols) == DB_OK) {
 		const char *type = prune_field(&rs, cols, ncols, "type");
 		const char *rows = prune_field(&rs, cols, ncols, "rows");
-		const char *key = prune_field(&rs, cols, ncols, "key");
 		if (strcmp(type, "ALL") == 0 || strcmp(type, "index") == 0)
 			log_warnx("%s: each chunk scans the table (EXPLAIN: "
 			    "type %s, %s rows): an index on the columns of its "
 			    "WHERE (the time column) would let it read only "
 			    "the rows it removes", p->where, type, rows);
-		else if (verbose)
-			log_info("%s: each chunk reads %s rows by %s (%s)",
-			    p->where, rows, *key ? key : "no key", type);
 	}
 	rowset_clear(&rs, ncols);
 	free(rs.rows);

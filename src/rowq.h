@@ -589,7 +589,7 @@ void	 prune_run(struct db *, const struct queue *, struct stopper *,
 	    prune_progress_fn, void *ctx, struct prune_result *);
 const char *prune_end_name(int end);
 int	 prune_command(const char *config_path, int argc, char **argv);
-int	 prune_check(struct db *, const struct queue *, bool verbose);
+int	 prune_check(struct db *, const struct queue *);
 
 /* ---- stats.c: counters shared by workers and the supervisor ---- */
 
