@@ -156,7 +156,7 @@ deb:
 # installed and that it works, and purge it: a few minutes, run by CI after
 # make check, not part of it.
 check-deb: deb
-	@bash tests/check-deb.sh build/deb/rowq_*.deb
+	@bash tests/check-deb.sh build/deb/rowq_$$(dpkg-parsechangelog -l debian/changelog -S Version)_$$(dpkg-architecture -qDEB_HOST_ARCH).deb
 
 .PHONY: deb check-deb
 .SECONDARY:
