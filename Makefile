@@ -87,7 +87,7 @@ rowq: build/main.o $(OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 build/%.o: src/%.c $$(if $$(wildcard build/$$*.d),,$$(HDRS)) | build
-	$(CC) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 build/asan/%.o: src/%.c $$(if $$(wildcard build/asan/$$*.d),,$$(HDRS)) | build/asan
 	$(CC) $(CFLAGS) $(SANITIZE) $(DEPFLAGS) -c -o $@ $<
@@ -148,6 +148,20 @@ bench:
 	@bash bench/bench.sh
 
 .PHONY: all check check-run demo install clean bench
+
+# The Debian package (debian/), built with dpkg-buildpackage from a copy of
+# the tree: build/deb/rowq_VERSION_ARCH.deb, checked by lintian.
+deb:
+	@sh tests/deps.sh dpkg-dev debhelper lintian
+	@sh tests/deb.sh
+
+# Build the package, install it on this machine (as root), check what it
+# installed and that it works, and purge it: a few minutes, run by CI after
+# make check, not part of it.
+check-deb: deb
+	@bash tests/check-deb.sh build/deb/rowq_$$(dpkg-parsechangelog -l debian/changelog -S Version)_$$(dpkg-architecture -qDEB_HOST_ARCH).deb
+
+.PHONY: deb check-deb
 .SECONDARY:
 
 # The fault suite (tests/TORTURE.md): the fault tests at full size, the

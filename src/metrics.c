@@ -223,6 +223,19 @@ metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
 	    "Time a handler took for a row.", q, n, true);
 }
 
+/* The daemon's, not a queue's: labelled by result instead. */
+void
+metrics_render_reloads(struct buf *b, uint64_t ok, uint64_t failed)
+{
+	metrics_head(b, "rowq_reloads_total", "counter",
+	    "Reloads (SIGHUP) by result: ok, a new generation of workers "
+	    "runs; failed, the old one was kept.");
+	buf_printf(b, "rowq_reloads_total{result=\"ok\"} %llu\n",
+	    (unsigned long long)ok);
+	buf_printf(b, "rowq_reloads_total{result=\"failed\"} %llu\n",
+	    (unsigned long long)failed);
+}
+
 static enum MHD_Result
 metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
     const char *method, const char *version, const char *upload_data,

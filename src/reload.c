@@ -35,6 +35,10 @@ reload_done(struct supervisor *s, bool ok, const char *fmt, ...)
 	vsnprintf(r->message, sizeof(r->message), fmt, ap);
 	va_end(ap);
 	if (ok)
+		s->reloads_ok++;
+	else
+		s->reloads_failed++;
+	if (ok)
 		log_info("reload: generation %d started; the old workers finish "
 		    "their rows", r->generation);
 	else

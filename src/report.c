@@ -66,6 +66,7 @@ report_metrics(void *ctx, struct buf *b)
 		}
 	}
 	metrics_render(b, m, cfg->nqueues);
+	metrics_render_reloads(b, s->reloads_ok, s->reloads_failed);
 	free(m);
 }
 

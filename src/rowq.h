@@ -755,6 +755,8 @@ struct metrics;
 
 void		 metrics_render(struct buf *, const struct metrics_queue *,
 		    size_t n);
+void		 metrics_render_reloads(struct buf *, uint64_t ok,
+		    uint64_t failed);
 struct metrics	*metrics_start(const char *addr, metrics_render_fn, void *ctx);
 int		 metrics_fd(const struct metrics *);
 void		 metrics_run(struct metrics *);

@@ -132,6 +132,7 @@ struct supervisor {
 	struct config		*check_cfg;	/* what it is checking */
 	int64_t			 check_started_ms;
 	struct reload_result	 last_reload;
+	uint64_t		 reloads_ok, reloads_failed; /* since the start */
 	/* Health, for the watchdog. */
 	int64_t			 fork_failing_since; /* 0: fork works */
 	int			 signalfd_errors;

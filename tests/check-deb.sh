@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# make check-deb: install the Debian package on this machine, see that what
+# it installed is in place and works, purge it, and see that nothing is
+# left but what the purge keeps (README.Debian): the rowq user and group.
+#
+#   tests/check-deb.sh build/deb/rowq_VERSION_ARCH.deb
+#
+# As root (CI runs as root); it refuses to run where rowq is installed
+# already, whose purge would not be its to do.  The package's rowq check
+# talks to a throwaway MariaDB server of the test's own.
+. "$(dirname "$0")/lib.sh"
+
+deb=${1:?usage: check-deb.sh PACKAGE.deb}
+[ -f "$deb" ] || fail "no package $deb"
+deb=$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")
+[ "$(id -u)" -eq 0 ] || fail "installing a package needs root"
+if dpkg-query -W -f='${Status}\n' rowq 2>/dev/null | grep -q ' installed$'; then
+	fail "rowq is installed on this machine already; not replacing it"
+fi
+cd "$ROWQ_TEST_TMP"
+
+unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null) ||
+    unitdir=/lib/systemd/system
+version=$(dpkg-deb -f "$deb" Version)
+watch=(/etc /usr /lib /var/lib /run)
+
+# Every path named *rowq* before: after the purge there must be no other.
+find_rowq()
+{
+	find "${watch[@]}" -xdev -name '*rowq*' 2>/dev/null | sort
+}
+find_rowq >before.txt
+
+# ---- what the package says of itself -----------------------------------
+
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+for lib in libmariadb3 libyaml-0-2 libsystemd0; do
+	assert_match "(^|, )$lib( |,|$)" "$depends" "Depends names $lib"
+done
+[[ $depends != *libmicrohttpd* ]] || fail "libmicrohttpd in Depends: $depends"
+assert_eq libmicrohttpd12 "$(dpkg-deb -f "$deb" Recommends)" "Recommends"
+# ldd's view: what the binary links is what Depends names, and no more.
+mkdir x
+dpkg-deb -x "$deb" x
+needed=$(objdump -p x/usr/bin/rowq | awk '$1 == "NEEDED" { print $2 }' | sort | tr '\n' ' ')
+assert_eq "libc.so.6 libmariadb.so.3 libsystemd.so.0 libyaml-0.so.2 " "$needed" "libraries the binary links"
+
+# ---- install -----------------------------------------------------------
+
+installed=
+purge()
+{
+	[ -n "$installed" ] || return 0
+	installed=
+	dpkg --purge rowq
+}
+on_exit 'purge >/dev/null 2>&1 || true'
+installed=1
+dpkg -i "$deb" >install.log 2>&1 || fail "dpkg -i: $(cat install.log)"
+cat install.log
+
+assert_eq "rowq $version" "$(/usr/bin/rowq --version)" "rowq --version"
+[ -x /usr/bin/rowq ] || fail "no /usr/bin/rowq"
+for m in /usr/share/man/man8/rowq.8.gz /usr/share/man/man5/rowq.yaml.5.gz; do
+	[ -f "$m" ] || fail "no manual page $m"
+done
+MANPAGER=cat man -l /usr/share/man/man8/rowq.8.gz 2>/dev/null | grep -q "rowq" ||
+    fail "man rowq does not read"
+
+# The example configuration, as a conffile, and its include directory.
+cmp -s "$REPO_ROOT/config/rowq.yaml" /etc/rowq/rowq.yaml ||
+    fail "/etc/rowq/rowq.yaml is not config/rowq.yaml"
+assert_match "/etc/rowq/rowq.yaml [0-9a-f]{32}" \
+    "$(dpkg-query -W -f='${Conffiles}' rowq)" "rowq.yaml is a conffile"
+[ -d /etc/rowq/queues.d ] || fail "no /etc/rowq/queues.d"
+
+# The system user, from sysusers.d.
+[ -f /usr/lib/sysusers.d/rowq.conf ] || fail "no /usr/lib/sysusers.d/rowq.conf"
+IFS=: read -r _ _ uid gid _ home shell < <(getent passwd rowq) ||
+    fail "no user rowq"
+assert_le "$uid" 999 "rowq's uid is a system uid"
+assert_eq rowq "$(getent group "$gid" | cut -d: -f1)" "rowq's group"
+assert_match "nologin$" "$shell" "rowq's shell"
+[ ! -e "$home" ] || fail "rowq's home $home exists"
+
+# The units: in systemd's directory, running the installed binary, and
+# neither enabled nor started.
+for u in rowq.service rowq@.service; do
+	f=$unitdir/$u
+	[ -f "$f" ] || fail "no $f"
+	assert_match "^/usr/bin/rowq -c /etc/rowq/[^ ]+\.yaml run$" \
+	    "$(sed -n 's/^ExecStart=//p' "$f")" "$u ExecStart"
+done
+if ls /etc/systemd/system/*.wants/rowq* 2>/dev/null; then
+	fail "the install enabled rowq"
+fi
+for s in postinst preinst; do
+	f=/var/lib/dpkg/info/rowq.$s
+	[ ! -f "$f" ] || ! grep -Eq 'deb-systemd-invoke (start|restart)|systemctl (start|restart|enable)' "$f" ||
+	    fail "$s starts or enables rowq: $(cat "$f")"
+done
+if systemd-analyze --version >/dev/null 2>&1; then
+	out=$(systemd-analyze verify "$unitdir/rowq.service" 2>&1) ||
+	    fail "systemd-analyze verify rowq.service: $out"
+	assert_eq "" "$out" "systemd-analyze verify rowq.service says"
+	out=$(systemd-analyze verify "$unitdir/rowq@example.service" 2>&1) ||
+	    fail "systemd-analyze verify rowq@example.service: $out"
+	assert_eq "" "$out" "systemd-analyze verify rowq@example.service says"
+else
+	echo "systemd-analyze cannot run here: units not verified" >&2
+fi
+
+# ---- rowq check on the installed example -------------------------------
+
+# The examples are shipped (read from the repository below: a system may
+# leave /usr/share/doc out).
+for f in schema.sql queues.d/images.yaml handlers/send-email; do
+	dpkg -L rowq | grep -qx "/usr/share/doc/rowq/examples/$f" ||
+	    fail "the package does not ship examples/$f"
+done
+
+# The example's database, user and tables on a server of our own; the
+# configuration is the installed one with only its socket and password
+# file pointing here.
+db_start
+db_create shop
+sql <"$REPO_ROOT/config/schema.sql"
+sql "CREATE USER 'rowq'@'localhost' IDENTIFIED BY 'deb-test';
+    GRANT SELECT, UPDATE ON shop.* TO 'rowq'@'localhost'"
+(umask 077; echo deb-test >db.password)
+mkdir -p etc/queues.d
+sed -e "s|^  socket: /run/mysqld/mysqld.sock|  socket: $ROWQ_TEST_SOCKET|" \
+    -e "s|^  password_file: /etc/rowq/db.password|  password_file: $PWD/db.password|" \
+    /etc/rowq/rowq.yaml >etc/rowq.yaml
+assert_eq 2 "$(diff /etc/rowq/rowq.yaml etc/rowq.yaml | grep -c '^>')" \
+    "lines changed in the copy of rowq.yaml"
+
+# Everything checks out but the handler, which is the operator's to
+# install where the example says.
+status=0
+out=$(/usr/bin/rowq -c etc/rowq.yaml check 2>&1) || status=$?
+echo "$out"
+assert_eq 78 "$status" "rowq check without the example's handler"
+assert_eq "etc/rowq.yaml:65: queues.email.exec: cannot run /usr/local/bin/send-email: No such file or directory" \
+    "$(grep -v ': claim plan: ' <<<"$out" | sed 's/^rowq: //')" "rowq check's only complaint"
+
+# With the handlers where the examples say (here: the repository's), and
+# the example queues.d, it passes.
+sed -i "s|/usr/local/bin/|$REPO_ROOT/config/handlers/|" etc/rowq.yaml
+for f in "$REPO_ROOT"/config/queues.d/*.yaml; do
+	sed "s|/usr/local/bin/|$REPO_ROOT/config/handlers/|" "$f" >"etc/queues.d/${f##*/}"
+done
+status=0
+out=$(/usr/bin/rowq -c etc/rowq.yaml check 2>&1) || status=$?
+echo "$out"
+assert_eq 0 "$status" "rowq check with the handlers and queues.d in place"
+for q in email webhooks images video; do
+	assert_match "queues\.$q\." "$out" "rowq check names queue $q"
+done
+
+# ---- purge ---------------------------------------------------------------
+
+installed=
+dpkg --purge rowq >purge.log 2>&1 || fail "dpkg --purge: $(cat purge.log)"
+cat purge.log
+assert_eq "" "$(dpkg-query -W -f='${Status}' rowq 2>/dev/null | grep -v 'not-installed' || true)" \
+    "dpkg still knows rowq"
+[ ! -e /etc/rowq ] || fail "/etc/rowq left: $(find /etc/rowq)"
+find_rowq >after.txt
+left=$(comm -13 before.txt after.txt)
+assert_eq "" "$left" "paths left after the purge"
+getent passwd rowq >/dev/null || fail "the purge removed the rowq user, whose files may remain"
+echo "purged; kept by policy: user and group rowq"
