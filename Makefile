@@ -52,6 +52,7 @@ OBJS =	build/backoff.o \
 	build/recent.o \
 	build/reload.o \
 	build/report.o \
+	build/retry_in.o \
 	build/sql.o \
 	build/stats.o \
 	build/status.o \

@@ -401,6 +401,7 @@ struct handler_result {
 	struct buf	 output;	/* stdout (exec) or the answer's text */
 	struct buf	 error;		/* the :error message */
 	int64_t		 duration_ms;
+	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
 };
 
 /*
@@ -457,6 +458,13 @@ struct wait_io {
 
 enum wait_end handler_wait(struct wait_io *, const struct handler_job *,
 	    struct stopper *, struct handler_result *);
+
+/* ---- retry_in.c: the handler picks its retry delay ---- */
+
+#define RETRY_IN_EXIT		75	/* EX_TEMPFAIL: exec's "retry-in" line counts */
+
+int	 retry_in_parse(const char *line, int64_t *ms, const char **message);
+int	 retry_in_from_stderr(const struct errsink *, int64_t *ms);
 
 /* ---- pipe.c: one long-running handler per worker ---- */
 
