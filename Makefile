@@ -39,6 +39,7 @@ OBJS =	build/backoff.o \
 	build/db.o \
 	build/db_limits.o \
 	build/duration.o \
+	build/failed.o \
 	build/finish.o \
 	build/handler.o \
 	build/identity.o \
@@ -51,6 +52,7 @@ OBJS =	build/backoff.o \
 	build/proc.o \
 	build/recent.o \
 	build/reload.o \
+	build/requeue.o \
 	build/report.o \
 	build/retry_in.o \
 	build/sql.o \
