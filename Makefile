@@ -39,6 +39,7 @@ OBJS =	build/backoff.o \
 	build/db.o \
 	build/db_limits.o \
 	build/duration.o \
+	build/failed.o \
 	build/finish.o \
 	build/handler.o \
 	build/identity.o \
@@ -54,7 +55,9 @@ OBJS =	build/backoff.o \
 	build/prune_sql.o \
 	build/recent.o \
 	build/reload.o \
+	build/requeue.o \
 	build/report.o \
+	build/retry_in.o \
 	build/sql.o \
 	build/stats.o \
 	build/status.o \

@@ -200,6 +200,9 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	if (explain)
 		check_key_nullable(q, cols, ncols);
 	config_warn_option_args(q, cols, ncols);
+	if (ncols > 0)
+		problems += failed_check(db, q, q->key_column != NULL ?
+		    q->key_column : cols[0].name);
 	check_cursor(db, q, cols, ncols, explain);
 	db_stmt_free(claim);
 	problems += check_plan(db, q, explain);

@@ -75,8 +75,8 @@ config_field_select(struct load *ld, const struct config_item *it, void *dst,
 		config_error(ld, it->value->line, it->path, "%s", err);
 	else if (q->nparams > 0)
 		config_error(ld, it->value->line, it->path, ":%s: the select "
-		    "takes no parameters (only done, failed, retry.update and "
-		    "lease.claim do)", q->params[0]);
+		    "takes no parameters (only done, failed, retry.update, "
+		    "lease.claim and requeue do)", q->params[0]);
 }
 
 /* ---- retry: and lease: ---- */
@@ -318,6 +318,9 @@ static const struct config_field queue_fields[] = {
 	WHOLE("age", age),
 	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
 	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),
+	FIELD(struct queue, "alert_failed", long, alert_failed, 0, INT64_MAX),
+	FIELD(struct queue, "failed_select", select, failed_select, 0, 0),
+	FIELD(struct queue, "requeue", statement, requeue, 0, 0),
 	FIELD(struct queue, "env", env, env, 0, 0),
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),
@@ -340,6 +343,7 @@ config_queue_defaults(struct queue *q)
 	q->prune.chunk = 1000;
 	q->prune.pause_ms = 100;
 	q->prune.every_ms = 10 * 60 * 1000;
+	q->alert_failed = -1;
 }
 
 static void
@@ -375,6 +379,14 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 		config_error(ld, SEEN(queue_fields, seen, "batch")->line,
 		    it->path, "batch: %d with lease: a lease queue handles one "
 		    "row at a time; use batch: 1 (or leave it out)", q->batch);
+	if (SEEN(queue_fields, seen, "alert_failed") != NULL &&
+	    SEEN(queue_fields, seen, "failed_count") == NULL) {
+		char path[CONFIG_PATH_MAX];
+		config_path(path, sizeof(path), it->path, "alert_failed");
+		config_error(ld, SEEN(queue_fields, seen, "alert_failed")->line,
+		    path, "alert_failed needs failed_count:, the select that "
+		    "counts the failed rows");
+	}
 	config_user_resolve(ld, &q->user, SEEN(queue_fields, seen, "user"),
 	    SEEN(queue_fields, seen, "group"), it->path);
 }
@@ -482,6 +494,8 @@ config_queue_free(struct queue *q)
 	free(q->age_column);
 	free(q->age_where);
 	sql_free(&q->failed_count);
+	sql_free(&q->failed_select);
+	sql_free(&q->requeue);
 	config_env_free(&q->env);
 	config_user_free(&q->user);
 	prune_policy_free(&q->prune);

@@ -187,6 +187,32 @@ finish_attempt(const struct worker *w, const struct row *row)
 	return n >= INT_MAX - 1 ? INT_MAX : (int)n + 1;
 }
 
+/*
+ * A failed try whose handler asked for its next try's time ("retry-in"):
+ * that delay, without jitter, but never past retry.max_delay, so that a
+ * handler's mistake cannot park a row for a year.
+ */
+static struct bound *
+finish_retry_in(struct worker *w, int attempt, int64_t *delay_ms)
+{
+	const char *err = w->result.error.data ? w->result.error.data : "";
+	int64_t max_ms = w->q->retry.max_delay_ms;
+	char d[32], asked[32];
+
+	*delay_ms = w->result.retry_in_ms;
+	duration_format(*delay_ms, asked, sizeof(asked));
+	if (*delay_ms > max_ms) {
+		*delay_ms = max_ms;
+		duration_format(*delay_ms, d, sizeof(d));
+		log_warnx("try %d failed: %s; the handler asked for the next "
+		    "try in %s, capped at retry.max_delay: next try in %s",
+		    attempt, err, asked, d);
+	} else
+		log_warnx("try %d failed: %s; next try in %s, as the handler "
+		    "asked", attempt, err, asked);
+	return &w->retry;
+}
+
 /* Which statement a handler's outcome leads to, and log it. */
 struct bound *
 finish_decide(struct worker *w, int attempt, int64_t *delay_ms)
@@ -206,6 +232,9 @@ finish_decide(struct worker *w, int attempt, int64_t *delay_ms)
 	}
 	if ((can_retry && w->result.outcome == OUTCOME_RETRY) ||
 	    w->failed.stmt == NULL) {
+		if (w->result.outcome == OUTCOME_RETRY &&
+		    w->result.retry_in_ms >= 0)
+			return finish_retry_in(w, attempt, delay_ms);
 		*delay_ms = backoff_retry_delay_ms(&q->retry, attempt,
 		    backoff_random());
 		duration_format(*delay_ms, d, sizeof(d));

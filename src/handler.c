@@ -447,6 +447,26 @@ exec_terminate(struct child *c)
 }
 
 /*
+ * A failed try whose last stderr line is "retry-in N": with exit 75 the
+ * handler picks the next try's time; with another exit the line is only
+ * text, and the log says why it was not heeded.
+ */
+static void
+exec_retry_in(const struct child *c, int status, struct handler_result *res)
+{
+	int64_t ms;
+
+	if (c->exec_errno != 0 || retry_in_from_stderr(&c->errs, &ms) == -1)
+		return;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == RETRY_IN_EXIT)
+		res->retry_in_ms = ms;
+	else
+		log_warnx("the handler's last stderr line asks for retry-in, "
+		    "but only exit status %d asks for it; the backoff's delay "
+		    "is used", RETRY_IN_EXIT);
+}
+
+/*
  * Run one exec handler for a row, to the end.  The result says what to do
  * with the row; nothing here touches the database.
  */
@@ -468,6 +488,7 @@ handler_exec(const char *path, const struct handler_job *job,
 	buf_reset(&res->output);
 	buf_reset(&res->error);
 	res->outcome = OUTCOME_RETRY;
+	res->retry_in_ms = -1;
 	if (child_spawn(&c, path, job->argv, job->envp) == -1) {
 		buf_printf(&res->error, "cannot start %s: %s", path,
 		    strerror(errno));
@@ -511,6 +532,8 @@ handler_exec(const char *path, const struct handler_job *job,
 		res->output.data[--res->output.len] = '\0';
 	if (res->outcome == OUTCOME_RETRY || res->outcome == OUTCOME_FAILED)
 		errsink_error_tail(&c.errs, &res->error);
+	if (end == WAIT_EXITED && res->outcome == OUTCOME_RETRY)
+		exec_retry_in(&c, status, res);
 	errsink_row_done(&c.errs);
 	errsink_free(&c.errs);
 	if (x.truncated)

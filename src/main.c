@@ -16,6 +16,8 @@ static const char usage_text[] =
 "       rowq [-c FILE] drain QUEUE... [-w N]\n"
 "       rowq [-c FILE] status [QUEUE...] [--json]\n"
 "       rowq [-c FILE] prune QUEUE [--dry-run]\n"
+"       rowq [-c FILE] failed QUEUE [--json] [--limit N]\n"
+"       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
@@ -23,7 +25,10 @@ static const char usage_text[] =
 "  drain   work the named queues until their select finds nothing\n"
 "  status  ready rows, rows in progress, oldest age, and the daemon's\n"
 "          counters; exit 1 when a queue is older than its alert_age\n"
+"          or has more failed rows than its alert_failed\n"
 "  prune   run the queue's prune: once; --dry-run counts what it removes\n"
+"  failed  the newest failed rows of a queue, from its failed_select\n"
+"  requeue make failed rows waiting again, with the queue's requeue\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -279,6 +284,10 @@ main(int argc, char **argv)
 		return cmd_status(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "prune") == 0)
 		return prune_command(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "failed") == 0)
+		return failed_command(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "requeue") == 0)
+		return requeue_command(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);
 	return usage(stderr, ROWQ_EXIT_USAGE);
 }

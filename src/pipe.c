@@ -2,7 +2,8 @@
  * pipe.c: a long-running handler per worker, fed one row per line.
  *
  * rowq writes the row's JSON object as one line and reads one line back:
- * "ok [output]", "retry [message]" or "fail [message]".  Anything else, a
+ * "ok [output]", "retry [message]", "retry-in N [message]" (retry_in.c)
+ * or "fail [message]".  Anything else, a
  * handler that dies, hangs past the timeout or writes a line longer than
  * PIPE_LINE_MAX, costs the row a failed try, and the handler is killed
  * and started afresh, later and later if it keeps failing, so that a
@@ -205,6 +206,7 @@ pipe_parse(struct pipe_handler *p, struct handler_result *res)
 	char *nl = memchr(p->answer.data, '\n', p->answer.len);
 	const char *text;
 	size_t len;
+	int r;
 
 	if (nl == NULL || (size_t)(nl - p->answer.data) + 1 != p->answer.len)
 		return -1;	/* too long, or more than one line */
@@ -214,7 +216,15 @@ pipe_parse(struct pipe_handler *p, struct handler_result *res)
 		p->answer.data[--len] = '\0';
 	if (strlen(p->answer.data) != len)
 		return -1;	/* a NUL inside */
-	if ((text = pipe_word(p->answer.data, "ok")) != NULL) {
+	if ((r = retry_in_parse(p->answer.data, &res->retry_in_ms,
+	    &text)) != 1) {
+		if (r == -1) {
+			res->retry_in_ms = -1;
+			return -1;
+		}
+		res->outcome = OUTCOME_RETRY;
+		buf_puts(&res->error, *text ? text : "retry-in");
+	} else if ((text = pipe_word(p->answer.data, "ok")) != NULL) {
 		res->outcome = OUTCOME_DONE;
 		buf_puts(&res->output, text);
 	} else if ((text = pipe_word(p->answer.data, "retry")) != NULL) {
@@ -289,6 +299,7 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 	buf_reset(&res->error);
 	buf_reset(&p->answer);
 	res->outcome = OUTCOME_RETRY;
+	res->retry_in_ms = -1;
 	if (p->child.pid <= 0) {
 		buf_puts(&res->error, "pipe handler is not running");
 		return;

@@ -245,6 +245,9 @@ struct queue {
 	char		*age_where;
 	struct sql	 failed_count;	/* status: SELECT COUNT(*) ... */
 	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */
+	long		 alert_failed;	/* status exits 1 over this; -1: off */
+	struct sql	 failed_select;	/* `rowq failed`, `requeue --all` */
+	struct sql	 requeue;	/* one failed row waiting again, by key */
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
 	struct prune_policy prune;
@@ -426,6 +429,7 @@ struct handler_result {
 	struct buf	 output;	/* stdout (exec) or the answer's text */
 	struct buf	 error;		/* the :error message */
 	int64_t		 duration_ms;
+	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
 };
 
 /*
@@ -482,6 +486,13 @@ struct wait_io {
 
 enum wait_end handler_wait(struct wait_io *, const struct handler_job *,
 	    struct stopper *, struct handler_result *);
+
+/* ---- retry_in.c: the handler picks its retry delay ---- */
+
+#define RETRY_IN_EXIT		75	/* EX_TEMPFAIL: exec's "retry-in" line counts */
+
+int	 retry_in_parse(const char *line, int64_t *ms, const char **message);
+int	 retry_in_from_stderr(const struct errsink *, int64_t *ms);
 
 /* ---- pipe.c: one long-running handler per worker ---- */
 
@@ -730,6 +741,28 @@ char	*status_socket_path(const struct config *);	/* caller frees */
 
 int	 status_command(const char *config_path, char **queues, size_t n,
 	    bool json);
+
+/* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue` ---- */
+
+/* What both commands work with: failed_open fills it, failed_close frees. */
+struct failed_ctx {
+	struct config		*cfg;
+	const struct queue	*q;
+	struct db		*db;
+};
+
+int	 failed_command(const char *config_path, int argc, char **argv);
+int	 requeue_command(const char *config_path, int argc, char **argv);
+int	 failed_open(const char *config_path, const char *queue,
+	    const char *cmd, bool need_select, bool need_requeue,
+	    struct failed_ctx *);
+void	 failed_close(struct failed_ctx *);
+struct db_stmt;
+struct db_stmt *failed_prepare(struct db *, const char *sql,
+	    const char *where, int *exit_status);
+void	 failed_quote(struct buf *, const char *identifier);
+/* rowq check: failed_select and requeue against the queue's key. */
+int	 failed_check(struct db *, const struct queue *, const char *key);
 
 /* ---- metrics.c: Prometheus exposition, the only includer of microhttpd ---- */
 

@@ -171,7 +171,8 @@ struct status_queue {
 	const struct queue	*q;
 	struct queue_db_status	 db;
 	bool			 db_ok;
-	bool			 alert;
+	bool			 alert;		/* older than alert_age */
+	bool			 alert_failed;	/* more failed than alert_failed */
 	long			 ready;
 	long			 in_progress;	/* -1: no daemon answered */
 };
@@ -199,6 +200,32 @@ status_prune_line(const char *queue, const struct line *l)
 	    (double)atoll(live_value(l, "prune_ms")) / 1000, ago,
 	    *live_value(l, "prune_error") ? ": " : "",
 	    live_value(l, "prune_error"));
+}
+
+/* Each alert in words, under the table, for the mail a check sends. */
+static void
+status_alerts(const struct status_queue *r, size_t n)
+{
+	char age[32], limit[32];
+
+	for (size_t k = 0; k < n; k++) {
+		if (r[k].alert) {
+			status_age(age, sizeof(age), r[k].db.oldest_age_s);
+			duration_format(r[k].q->alert_age_ms, limit,
+			    sizeof(limit));
+			printf("\nALERT %s: the oldest row has waited %s, more "
+			    "than alert_age %s", r[k].q->name, age, limit);
+		}
+		if (r[k].alert_failed)
+			printf("\nALERT %s: %lld failed rows, more than "
+			    "alert_failed %ld", r[k].q->name, r[k].db.failed,
+			    r[k].q->alert_failed);
+	}
+	for (size_t k = 0; k < n; k++)
+		if (r[k].alert || r[k].alert_failed) {
+			putchar('\n');
+			break;
+		}
 }
 
 static void
@@ -236,13 +263,15 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv)
 				snprintf(failed, sizeof(failed), "%lld",
 				    r[k].db.failed);
 		}
-		printf("%-16s %7s %11s %7s%s %11s %9s %8s %8s %8s\n",
+		printf("%-16s %7s %11s %7s%s %10s%s %9s %8s %8s %8s\n",
 		    r[k].q->name, ready, inprog, age, r[k].alert ? "!" : " ",
-		    failed, l ? live_value(l, "done") : "-",
+		    failed, r[k].alert_failed ? "!" : " ",
+		    l ? live_value(l, "done") : "-",
 		    l ? live_value(l, "retried") : "-",
 		    l ? live_value(l, "failed") : "-",
 		    l ? live_value(l, "rate") : "-");
 	}
+	status_alerts(r, n);
 	if (d == NULL) {
 		printf("\ndaemon: not answering (%s)\n", lv->error);
 		return;
@@ -346,7 +375,10 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv)
 			json_kv_num(&b, "failed_rows", r[k].db.failed < 0 ?
 			    NULL : num, &first);
 		}
-		json_kv_num(&b, "alert", r[k].alert ? "true" : "false", &first);
+		json_kv_num(&b, "alert", r[k].alert || r[k].alert_failed ?
+		    "true" : "false", &first);
+		json_kv_num(&b, "alert_failed", r[k].alert_failed ? "true" :
+		    "false", &first);
 		buf_puts(&b, ",\"daemon\":");
 		if (l != NULL)
 			json_live_line(&b, l);
@@ -379,8 +411,8 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv)
 
 /*
  * `rowq status [QUEUE...] [--json]`.  Exit 0; 1 when a queue's oldest row
- * is older than its alert_age (a Nagios-style check) or the database
- * cannot be asked; 78 for a bad configuration; 2 for an unknown queue.
+ * is older than its alert_age or it has more failed rows than its
+ * alert_failed (a Nagios-style check), or the database cannot be asked; 78 for a bad configuration; 2 for an unknown queue.
  */
 int
 status_command(const char *path, char **names, size_t nnames, bool json)
@@ -423,7 +455,10 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 				rc = ROWQ_EXIT_FAILURE;
 			r[k].alert = r[k].db_ok && r[k].q->alert_age_ms > 0 &&
 			    r[k].db.oldest_age_s * 1000 > r[k].q->alert_age_ms;
-			if (r[k].alert)
+			r[k].alert_failed = r[k].db_ok &&
+			    r[k].q->alert_failed >= 0 &&
+			    r[k].db.failed > r[k].q->alert_failed;
+			if (r[k].alert || r[k].alert_failed)
 				rc = ROWQ_EXIT_FAILURE;
 		}
 	}

@@ -324,6 +324,7 @@ worker_row_fits(struct worker *w, const struct row *row)
 	    ROW_BYTES_MAX / (1024 * 1024));
 	w->result.outcome = OUTCOME_FAILED;
 	w->result.duration_ms = 0;
+	w->result.retry_in_ms = -1;
 	return false;
 }
 

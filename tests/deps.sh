@@ -7,12 +7,13 @@
 # Packages named as arguments are wanted too (make bench, make torture).
 #
 # systemd: for systemd-analyze verify of the units.  procps: ps, pgrep.
+# prometheus: promtool, for the alert rules in contrib/prometheus.
 # libmicrohttpd12: rowq loads it at run time (dlopen) to serve metrics; the
 # -dev package is for its header only.
 PACKAGES="build-essential pkg-config libmariadb-dev libyaml-dev
 libsystemd-dev libmicrohttpd-dev libmicrohttpd12 check mariadb-server
 mariadb-client
-python3 python3-prometheus-client mandoc valgrind systemd procps $*"
+python3 python3-prometheus-client mandoc valgrind systemd procps prometheus $*"
 
 set -eu
 

@@ -719,8 +719,8 @@ START_TEST(test_select_parameters)
 	    "    done: UPDATE email SET status = 'sent' WHERE id = :id\n"
 	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
 	    "rowq.yaml:3: queues.email.select: :since: the select takes no "
-	    "parameters (only done, failed, retry.update and lease.claim "
-	    "do)\n");
+	    "parameters (only done, failed, retry.update, lease.claim and "
+	    "requeue do)\n");
 }
 END_TEST
 

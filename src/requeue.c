@@ -1,0 +1,355 @@
+/*
+ * requeue.c: `rowq requeue QUEUE KEY...` and `rowq requeue QUEUE --all
+ * [--where-error TEXT]`: make failed rows waiting again with the queue's
+ * requeue statement, one row per execute, in chunks of REQUEUE_CHUNK keys.
+ * Each chunk is one short transaction, and a pause follows it, so that
+ * the application's own statements get the rows' locks in between.  A key
+ * whose requeue changes no row is reported, and the others go on.
+ */
+#include "rowq.h"
+#include "db.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define REQUEUE_CHUNK		1000	/* keys per transaction */
+#define REQUEUE_PAUSE_MS	200	/* between two chunks */
+#define REQUEUE_TRIES		3	/* of a chunk after a deadlock */
+
+struct requeue_run {
+	const struct failed_ctx	*what;
+	struct db_stmt		*stmt;
+	unsigned long long	 requeued;
+	unsigned long long	 missed;	/* keys that changed no row */
+};
+
+static void
+requeue_pause(void)
+{
+	struct timespec ts = { 0, REQUEUE_PAUSE_MS * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1)
+		;
+}
+
+/*
+ * One chunk of keys in one transaction: every parameter of requeue is
+ * the key.  A deadlock or lock wait rolls it back and runs it again,
+ * after a pause, up to REQUEUE_TRIES times.  Prints each key's outcome
+ * once the transaction has committed.  Returns an exit status.
+ */
+static int
+requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
+{
+	const struct queue *q = run->what->q;
+	struct db *db = run->what->db;
+	size_t np = q->requeue.nparams;
+	struct value *v = xcalloc(np, sizeof(*v));
+	bool *hit = xcalloc(n, sizeof(*hit));
+	enum db_status st = DB_RETRY;
+	unsigned long long affected;
+
+	for (int tries = 0; st == DB_RETRY && tries < REQUEUE_TRIES; tries++) {
+		if (tries > 0) {
+			(void)db_rollback(db);
+			requeue_pause();
+		}
+		st = DB_OK;
+		for (size_t k = 0; k < n && st == DB_OK; k++) {
+			for (size_t i = 0; i < np; i++)
+				v[i] = keys[k];
+			st = db_stmt_exec(run->stmt, v, np, &affected);
+			hit[k] = affected > 0;
+		}
+		if (st == DB_OK)
+			st = db_commit(db);
+	}
+	if (st != DB_OK) {
+		log_error("%s: %s; the %zu keys of this chunk stay as they were",
+		    q->requeue.where, db_error(db), n);
+		(void)db_rollback(db);
+	}
+	for (size_t k = 0; k < n && st == DB_OK; k++) {
+		if (hit[k])
+			run->requeued++;
+		else
+			run->missed++;
+		printf("%s %.*s%s\n", hit[k] ? "requeued" : "not requeued",
+		    (int)keys[k].len, keys[k].s, hit[k] ? "" :
+		    ": no failed row with this key");
+	}
+	fflush(stdout);
+	free(hit);
+	free(v);
+	return st == DB_OK ? ROWQ_EXIT_OK : ROWQ_EXIT_FAILURE;
+}
+
+/* The keys named on the command line, bound as text. */
+static int
+requeue_keys(struct requeue_run *run, char **keys, size_t n)
+{
+	struct value *v = xcalloc(REQUEUE_CHUNK, sizeof(*v));
+	int rc = ROWQ_EXIT_OK;
+
+	for (size_t at = 0; at < n && rc == ROWQ_EXIT_OK;
+	    at += REQUEUE_CHUNK) {
+		size_t m = n - at < REQUEUE_CHUNK ? n - at : REQUEUE_CHUNK;
+		if (at > 0)
+			requeue_pause();
+		for (size_t k = 0; k < m; k++) {
+			v[k].type = VALUE_TEXT;
+			v[k].s = keys[at + k];
+			v[k].len = strlen(keys[at + k]);
+		}
+		rc = requeue_chunk(run, v, m);
+	}
+	free(v);
+	return rc;
+}
+
+/* ---- --all ---- */
+
+/* The first column of failed_select whose name holds "error". */
+static const char *
+requeue_error_column(const struct column *cols, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *c = cols[i].name;
+		for (; *c != '\0'; c++)
+			if (strncasecmp(c, "error", 5) == 0)
+				return cols[i].name;
+	}
+	return NULL;
+}
+
+/* TEXT for LIKE, its own % _ and \ matching only themselves. */
+static void
+requeue_like(struct buf *b, const char *text)
+{
+	buf_putc(b, '%');
+	for (; *text != '\0'; text++) {
+		if (*text == '%' || *text == '_' || *text == '\\')
+			buf_putc(b, '\\');
+		buf_putc(b, *text);
+	}
+	buf_putc(b, '%');
+}
+
+/*
+ * The select of the next chunk's keys: failed_select's rows, those whose
+ * error column holds TEXT, past the last key seen, in key order.  The
+ * key only grows, so a row that could not be requeued is not met again,
+ * and the run ends.
+ */
+static void
+requeue_select_sql(struct buf *b, const struct queue *q, const char *key,
+    const char *errcol, bool after)
+{
+	buf_puts(b, "SELECT rowq_failed.");
+	failed_quote(b, key);
+	buf_printf(b, " FROM (\n%s\n) AS rowq_failed WHERE 1",
+	    q->failed_select.positional);
+	if (errcol != NULL) {
+		buf_puts(b, " AND rowq_failed.");
+		failed_quote(b, errcol);
+		buf_puts(b, " LIKE ?");
+	}
+	if (after) {
+		buf_puts(b, " AND rowq_failed.");
+		failed_quote(b, key);
+		buf_puts(b, " > ?");
+	}
+	buf_puts(b, " ORDER BY rowq_failed.");
+	failed_quote(b, key);
+	buf_printf(b, " LIMIT %d", REQUEUE_CHUNK);
+}
+
+/* A key read back, bound with its column's type. */
+static void
+requeue_key_value(struct value *v, const struct column *col, const char *s,
+    size_t len)
+{
+	memset(v, 0, sizeof(*v));
+	v->type = col->kind == COLUMN_BINARY ? VALUE_BLOB : VALUE_TEXT;
+	v->s = s;
+	v->len = len;
+	if (col->kind == COLUMN_INTEGER) {
+		v->type = VALUE_INT;
+		v->is_unsigned = col->is_unsigned;
+		v->i = col->is_unsigned ? (long long)strtoull(s, NULL, 10) :
+		    strtoll(s, NULL, 10);
+	}
+}
+
+/*
+ * Every key failed_select returns (with TEXT: whose error column holds
+ * it), a chunk at a time.  The select of each chunk is a plain read.
+ */
+static int
+requeue_all(struct requeue_run *run, const char *where_error)
+{
+	const struct queue *q = run->what->q;
+	struct db *db = run->what->db;
+	const char *key = q->requeue.params[0];
+	const char *errcol = NULL;
+	struct db_stmt *first = NULL, *next = NULL, *s;
+	struct buf sql = { 0 }, like = { 0 }, last = { 0 };
+	struct rowset rs = { 0 };
+	struct value params[2], *keys = NULL;
+	const struct column *cols;
+	size_t ncols, np;
+	int rc = ROWQ_EXIT_OK;
+
+	if (where_error != NULL) {
+		if ((s = failed_prepare(db, q->failed_select.positional,
+		    q->failed_select.where, &rc)) == NULL)
+			return rc;
+		cols = db_stmt_columns(s, &ncols);
+		if ((errcol = requeue_error_column(cols, ncols)) != NULL)
+			errcol = xstrdup(errcol);
+		db_stmt_free(s);
+		if (errcol == NULL) {
+			log_error("%s: --where-error needs a column of "
+			    "failed_select whose name holds \"error\", such "
+			    "as last_error", q->failed_select.where);
+			return ROWQ_EXIT_USAGE;
+		}
+		requeue_like(&like, where_error);
+	}
+	requeue_select_sql(&sql, q, key, errcol, false);
+	first = failed_prepare(db, sql.data, q->failed_select.where, &rc);
+	buf_reset(&sql);
+	requeue_select_sql(&sql, q, key, errcol, true);
+	if (first != NULL)
+		next = failed_prepare(db, sql.data, q->failed_select.where, &rc);
+	if (next != NULL) {
+		cols = db_stmt_columns(next, &ncols);
+		keys = xcalloc(REQUEUE_CHUNK, sizeof(*keys));
+	}
+	for (bool after = false; next != NULL && rc == ROWQ_EXIT_OK;
+	    after = true) {
+		np = 0;
+		if (errcol != NULL) {
+			params[np] = (struct value){ .type = VALUE_TEXT,
+			    .s = like.data, .len = like.len };
+			np++;
+		}
+		if (after)
+			requeue_key_value(&params[np++], &cols[0], last.data,
+			    last.len);
+		rowset_clear(&rs, 1);
+		rs.nrows = 0;
+		if (db_stmt_fetch_all(after ? next : first, params, np,
+		    &rs) != DB_OK) {
+			log_error("%s: %s", q->failed_select.where,
+			    db_error(db));
+			rc = ROWQ_EXIT_FAILURE;
+			break;
+		}
+		if (rs.nrows == 0)
+			break;
+		if (after)
+			requeue_pause();
+		for (size_t k = 0; k < rs.nrows; k++)
+			requeue_key_value(&keys[k], &cols[0],
+			    rs.rows[k].value[0] ? rs.rows[k].value[0] : "",
+			    rs.rows[k].len[0]);
+		rc = requeue_chunk(run, keys, rs.nrows);
+		buf_reset(&last);
+		buf_append(&last, rs.rows[rs.nrows - 1].value[0] ?
+		    rs.rows[rs.nrows - 1].value[0] : "",
+		    rs.rows[rs.nrows - 1].len[0]);
+		if (rs.nrows < REQUEUE_CHUNK)
+			break;
+	}
+	rowset_clear(&rs, 1);
+	free(rs.rows);
+	free(keys);
+	db_stmt_free(first);
+	db_stmt_free(next);
+	free((char *)errcol);
+	buf_free(&sql);
+	buf_free(&like);
+	buf_free(&last);
+	return rc;
+}
+
+/*
+ * `rowq requeue QUEUE KEY...` or `rowq requeue QUEUE --all [--where-error
+ * TEXT]`; argv[0] is "requeue".  Exit 0 when every key was requeued, 1
+ * when one matched no row or the database failed.
+ */
+int
+requeue_command(const char *path, int argc, char **argv)
+{
+	struct failed_ctx what;
+	struct requeue_run run = { 0 };
+	char **keys = xcalloc((size_t)argc, sizeof(*keys));
+	const char *name = NULL, *where_error = NULL, *why = NULL;
+	size_t nkeys = 0;
+	bool all = false;
+	int rc;
+
+	for (int i = 1; i < argc && why == NULL; i++) {
+		if (strcmp(argv[i], "--all") == 0)
+			all = true;
+		else if (strcmp(argv[i], "--where-error") == 0) {
+			if (i + 1 >= argc || argv[i + 1][0] == '\0')
+				why = "--where-error takes a text";
+			else
+				where_error = argv[++i];
+		} else if (strcmp(argv[i], "--") == 0) {
+			/* Keys that begin with '-' follow. */
+			while (++i < argc)
+				keys[nkeys++] = argv[i];
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "rowq: requeue: unknown option %s\n",
+			    argv[i]);
+			free(keys);
+			return ROWQ_EXIT_USAGE;
+		} else if (name == NULL)
+			name = argv[i];
+		else
+			keys[nkeys++] = argv[i];
+	}
+	if (why == NULL && name == NULL)
+		why = "name a queue";
+	else if (why == NULL && all == (nkeys > 0))
+		why = all ? "either keys or --all, not both" :
+		    "name the keys to requeue, or --all";
+	else if (why == NULL && where_error != NULL && !all)
+		why = "--where-error goes with --all";
+	if (why != NULL) {
+		fprintf(stderr, "rowq: requeue: %s\n", why);
+		free(keys);
+		return ROWQ_EXIT_USAGE;
+	}
+	rc = failed_open(path, name, all ? "rowq requeue --all" :
+	    "rowq requeue", all, true, &what);
+	if (rc == ROWQ_EXIT_OK && what.q->requeue.nparams == 0) {
+		log_error("%s: takes no parameter: give it the queue's key",
+		    what.q->requeue.where);
+		rc = ROWQ_EXIT_CONFIG;
+	}
+	if (rc == ROWQ_EXIT_OK) {
+		run.what = &what;
+		run.stmt = failed_prepare(what.db, what.q->requeue.positional,
+		    what.q->requeue.where, &rc);
+	}
+	if (run.stmt != NULL) {
+		rc = all ? requeue_all(&run, where_error) :
+		    requeue_keys(&run, keys, nkeys);
+		printf("%s: requeued %llu row%s, %llu key%s matched no failed "
+		    "row\n", name, run.requeued, run.requeued == 1 ? "" : "s",
+		    run.missed, run.missed == 1 ? "" : "s");
+		if (rc == ROWQ_EXIT_OK && run.missed > 0)
+			rc = ROWQ_EXIT_FAILURE;
+		db_stmt_free(run.stmt);
+	}
+	if (what.cfg != NULL)
+		failed_close(&what);
+	free(keys);
+	return rc;
+}
