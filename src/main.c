@@ -15,6 +15,8 @@ static const char usage_text[] =
 "       rowq [-c FILE] check\n"
 "       rowq [-c FILE] drain QUEUE... [-w N]\n"
 "       rowq [-c FILE] status [QUEUE...] [--json]\n"
+"       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
+"       rowq [-c FILE] resume QUEUE\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
@@ -22,6 +24,8 @@ static const char usage_text[] =
 "  drain   work the named queues until their select finds nothing\n"
 "  status  ready rows, rows in progress, oldest age, and the daemon's\n"
 "          counters; exit 1 when a queue is older than its alert_age\n"
+"  pause   stop the queue's workers in every daemon (within 2s)\n"
+"  resume  start them again\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -226,6 +230,38 @@ cmd_status(const char *path, int argc, char **argv)
 	return rc;
 }
 
+/* `pause QUEUE [--reason TEXT]`, `resume QUEUE`: the pause table (pause.c). */
+static int
+cmd_pause(const char *path, int argc, char **argv)
+{
+	bool pause = strcmp(argv[0], "pause") == 0;
+	const char *queue = NULL, *reason = "";
+
+	for (int i = 1; i < argc; i++) {
+		if (pause && strcmp(argv[i], "--reason") == 0 && i + 1 < argc)
+			reason = argv[++i];
+		else if (pause && strncmp(argv[i], "--reason=", 9) == 0)
+			reason = argv[i] + 9;
+		else if (argv[i][0] == '-' || queue != NULL) {
+			fprintf(stderr, "rowq: %s: unexpected argument %s\n",
+			    argv[0], argv[i]);
+			return usage(stderr, ROWQ_EXIT_USAGE);
+		} else
+			queue = argv[i];
+	}
+	if (queue == NULL) {
+		fprintf(stderr, "rowq: %s: name the queue\n", argv[0]);
+		return ROWQ_EXIT_USAGE;
+	}
+	if (strlen(reason) > PAUSE_REASON_MAX) {
+		fprintf(stderr, "rowq: pause: --reason is longer than %d bytes\n",
+		    PAUSE_REASON_MAX);
+		return ROWQ_EXIT_USAGE;
+	}
+	return pause ? pause_command(path, queue, reason) :
+	    resume_command(path, queue);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -275,6 +311,8 @@ main(int argc, char **argv)
 		return cmd_drain(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
+		return cmd_pause(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);
 	return usage(stderr, ROWQ_EXIT_USAGE);
 }
