@@ -59,6 +59,7 @@ pause_watch_child(const struct config *cfg, int generation, int fd)
 	bool failing = false;
 
 	log_procinit("pause watch");
+	proc_title("rowq: pause watch");
 	for (;;) {
 		struct pause_list l;
 		enum db_status st = DB_OK;
