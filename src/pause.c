@@ -43,7 +43,7 @@ pause_dup(const char *s)
  * no pause: 0 and an empty list.  -1: the database failed (db_error).
  */
 int
-pause_read(struct db *db, const struct config *cfg, struct pause_list *out)
+pause_read(struct db *db, const char *table, struct pause_list *out)
 {
 	struct rowset rs = { 0 };
 	struct column *cols = NULL;
@@ -54,7 +54,7 @@ pause_read(struct db *db, const struct config *cfg, struct pause_list *out)
 
 	memset(out, 0, sizeof(*out));
 	buf_printf(&sql, "SELECT queue, since, TIMESTAMPDIFF(SECOND, since, "
-	    "NOW()), reason FROM %s", pause_table(cfg));
+	    "NOW()), reason FROM %s", table);
 	st = db_query(db, sql.data, &rs, &cols, &ncols);
 	if (st != DB_OK)
 		rc = db_no_such_table(db) ? 0 : -1;
@@ -175,7 +175,7 @@ pause_say_already(struct db *db, const struct config *cfg, const char *queue)
 	const struct pause_entry *e = NULL;
 	char d[32] = "";
 
-	if (pause_read(db, cfg, &l) == 0)
+	if (pause_read(db, pause_table(cfg), &l) == 0)
 		e = pause_find(&l, queue);
 	if (e != NULL)
 		duration_format(e->for_s * 1000, d, sizeof(d));

@@ -38,6 +38,33 @@ struct pause_reading {
 	unsigned char	 paused[QUEUES_MAX];	/* by queue index */
 };
 
+/*
+ * The watcher's session has no default database, so that the process
+ * list tells it apart from the workers' sessions (each in the queue's
+ * database); the table is named with its database.  Without database:
+ * (an option file chooses it) the session is a worker's look-alike.
+ */
+static void
+pause_watch_session(const struct config *cfg, struct db_options *o,
+    struct buf *table)
+{
+	const char *t = pause_table(cfg);
+
+	*o = cfg->db;
+	if (cfg->db.name == NULL || strchr(t, '.') != NULL) {
+		buf_puts(table, t);
+		return;
+	}
+	o->name = NULL;
+	buf_putc(table, '`');
+	for (const char *c = cfg->db.name; *c != '\0'; c++) {
+		if (*c == '`')
+			buf_putc(table, '`');
+		buf_putc(table, *c);
+	}
+	buf_printf(table, "`.%s", t);
+}
+
 static void
 pause_sleep_ms(int64_t ms)
 {
@@ -56,19 +83,22 @@ static _Noreturn void
 pause_watch_child(const struct config *cfg, int generation, int fd)
 {
 	struct db *db = NULL;
+	struct db_options o;
+	struct buf table = { 0 };
 	bool failing = false;
 
 	log_procinit("pause watch");
 	proc_title("rowq: pause watch");
+	pause_watch_session(cfg, &o, &table);
 	for (;;) {
 		struct pause_list l;
 		enum db_status st = DB_OK;
 		int rc = -1;
 
 		if (db == NULL)
-			db = db_open(&cfg->db, &st);
+			db = db_open(&o, &st);
 		if (st == DB_OK)
-			rc = pause_read(db, cfg, &l);
+			rc = pause_read(db, table.data, &l);
 		if (rc == 0) {
 			struct pause_reading r = { .generation = generation };
 			for (size_t i = 0; i < cfg->nqueues && i < QUEUES_MAX;
@@ -77,7 +107,7 @@ pause_watch_child(const struct config *cfg, int generation, int fd)
 				    cfg->queues[i].name) != NULL;
 			pause_list_free(&l);
 			if (failing)
-				log_info("reading %s again", pause_table(cfg));
+				log_info("reading %s again", table.data);
 			failing = false;
 			if (write(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
 				_exit(0);
@@ -85,7 +115,7 @@ pause_watch_child(const struct config *cfg, int generation, int fd)
 			if (!failing)
 				log_warnx("cannot read the pause table %s: %s; "
 				    "pauses stay as last read",
-				    pause_table(cfg), db_error(db));
+				    table.data, db_error(db));
 			failing = true;
 			db_close(db);
 			db = NULL;

@@ -687,7 +687,7 @@ struct pause_list {
 };
 
 const char	*pause_table(const struct config *);
-int		 pause_read(struct db *, const struct config *,
+int		 pause_read(struct db *, const char *table,
 		    struct pause_list *);
 const struct pause_entry *pause_find(const struct pause_list *,
 		    const char *queue);

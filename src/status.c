@@ -421,7 +421,7 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		    db_error(db));
 		rc = ROWQ_EXIT_FAILURE;
 	} else {
-		if (pause_read(db, cfg, &paused) == -1) {
+		if (pause_read(db, pause_table(cfg), &paused) == -1) {
 			log_error("%s: pause_table: cannot read %s: %s", path,
 			    pause_table(cfg), db_error(db));
 			rc = ROWQ_EXIT_FAILURE;
