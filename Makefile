@@ -48,6 +48,8 @@ OBJS =	build/backoff.o \
 	build/log.o \
 	build/metrics.o \
 	build/notify.o \
+	build/pause.o \
+	build/pause_watch.o \
 	build/pipe.o \
 	build/proc.o \
 	build/prune.o \

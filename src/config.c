@@ -248,6 +248,36 @@ config_field_include(struct load *ld, const struct config_item *it, void *dst,
 		config_include_add(ld, v);
 }
 
+/*
+ * pause_table: a table name, or DATABASE.TABLE, spliced into the pause
+ * statements (an identifier cannot be bound), so only the characters of
+ * an unquoted identifier are taken.
+ */
+static void
+config_field_table(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "a table name");
+	char shown[CONFIG_SHOW_MAX + 8];
+	int dots = 0;
+
+	(void)f;
+	if (s == NULL)
+		return;
+	for (const char *c = s; *c != '\0'; c++)
+		dots += *c == '.';
+	if (*s == '\0' || strlen(s) > 129 || dots > 1 ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789_$.") != strlen(s) || *s == '.' ||
+	    s[strlen(s) - 1] == '.') {
+		config_error(ld, it->value->line, it->path, "not a table name "
+		    "(letters, digits, _ and $, or DATABASE.TABLE): %s",
+		    config_show(s, shown, sizeof(shown)));
+		return;
+	}
+	*(char **)dst = xstrdup(s);
+}
+
 /* Only queues: may appear in an included file. */
 static const struct config_field top_fields[] = {
 	ROW("database", database, offsetof(struct config, db), 0, 0, true),
@@ -259,6 +289,8 @@ static const struct config_field top_fields[] = {
 	ROW("metrics", string, offsetof(struct config, metrics), 0, 0, true),
 	ROW("metrics_textfile", path, offsetof(struct config, metrics_textfile),
 	    0, 0, true),
+	ROW("pause_table", table, offsetof(struct config, pause_table), 0, 0,
+	    true),
 	ROW("env", env, offsetof(struct config, env), 0, 0, true),
 	ROW("user", user, offsetof(struct config, user), 0, 0, true),
 	ROW("group", group, offsetof(struct config, user), 0, 0, true),
@@ -502,6 +534,7 @@ config_free(struct config *cfg)
 	free(cfg->status_socket);
 	free(cfg->metrics);
 	free(cfg->metrics_textfile);
+	free(cfg->pause_table);
 	config_env_free(&cfg->env);
 	config_user_free(&cfg->user);
 	free(cfg);

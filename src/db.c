@@ -160,6 +160,22 @@ db_errno(const struct db *db)
 	return db->errnum;
 }
 
+/* The last statement named a table that does not exist. */
+bool
+db_no_such_table(const struct db *db)
+{
+	return db->errnum == ER_NO_SUCH_TABLE;
+}
+
+/* The last statement needed a privilege the user lacks. */
+bool
+db_denied(const struct db *db)
+{
+	return db->errnum == ER_TABLEACCESS_DENIED_ERROR ||
+	    db->errnum == ER_DBACCESS_DENIED_ERROR ||
+	    db->errnum == ER_SPECIFIC_ACCESS_DENIED_ERROR;
+}
+
 /* libmariadb does not promise SOCK_CLOEXEC: a handler must not get the link. */
 static void
 db_cloexec(struct db *db)

@@ -51,6 +51,8 @@ struct db	*db_open(const struct db_options *, enum db_status *);
 void		 db_close(struct db *);
 const char	*db_error(const struct db *);	/* last error, for messages */
 unsigned	 db_errno(const struct db *);
+bool		 db_no_such_table(const struct db *);
+bool		 db_denied(const struct db *);
 enum db_status	 db_commit(struct db *);
 enum db_status	 db_rollback(struct db *);
 bool		 db_link_closed(const struct db *);

@@ -18,6 +18,8 @@ static const char usage_text[] =
 "       rowq [-c FILE] prune QUEUE [--dry-run]\n"
 "       rowq [-c FILE] failed QUEUE [--json] [--limit N]\n"
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
+"       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
+"       rowq [-c FILE] resume QUEUE\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
@@ -29,6 +31,8 @@ static const char usage_text[] =
 "  prune   run the queue's prune: once; --dry-run counts what it removes\n"
 "  failed  the newest failed rows of a queue, from its failed_select\n"
 "  requeue make failed rows waiting again, with the queue's requeue\n"
+"  pause   stop the queue's workers in every daemon (within 2s)\n"
+"  resume  start them again\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -233,6 +237,38 @@ cmd_status(const char *path, int argc, char **argv)
 	return rc;
 }
 
+/* `pause QUEUE [--reason TEXT]`, `resume QUEUE`: the pause table (pause.c). */
+static int
+cmd_pause(const char *path, int argc, char **argv)
+{
+	bool pause = strcmp(argv[0], "pause") == 0;
+	const char *queue = NULL, *reason = "";
+
+	for (int i = 1; i < argc; i++) {
+		if (pause && strcmp(argv[i], "--reason") == 0 && i + 1 < argc)
+			reason = argv[++i];
+		else if (pause && strncmp(argv[i], "--reason=", 9) == 0)
+			reason = argv[i] + 9;
+		else if (argv[i][0] == '-' || queue != NULL) {
+			fprintf(stderr, "rowq: %s: unexpected argument %s\n",
+			    argv[0], argv[i]);
+			return usage(stderr, ROWQ_EXIT_USAGE);
+		} else
+			queue = argv[i];
+	}
+	if (queue == NULL) {
+		fprintf(stderr, "rowq: %s: name the queue\n", argv[0]);
+		return ROWQ_EXIT_USAGE;
+	}
+	if (strlen(reason) > PAUSE_REASON_MAX) {
+		fprintf(stderr, "rowq: pause: --reason is longer than %d bytes\n",
+		    PAUSE_REASON_MAX);
+		return ROWQ_EXIT_USAGE;
+	}
+	return pause ? pause_command(path, queue, reason) :
+	    resume_command(path, queue);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -288,6 +324,8 @@ main(int argc, char **argv)
 		return failed_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "requeue") == 0)
 		return requeue_command(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
+		return cmd_pause(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);
 	return usage(stderr, ROWQ_EXIT_USAGE);
 }

@@ -198,6 +198,8 @@ metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
 	    "Rows in the failed state, from the queue's failed_count: select.");
 	GAUGE(workers_up, "rowq_workers",
 	    "Worker processes running.");
+	GAUGE(paused, "rowq_paused",
+	    "1 while the queue is paused (rowq pause), else 0.");
 	COUNTER(done, "rowq_rows_done_total",
 	    "Rows finished with the done statement.");
 	COUNTER(retried, "rowq_rows_retried_total",

@@ -46,6 +46,7 @@ report_metrics(void *ctx, struct buf *b)
 		m[i].db_retries = t.db_retries;
 		m[i].handler_restarts = t.handler_restarts;
 		m[i].workers_up = supervisor_workers_up(s, q);
+		m[i].paused = pause_watch_paused(s, q->name);
 		m[i].claim = t.claim;
 		m[i].handler = t.handler;
 		m[i].pruned_rows = prune_daemon_total(s, q->name);

@@ -273,6 +273,7 @@ struct config {
 	char		*status_socket;	/* NULL: /run/rowq/NAME.sock */
 	char		*metrics;	/* "HOST:PORT" to serve, or NULL */
 	char		*metrics_textfile; /* node_exporter textfile, or NULL */
+	char		*pause_table;	/* NULL: PAUSE_TABLE_DEFAULT */
 	struct env_list	 env;		/* for every queue's handlers */
 	struct handler_user user;	/* for queues without their own */
 	struct queue	*queues;
@@ -733,6 +734,33 @@ void	 status_split(const struct queue *, const struct queue_db_status *,
 	    long busy, long *ready, long *in_progress);
 int	 status_select_finds(struct db *, const struct queue *);
 
+/* ---- pause.c: the pause table, rowq pause and rowq resume ---- */
+
+#define PAUSE_TABLE_DEFAULT	"rowq_pause"
+#define PAUSE_REASON_MAX	1000
+
+struct pause_entry {
+	char		*queue;
+	char		*since;		/* as the server shows a TIMESTAMP */
+	long long	 for_s;		/* how long ago */
+	char		*reason;	/* "" when none was given */
+};
+
+struct pause_list {
+	struct pause_entry *entry;
+	size_t		 n;
+};
+
+const char	*pause_table(const struct config *);
+int		 pause_read(struct db *, const char *table,
+		    struct pause_list *);
+const struct pause_entry *pause_find(const struct pause_list *,
+		    const char *queue);
+void		 pause_list_free(struct pause_list *);
+int		 pause_command(const char *path, const char *queue,
+		    const char *reason);
+int		 resume_command(const char *path, const char *queue);
+
 /* ---- status_socket.c: the daemon's status socket ---- */
 
 char	*status_socket_path(const struct config *);	/* caller frees */
@@ -774,6 +802,7 @@ struct metrics_queue {
 	uint64_t		 handler_restarts;
 	uint64_t		 pruned_rows;	/* by this daemon's prune runs */
 	int			 workers_up;
+	int			 paused;	/* 1: rowq pause; 0: not */
 	long			 ready;		/* -1: unknown */
 	long			 in_progress;	/* -1: unknown */
 	long long		 oldest_age_s;	/* -1: unknown */

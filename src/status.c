@@ -175,6 +175,7 @@ struct status_queue {
 	bool			 alert_failed;	/* more failed than alert_failed */
 	long			 ready;
 	long			 in_progress;	/* -1: no daemon answered */
+	const struct pause_entry *pause; /* NULL: not paused */
 };
 
 static void
@@ -272,6 +273,15 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv)
 		    l ? live_value(l, "rate") : "-");
 	}
 	status_alerts(r, n);
+	for (size_t k = 0; k < n; k++) {
+		char ago[32];
+		if (r[k].pause == NULL)
+			continue;
+		duration_format(r[k].pause->for_s * 1000, ago, sizeof(ago));
+		printf("%s PAUSED since %s (%s)%s%s\n", r[k].q->name,
+		    r[k].pause->since, ago, *r[k].pause->reason ? ": " : "",
+		    r[k].pause->reason);
+	}
 	if (d == NULL) {
 		printf("\ndaemon: not answering (%s)\n", lv->error);
 		return;
@@ -379,6 +389,17 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv)
 		    "true" : "false", &first);
 		json_kv_num(&b, "alert_failed", r[k].alert_failed ? "true" :
 		    "false", &first);
+		buf_puts(&b, ",\"paused\":");
+		if (r[k].pause != NULL) {
+			bool firstp = true;
+			buf_putc(&b, '{');
+			json_kv_str(&b, "since", r[k].pause->since, &firstp);
+			snprintf(num, sizeof(num), "%lld", r[k].pause->for_s);
+			json_kv_num(&b, "for_seconds", num, &firstp);
+			json_kv_str(&b, "reason", r[k].pause->reason, &firstp);
+			buf_putc(&b, '}');
+		} else
+			buf_puts(&b, "null");
 		buf_puts(&b, ",\"daemon\":");
 		if (l != NULL)
 			json_live_line(&b, l);
@@ -420,6 +441,7 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	struct config *cfg = config_load(path);
 	struct status_queue *r;
 	struct live lv = { 0 };
+	struct pause_list paused = { 0 };
 	struct db *db;
 	enum db_status st;
 	size_t n = 0;
@@ -449,7 +471,13 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		    db_error(db));
 		rc = ROWQ_EXIT_FAILURE;
 	} else {
+		if (pause_read(db, pause_table(cfg), &paused) == -1) {
+			log_error("%s: pause_table: cannot read %s: %s", path,
+			    pause_table(cfg), db_error(db));
+			rc = ROWQ_EXIT_FAILURE;
+		}
 		for (size_t k = 0; k < n; k++) {
+			r[k].pause = pause_find(&paused, r[k].q->name);
 			r[k].db_ok = status_query(db, r[k].q, &r[k].db) == 0;
 			if (!r[k].db_ok)
 				rc = ROWQ_EXIT_FAILURE;
@@ -479,6 +507,7 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	fflush(stdout);
 	live_free(&lv);
 out:
+	pause_list_free(&paused);
 	free(r);
 	config_free(cfg);
 	return rc;

@@ -268,6 +268,24 @@ supervisor_new_slot(struct supervisor *s, struct generation *g,
 	return NULL;
 }
 
+/*
+ * Start worker number of q in the current generation, outside
+ * supervisor_fill (a resumed queue); false when the slot table is full.
+ */
+bool
+supervisor_start(struct supervisor *s, const struct queue *q, int number)
+{
+	struct slot *sl = supervisor_new_slot(s, s->current, q, number);
+
+	if (sl == NULL) {
+		log_error("more than %d workers: %s worker %d not started",
+		    SLOTS_MAX, q->name, number);
+		return false;
+	}
+	supervisor_fork(s, sl);
+	return true;
+}
+
 /* A new generation becomes the current one; supervisor_fill starts it. */
 void
 generation_start(struct supervisor *s, struct config *cfg)
@@ -290,7 +308,9 @@ generation_complete(const struct generation *g)
 /*
  * Start the current generation's workers that have no slot yet, as far
  * as the table has room; the rest start as slots free up (old workers
- * finishing), called again from the loop.
+ * finishing), called again from the loop.  Paused queues are left out
+ * (pause_watch.c starts them on resume), and nothing starts before the
+ * pause table has been read.
  */
 void
 supervisor_fill(struct supervisor *s)
@@ -298,10 +318,12 @@ supervisor_fill(struct supervisor *s)
 	struct generation *g = s->current;
 	const struct config *cfg = g->cfg;
 
+	if (!pause_watch_known(s))
+		return;
 	for (; !generation_complete(g); g->next_queue++, g->next_number = 1) {
 		const struct queue *q = &cfg->queues[g->next_queue];
 		int n = s->opts->workers > 0 ? s->opts->workers : q->workers;
-		if (!supervisor_wants(s, q))
+		if (!supervisor_wants(s, q) || pause_watch_paused(s, q->name))
 			continue;
 		for (; g->next_number <= n; g->next_number++) {
 			struct slot *sl = supervisor_new_slot(s, g, q,
@@ -449,7 +471,8 @@ supervisor_reap(struct supervisor *s)
 			reload_checked(s, status);
 			continue;
 		}
-		if (report_reaped(s, pid, status))
+		if (report_reaped(s, pid, status) ||
+		    pause_watch_reaped(s, pid, status))
 			continue;
 		for (int i = 0; i < s->nslots; i++) {
 			if (s->slots[i].pid == pid) {
@@ -676,7 +699,8 @@ supervisor_status(struct supervisor *s)
 				death = sl->last_death;
 			}
 		}
-		buf_printf(&b, "%s%s: %d/%d up", i ? "; " : "", name, up,
+		buf_printf(&b, "%s%s: %s%d/%d up", i ? "; " : "", name,
+		    pause_watch_paused(s, name) ? "PAUSED, " : "", up,
 		    cfg->queues[i].workers);
 		if (retiring > 0)
 			buf_printf(&b, ", %d retiring", retiring);
@@ -799,11 +823,14 @@ supervisor_loop(struct supervisor *s)
 			next_progress = now + 1000;
 		}
 		report_tick(s, now, &next);
+		pause_watch_tick(s, now, &next);
 		struct pollfd p[SUPERVISOR_POLL_MAX] = {
 			{ .fd = s->sigfd, .events = POLLIN },
 		};
-		nfds_t np = 1;
+		nfds_t np = 1, nreport;
 		report_poll_fds(s, p, &np);
+		nreport = np;
+		pause_watch_poll_fds(s, p, &np);
 		int64_t wait = next - now;
 		if (watchdog > 0 && next_ping - now < wait)
 			wait = next_ping - now;
@@ -813,7 +840,8 @@ supervisor_loop(struct supervisor *s)
 		    errno != EINTR)
 			log_warn("poll");
 		supervisor_read_signals(s);
-		report_handle(s, p, np);
+		report_handle(s, p, nreport);
+		pause_watch_handle(s, p + nreport, np - nreport);
 	}
 	if (tty)
 		supervisor_progress(s, true);
@@ -847,12 +875,17 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	/* Before the first fork, so that every worker starts with it done. */
 	db_library_init();
 	s.status_fd = -1;
+	s.pause.fd = -1;
 	generation_start(&s, cfg);
+	if (!opts->drain)
+		pause_watch_start(&s);
 	supervisor_fill(&s);
 	if (!opts->drain)
 		report_start(&s);
-	log_info("started %d worker(s) for %zu queue(s)",
-	    supervisor_running(&s, &pending), cfg->nqueues);
+	log_info("started %d worker(s) for %zu queue(s)%s",
+	    supervisor_running(&s, &pending), cfg->nqueues,
+	    pause_watch_known(&s) ? "" :
+	    "; the rest once the pause table is read");
 	supervisor_status(&s);
 	notify_ready();
 	supervisor_loop(&s);
@@ -861,6 +894,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	else
 		log_info("stopped");
 	report_stop(&s);
+	pause_watch_stop(&s);
 	for (int i = 0; i < s.ngens; i++) {
 		config_free(s.gens[i]->cfg);
 		free(s.gens[i]);

@@ -99,8 +99,27 @@ struct shared {
  * is written as the socket takes it, until a deadline (status_socket.c).
  */
 #define STATUS_CLIENTS_MAX	8
-/* The supervisor's pollfds: the signalfd, the status listener, metrics. */
-#define SUPERVISOR_POLL_MAX	(3 + STATUS_CLIENTS_MAX)
+/*
+ * The supervisor's pollfds: the signalfd, the status listener, metrics,
+ * the pause watcher.
+ */
+#define SUPERVISOR_POLL_MAX	(4 + STATUS_CLIENTS_MAX)
+
+/*
+ * The queues paused in the pause table, as this daemon's watcher child
+ * last read them (pause_watch.c).  Kept by name, so that a reload's new
+ * generation knows them too.
+ */
+struct pause_state {
+	pid_t		 pid;		/* the watcher; 0: none */
+	int		 fd;		/* its readings; -1: none */
+	int		 generation;	/* whose queues it reads */
+	int64_t		 next_start_ms;
+	bool		 known;		/* a reading came, or we stopped waiting */
+	int64_t		 wait_until_ms;	/* workers wait this long for one */
+	size_t		 n;
+	char		*paused[QUEUES_MAX];
+};
 
 struct status_client {
 	bool		 busy;		/* false: a free entry */
@@ -149,6 +168,7 @@ struct supervisor {
 	int64_t			 next_textfile_ms;
 	struct probe		*probe;		/* shared with the probe child */
 	struct pruner		*pruner;	/* prune_daemon.c */
+	struct pause_state	 pause;
 };
 
 /*
@@ -171,6 +191,8 @@ int		 supervisor_workers_up(const struct supervisor *,
 long		 supervisor_busy(const struct supervisor *, const char *queue);
 void		 supervisor_fill(struct supervisor *);
 void		 supervisor_finish_slot(struct slot *, int64_t timeout_ms);
+bool		 supervisor_start(struct supervisor *, const struct queue *,
+		    int number);
 void		 supervisor_describe_death(int status, char *buf, size_t len);
 void		 slot_set_state(struct supervisor *, struct slot *,
 		    enum slot_state);
@@ -198,6 +220,16 @@ bool	 prune_daemon_reaped(struct supervisor *, pid_t, int status);
 uint64_t prune_daemon_total(struct supervisor *, const char *queue);
 void	 prune_daemon_status(struct supervisor *, const char *queue,
 	    struct buf *);
+/* pause_watch.c */
+void	 pause_watch_start(struct supervisor *);
+void	 pause_watch_stop(struct supervisor *);
+void	 pause_watch_tick(struct supervisor *, int64_t now, int64_t *next);
+void	 pause_watch_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
+void	 pause_watch_handle(struct supervisor *, const struct pollfd *,
+	    nfds_t);
+bool	 pause_watch_reaped(struct supervisor *, pid_t, int status);
+bool	 pause_watch_known(const struct supervisor *);
+bool	 pause_watch_paused(const struct supervisor *, const char *queue);
 
 /* status_socket.c, for report.c */
 void	 status_socket_start(struct supervisor *);

@@ -85,8 +85,10 @@ rowq_start()
 # The pids of a process's children, one per line.
 children_of()
 {
-	local f
+	local f p
 	for f in /proc/"$1"/task/*/children; do
 		[ -r "$f" ] && tr ' ' '\n' <"$f"
-	done | grep -v '^$' || true
+	done | grep -v '^$' | while read -r p; do
+		not_pause_watch "$p" && echo "$p"
+	done || true
 }

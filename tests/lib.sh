@@ -319,6 +319,13 @@ db_create()
 	export ROWQ_TEST_DB
 }
 
+# not_pause_watch PID: PID is not a supervisor's pause watcher, the one
+# child of `rowq run` that is neither a worker nor a probe.
+not_pause_watch()
+{
+	[ "$(cat "/proc/$1/comm" 2>/dev/null)" != "pause watch" ]
+}
+
 # sql 'STATEMENTS': run them in $ROWQ_TEST_DB; rows come out tab-separated,
 # without column names.  With no argument the statements are read from
 # standard input (a heredoc).

@@ -29,12 +29,14 @@ on_exit '[ $? -eq 0 ] || tail -n 60 "$ROWQ_TEST_TMP/rowq.log"'
 #   settled_after  2 workers with a handler each, none of them in OLD
 kids()
 {
-	local f c
+	local f c p
 	KIDS=()
 	for f in /proc/"$1"/task/*/children; do
 		c=()
 		read -r -a c <"$f" 2>/dev/null || true
-		KIDS+=("${c[@]}")
+		for p in "${c[@]}"; do
+			if not_pause_watch "$p"; then KIDS+=("$p"); fi
+		done
 	done
 }
 snapshot()
