@@ -581,6 +581,80 @@ plan_ideal(struct buf *b, struct buf *name, const struct plan_shape *sh)
 		name->data[name->len = 64] = '\0';
 }
 
+/*
+ * A claim in descending order.  ORDER BY priority DESC, id mixes
+ * directions, which only an index with the same mix serves, and MariaDB
+ * before 10.8 (MySQL before 8.0) accepts DESC in an index definition but
+ * builds the index ascending all the same: there the claim sorts, locking
+ * every waiting row.  ORDER BY priority DESC alone reads an index
+ * backwards, which takes the newest of equal rows first.  An ascending
+ * urgency column (most urgent lowest) needs neither, so the warning names
+ * it whatever this server does: the same configuration may meet an older
+ * one.
+ */
+static void
+plan_warn_desc(const struct queue *q, const struct plan_shape *sh)
+{
+	struct plan_shape *asc;
+	struct buf written = { 0 }, way = { 0 }, ideal = { 0 }, same_mix = { 0 };
+	struct buf name = { 0 };	/* plan_ideal's; not shown */
+	bool any_desc = false, any_asc = false;
+	size_t k, n = 0;
+
+	for (k = 0; k < sh->norder; k++) {
+		if (plan_in_eq(sh, sh->order[k]))
+			continue;
+		if (sh->desc[k])
+			any_desc = true;
+		else
+			any_asc = true;
+	}
+	if (!sh->order_known || !any_desc)
+		return;
+
+	/* The way out: the first DESC column becomes urgency, ascending. */
+	asc = xcalloc(1, sizeof(*asc));
+	*asc = *sh;
+	asc->norder = 0;
+	for (k = 0; k < sh->norder; k++) {
+		buf_printf(&written, "%s%s%s", k ? ", " : "", sh->order[k],
+		    sh->desc[k] ? " DESC" : "");
+		bool first_desc = sh->desc[k] && !plan_in_eq(sh, sh->order[k]) &&
+		    n++ == 0;
+		snprintf(asc->order[asc->norder], PLAN_NAME_MAX, "%s",
+		    first_desc ? "urgency" : sh->order[k]);
+		asc->desc[asc->norder++] = false;
+		buf_printf(&way, "%s%s", k ? ", " : "",
+		    asc->order[asc->norder - 1]);
+	}
+	plan_ideal(&ideal, &name, asc);
+	if (any_asc) {
+		plan_ideal(&same_mix, &name, sh);
+		log_warnx("%s: ORDER BY %s mixes directions: only an index "
+		    "with the same mix, %s, serves it, and MariaDB before 10.8 "
+		    "(MySQL before 8.0) builds such an index ascending all the "
+		    "same, so that there the claim sorts and locks every "
+		    "waiting row; keep an ascending urgency column instead "
+		    "(most urgent lowest) and write ORDER BY %s with INDEX %s, "
+		    "which every server serves", q->select.where, written.data,
+		    same_mix.data, way.data, ideal.data);
+	} else {
+		log_warnx("%s: ORDER BY %s reads its index backwards, which "
+		    "takes the newest of equal rows first; oldest first needs a "
+		    "descending index, which MariaDB before 10.8 (MySQL before "
+		    "8.0) ignores: keep an ascending urgency column instead "
+		    "(most urgent lowest) and write ORDER BY %s with INDEX %s, "
+		    "which every server serves, oldest first", q->select.where,
+		    written.data, way.data, ideal.data);
+	}
+	free(asc);
+	buf_free(&written);
+	buf_free(&way);
+	buf_free(&ideal);
+	buf_free(&name);
+	buf_free(&same_mix);
+}
+
 /* One table of the plan, as EXPLAIN's traditional format lists it. */
 struct plan_row {
 	const char	*table, *type, *key, *rows, *extra;
@@ -674,6 +748,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 	}
 
 	plan_shape(q->select.positional, &sh);
+	plan_warn_desc(q, &sh);
 	ix = xcalloc(PLAN_INDEXES_MAX, sizeof(*ix));	/* 140 KiB: not the stack */
 	if (sh.table[0] != '\0')
 		nix = plan_indexes(db, &sh, ix, PLAN_INDEXES_MAX, &table_rows,
