@@ -98,3 +98,49 @@ assert_match "prio.yaml:$line: queues.task.select: ORDER BY urgency DESC reads i
 sed -i 's/^      ORDER BY urgency DESC$/      ORDER BY urgency, id/' prio.yaml
 out=$("$ROWQ" -c prio.yaml check 2>&1) || fail "check: $out"
 assert_eq "" "$(grep -i 'DESC' <<<"$out" || true)" "check: no warning for the ascending order"
+
+# ---- one row per customer at a time ----
+sql "CREATE TABLE customer (
+    id INT NOT NULL PRIMARY KEY,
+    name VARCHAR(100) NOT NULL
+) ENGINE=InnoDB;
+CREATE TABLE job (
+    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    customer_id INT NOT NULL,
+    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
+    done_count INT NOT NULL DEFAULT 0,
+    INDEX (status, id),
+    INDEX (customer_id)
+) ENGINE=InnoDB"
+# Four customers, each with runs of three rows in a row: 1 1 1 2 2 2 ...,
+# so that three workers claiming by id alone would run one customer's
+# rows together.
+sql "INSERT INTO customer SELECT seq, CONCAT('customer ', seq) FROM seq_1_to_4;
+    INSERT INTO job (customer_id) SELECT 1 + (seq - 1) DIV 3 % 4
+    FROM seq_1_to_24"
+config cust.yaml
+cat >>cust.yaml <<YAML
+  job:
+    workers: 3
+    select: |
+      SELECT job.id, job.customer_id FROM job
+      STRAIGHT_JOIN customer ON customer.id = job.customer_id
+      WHERE job.status = 'waiting'
+      ORDER BY job.id
+    exec: [$WORK, $ROWQ_TEST_TMP/cust.log, "0.1", "{customer_id}"]
+    done: UPDATE job SET status = 'done', done_count = done_count + 1
+          WHERE id = :id
+    failed: UPDATE job SET status = 'failed' WHERE id = :id
+    idle: 100ms
+YAML
+"$ROWQ" -c cust.yaml drain job -w 3 >cust.out 2>cust.err ||
+	fail "one per customer: drain: $(cat cust.err)"
+assert_eq "24 24" "$(sql_value "SELECT CONCAT(COUNT(*), ' ', SUM(done_count)) FROM job WHERE status = 'done'")" "one per customer: rows done once"
+# Walk the log in order: a start while the customer has a row running is
+# an overlap; the most customers running at once shows the workers did
+# work side by side.
+awk '$1 == "start" { if (running[$3]++) print "row " $2 " of customer " $3 " started while another ran"; if (++n > peak) peak = n }
+    $1 == "end" { running[$3]--; n-- }
+    END { print "peak " peak }' cust.log >cust.check
+assert_eq "" "$(grep -v '^peak' cust.check || true)" "one per customer: overlaps"
+assert_ge "$(sed -n 's/^peak //p' cust.check)" 2 "one per customer: customers running at once"
