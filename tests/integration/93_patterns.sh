@@ -36,11 +36,13 @@ SH
 chmod +x work
 WORK=$ROWQ_TEST_TMP/work
 
-# config FILE: the database part; queues are appended to it.
+# config FILE: the database part, and a status socket of the file's own
+# so that two daemons can run side by side; queues are appended to it.
 config()
 {
 	cat >"$1" <<YAML
 database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
+status_socket: ${1%.yaml}.sock
 stop_timeout: 5s
 queues:
 YAML
@@ -68,7 +70,7 @@ cat >>prio.yaml <<YAML
       SELECT id, urgency FROM task
       WHERE status = 'waiting'
       ORDER BY urgency, id
-    exec: [$WORK, $ROWQ_TEST_TMP/prio.log, "0.1"]
+    exec: [$WORK, $ROWQ_TEST_TMP/prio.log, "0.1", task]
     done: UPDATE task SET status = 'done', done_count = done_count + 1
           WHERE id = :id
     failed: UPDATE task SET status = 'failed' WHERE id = :id
@@ -127,7 +129,7 @@ cat >>cust.yaml <<YAML
       STRAIGHT_JOIN customer ON customer.id = job.customer_id
       WHERE job.status = 'waiting'
       ORDER BY job.id
-    exec: [$WORK, $ROWQ_TEST_TMP/cust.log, "0.1", "{customer_id}"]
+    exec: [$WORK, $ROWQ_TEST_TMP/cust.log, "0.1", "customer={customer_id}"]
     done: UPDATE job SET status = 'done', done_count = done_count + 1
           WHERE id = :id
     failed: UPDATE job SET status = 'failed' WHERE id = :id
@@ -144,3 +146,82 @@ awk '$1 == "start" { if (running[$3]++) print "row " $2 " of customer " $3 " sta
     END { print "peak " peak }' cust.log >cust.check
 assert_eq "" "$(grep -v '^peak' cust.check || true)" "one per customer: overlaps"
 assert_ge "$(sed -n 's/^peak //p' cust.check)" 2 "one per customer: customers running at once"
+
+# ---- delayed jobs, cancelling a waiting row, a recurring job ----
+# Two daemons on the same queues, as on two hosts.
+sql "CREATE TABLE reminder (
+    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    run_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    status ENUM('waiting', 'sent', 'failed', 'cancelled') NOT NULL
+        DEFAULT 'waiting',
+    done_count INT NOT NULL DEFAULT 0,
+    INDEX (status, run_at, id)
+) ENGINE=InnoDB;
+CREATE TABLE schedule (
+    name VARCHAR(100) NOT NULL PRIMARY KEY,
+    period INT NOT NULL,
+    next_run_at DATETIME NOT NULL,
+    last_error TEXT NULL,
+    INDEX (next_run_at)
+) ENGINE=InnoDB"
+config a.yaml
+cat >>a.yaml <<YAML
+  reminder:
+    workers: 2
+    select: |
+      SELECT id, run_at FROM reminder
+      WHERE status = 'waiting' AND run_at <= NOW()
+      ORDER BY run_at, id
+    exec: [$WORK, $ROWQ_TEST_TMP/later.log, "0.05", reminder]
+    done: UPDATE reminder SET status = 'sent', done_count = done_count + 1
+          WHERE id = :id
+    failed: UPDATE reminder SET status = 'failed' WHERE id = :id
+    idle: 200ms
+  schedule:
+    workers: 2
+    select: |
+      SELECT name, period, next_run_at FROM schedule
+      WHERE next_run_at <= NOW()
+      ORDER BY next_run_at, name
+    exec: [$WORK, $ROWQ_TEST_TMP/cron.log, "0.3", "schedule={name}"]
+    done: UPDATE schedule SET last_error = NULL, next_run_at =
+            FROM_UNIXTIME((UNIX_TIMESTAMP() DIV :period + 1) * :period)
+          WHERE name = :name
+    failed: UPDATE schedule SET last_error = :error, next_run_at =
+              FROM_UNIXTIME((UNIX_TIMESTAMP() DIV :period + 1) * :period)
+            WHERE name = :name
+    idle: 200ms
+YAML
+sed 's/^status_socket: .*/status_socket: b.sock/' a.yaml >b.yaml
+# 1-3 are due, 4-6 due in 2 s; 6 is cancelled before its time.
+sql "INSERT INTO reminder (run_at) SELECT IF(seq <= 3, NOW(),
+    NOW() + INTERVAL 2 SECOND) FROM seq_1_to_6;
+    INSERT INTO schedule VALUES ('tick', 1, NOW(), NULL)"
+assert_eq 1 "$(sql_value "UPDATE reminder SET status = 'cancelled'
+    WHERE id = 6 AND status = 'waiting'; SELECT ROW_COUNT()")" "cancel of a waiting row"
+"$ROWQ" -c a.yaml run >a.log 2>&1 & A=$!; track_pid $A
+"$ROWQ" -c b.yaml run >b.log 2>&1 & B=$!; track_pid $B
+runs() { grep -c '^end' cron.log 2>/dev/null || true; }
+wait_until 15 '[ "$(sql_value "SELECT COUNT(*) FROM reminder WHERE status = '"'sent'"'")" = 5 ] &&
+    [ "$(runs)" -ge 4 ]' ||
+	fail "delayed and recurring: $(sql "SELECT * FROM reminder"; cat cron.log a.log b.log)"
+# Too late: the row has run, and the cancel changes nothing.
+assert_eq 0 "$(sql_value "UPDATE reminder SET status = 'cancelled'
+    WHERE id = 4 AND status = 'waiting'; SELECT ROW_COUNT()")" "cancel of a row that ran"
+kill -TERM "$A" "$B"
+wait "$A" || fail "daemon a exited with $?: $(cat a.log)"
+wait "$B" || fail "daemon b exited with $?: $(cat b.log)"
+untrack_pid "$A" "$B"
+
+assert_eq "1 sent 1,2 sent 1,3 sent 1,4 sent 1,5 sent 1,6 cancelled 0" \
+    "$(sql_value "SELECT GROUP_CONCAT(id, ' ', status, ' ', done_count ORDER BY id) FROM reminder")" "reminders"
+assert_eq "1 2 3 4 5" "$(keys_started later.log | sort -n | tr '\n' ' ' | sed 's/ $//')" "reminders run once each, 6 never"
+# No row started before its run_at (whole seconds, as NOW() compares).
+while read -r id due; do
+	started=$(awk -v k="$id" '$1 == "start" && $2 == k { print $4 }' later.log)
+	assert_ge "$started" "$due" "reminder $id started before its run_at"
+done < <(sql "SELECT id, UNIX_TIMESTAMP(run_at) FROM reminder WHERE id <= 5")
+# The recurring row: at most one run in each second, its period.
+seconds=$(awk '$1 == "start" { print int($4) }' cron.log)
+assert_eq "$(sort -u <<<"$seconds" | wc -l)" "$(wc -l <<<"$seconds")" "recurring: two runs in one period: $(cat cron.log)"
+assert_eq "" "$(grep -i 'claimed again' a.log b.log || true)" "recurring: mistaken for a row that stays in the select"
