@@ -225,3 +225,82 @@ done < <(sql "SELECT id, UNIX_TIMESTAMP(run_at) FROM reminder WHERE id <= 5")
 seconds=$(awk '$1 == "start" { print int($4) }' cron.log)
 assert_eq "$(sort -u <<<"$seconds" | wc -l)" "$(wc -l <<<"$seconds")" "recurring: two runs in one period: $(cat cron.log)"
 assert_eq "" "$(grep -i 'claimed again' a.log b.log || true)" "recurring: mistaken for a row that stays in the select"
+
+# ---- cancelling a running row, in lease mode ----
+sql "CREATE TABLE export (
+    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    status ENUM('waiting', 'done', 'failed', 'cancelled') NOT NULL
+        DEFAULT 'waiting',
+    lease CHAR(32) NULL,
+    leased_until DATETIME NULL,
+    attempts INT NOT NULL DEFAULT 0,
+    done_count INT NOT NULL DEFAULT 0,
+    last_error TEXT NULL,
+    INDEX (status, id)
+) ENGINE=InnoDB;
+INSERT INTO export (id) VALUES (1)"
+# lease_config FILE SECONDS WAIT: leases of SECONDS, a handler that waits.
+lease_config()
+{
+	config "$1"
+	cat >>"$1" <<YAML
+  export:
+    workers: 2
+    select: |
+      SELECT id, attempts FROM export
+      WHERE status = 'waiting'
+        AND (leased_until IS NULL OR leased_until < NOW())
+      ORDER BY id
+    exec: [$WORK, $ROWQ_TEST_TMP/export.log, "$3", export]
+    timeout: 60s
+    lease:
+      duration: $2s
+      claim: UPDATE export SET lease = :lease, attempts = attempts + 1,
+             leased_until = NOW() + INTERVAL $2 SECOND WHERE id = :id
+      renew: UPDATE export SET leased_until = NOW() + INTERVAL $2 SECOND
+             WHERE id = :id AND lease = :lease
+    done: UPDATE export SET status = 'done', lease = NULL,
+          leased_until = NULL, done_count = done_count + 1
+          WHERE id = :id AND lease = :lease
+    failed: UPDATE export SET status = 'failed', lease = NULL,
+            leased_until = NULL, last_error = :error
+            WHERE id = :id AND lease = :lease
+    idle: 200ms
+YAML
+}
+cancel_export() { sql_value "UPDATE export SET status = 'cancelled', lease = NULL,
+    leased_until = NULL WHERE id = $1 AND status = 'waiting'; SELECT ROW_COUNT()"; }
+started() { grep -q "^start $1 " export.log 2>/dev/null; }
+
+# The handler ends after the cancel, before any renewal: the finish
+# changes no row, and nothing is recorded.
+lease_config finish.yaml 30 "$ROWQ_TEST_TMP/go"
+"$ROWQ" -c finish.yaml drain export -w 2 >finish.out 2>finish.err & D=$!; track_pid $D
+wait_until 10 'started 1' || fail "row 1 never started: $(cat finish.err)"
+assert_eq 1 "$(cancel_export 1)" "cancel of running row 1"
+touch go
+wait_until 10 '! _lib_alive $D' || fail "drain went on after the cancel: $(cat finish.err)"
+wait "$D" || true
+untrack_pid "$D"
+assert_match "export/[12]: row 1: .*queues.export.done changed no row for key 1: the lease was lost" "$(cat finish.err)" "the finish of a cancelled row"
+grep -q '^end 1 ' export.log || fail "row 1's handler did not finish: $(cat export.log)"
+assert_eq "cancelled 0" "$(sql_value "SELECT CONCAT(status, ' ', done_count) FROM export WHERE id = 1")" "row 1 after its finish"
+assert_eq 1 "$(grep -c '^start' export.log)" "handlers run in the finish case"
+
+# The handler would run on: the next renewal changes no row, and stops it.
+sql "INSERT INTO export (id) VALUES (2)"
+lease_config renew.yaml 3 10
+"$ROWQ" -c renew.yaml drain export -w 2 >renew.out 2>renew.err & D=$!; track_pid $D
+wait_until 10 'started 2' || fail "row 2 never started: $(cat renew.err)"
+handler=$(awk '$1 == "start" && $2 == 2 { print $5 }' export.log)
+assert_eq 1 "$(cancel_export 2)" "cancel of running row 2"
+t0=$(now_us)
+# Renewals come every second (a third of the lease).
+wait_until 3 '! _lib_alive $handler' || fail "row 2's handler still runs after the cancel: $(cat renew.err)"
+assert_le $(( ($(now_us) - t0) / 1000 )) 2000 "ms from the cancel to the handler's end"
+wait_until 10 '! _lib_alive $D' || fail "drain went on after the cancel: $(cat renew.err)"
+wait "$D" || true
+untrack_pid "$D"
+assert_match "export/[12]: row 2: .*queues.export.lease.renew changed no row on renewal: the lease was lost" "$(cat renew.err)" "the renewal of a cancelled row"
+! grep -q '^end 2 ' export.log || fail "row 2's handler ran to its end: $(cat export.log)"
+assert_eq "cancelled 0" "$(sql_value "SELECT CONCAT(status, ' ', done_count) FROM export WHERE id = 2")" "row 2 after its renewal"
