@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The PATTERNS of rowq.yaml(5), each as the page writes it, with several
-# workers:
+# workers; `rowq check` finds that each pattern's index serves its claim.
 # - priorities: rows come out in urgency order, oldest first among equals;
 #   `rowq check` warns of an ORDER BY with DESC, naming the way out;
 # - delayed jobs: no row runs before its run_at;
 # - one row per customer at a time: the select joins the customer, whose
 #   lock makes every other worker skip that customer's rows, so no two
 #   rows of one customer ever run at once, while other customers' do;
-# - a recurring job: two daemons run it at most once in each period, and
-#   in every period;
+# - a recurring job, period 1 s: two daemons run it again and again, never
+#   twice in one period;
 # - cancelling: a waiting row cancelled never runs (and a cancel that comes
 #   too late changes no row); a running lease-mode row cancelled records
 #   nothing, whether the finish or a renewal finds it gone, and the
@@ -48,6 +48,18 @@ queues:
 YAML
 }
 
+# plan_clean FILE QUEUE...: `rowq check` finds that each queue's index
+# serves its claim, which reads only the rows it returns.
+plan_clean()
+{
+	local out q file=$1
+	shift
+	out=$("$ROWQ" -c "$file" check 2>&1) || fail "check of $file: $out"
+	for q in "$@"; do
+		assert_match "queues.$q.select: claim plan: (range|ref) on index [a-z_]+, reads only the rows it returns" "$out" "$q: its claim's plan"
+	done
+}
+
 # keys_started LOG: the keys in the order their handlers started.
 keys_started() { awk '$1 == "start" { print $2 }' "$1"; }
 
@@ -76,6 +88,7 @@ cat >>prio.yaml <<YAML
     failed: UPDATE task SET status = 'failed' WHERE id = :id
     idle: 100ms
 YAML
+plan_clean prio.yaml task
 "$ROWQ" -c prio.yaml drain task -w 3 >prio.out 2>prio.err ||
 	fail "priorities: drain: $(cat prio.err)"
 assert_eq "18 18" "$(sql_value "SELECT CONCAT(COUNT(*), ' ', SUM(done_count)) FROM task WHERE status = 'done'")" "priorities: rows done once"
@@ -135,6 +148,7 @@ cat >>cust.yaml <<YAML
     failed: UPDATE job SET status = 'failed' WHERE id = :id
     idle: 100ms
 YAML
+plan_clean cust.yaml job
 "$ROWQ" -c cust.yaml drain job -w 3 >cust.out 2>cust.err ||
 	fail "one per customer: drain: $(cat cust.err)"
 assert_eq "24 24" "$(sql_value "SELECT CONCAT(COUNT(*), ' ', SUM(done_count)) FROM job WHERE status = 'done'")" "one per customer: rows done once"
@@ -193,6 +207,7 @@ cat >>a.yaml <<YAML
     idle: 200ms
 YAML
 sed 's/^status_socket: .*/status_socket: b.sock/' a.yaml >b.yaml
+plan_clean a.yaml reminder schedule
 # 1-3 are due, 4-6 due in 2 s; 6 is cancelled before its time.
 sql "INSERT INTO reminder (run_at) SELECT IF(seq <= 3, NOW(),
     NOW() + INTERVAL 2 SECOND) FROM seq_1_to_6;
@@ -292,6 +307,7 @@ sql "INSERT INTO export (id) VALUES (2)"
 lease_config renew.yaml 3 10
 "$ROWQ" -c renew.yaml drain export -w 2 >renew.out 2>renew.err & D=$!; track_pid $D
 wait_until 10 'started 2' || fail "row 2 never started: $(cat renew.err)"
+# shellcheck disable=SC2034 # read by the wait_until below
 handler=$(awk '$1 == "start" && $2 == 2 { print $5 }' export.log)
 assert_eq 1 "$(cancel_export 2)" "cancel of running row 2"
 t0=$(now_us)
