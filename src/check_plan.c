@@ -581,19 +581,37 @@ plan_ideal(struct buf *b, struct buf *name, const struct plan_shape *sh)
 		name->data[name->len = 64] = '\0';
 }
 
+/* Whether the ORDER BY names every column of the index: no ties left. */
+static bool
+plan_orders_by_all(const struct plan_shape *sh, const struct plan_index *ix)
+{
+	for (size_t c = 0; c < ix->nshown; c++) {
+		bool have = false;
+		for (size_t k = 0; k < sh->norder; k++)
+			if (strcasecmp(sh->order[k], ix->cols[c]) == 0)
+				have = true;
+		if (!have)
+			return false;
+	}
+	return ix->nshown > 0;
+}
+
 /*
  * A claim in descending order.  ORDER BY priority DESC, id mixes
  * directions, which only an index with the same mix serves, and MariaDB
  * before 10.8 (MySQL before 8.0) accepts DESC in an index definition but
  * builds the index ascending all the same: there the claim sorts, locking
  * every waiting row.  ORDER BY priority DESC alone reads an index
- * backwards, which takes the newest of equal rows first.  An ascending
+ * backwards, which takes the newest of equal rows first; there are no
+ * equal rows when the order ends with the primary key (ORDER BY id DESC),
+ * and nothing to say.  An ascending
  * urgency column (most urgent lowest) needs neither, so the warning names
  * it whatever this server does: the same configuration may meet an older
  * one.
  */
 static void
-plan_warn_desc(const struct queue *q, const struct plan_shape *sh)
+plan_warn_desc(const struct queue *q, const struct plan_shape *sh,
+    const struct plan_index *primary)
 {
 	struct plan_shape *asc;
 	struct buf written = { 0 }, way = { 0 }, ideal = { 0 }, same_mix = { 0 };
@@ -610,6 +628,8 @@ plan_warn_desc(const struct queue *q, const struct plan_shape *sh)
 			any_asc = true;
 	}
 	if (!sh->order_known || !any_desc)
+		return;
+	if (!any_asc && primary != NULL && plan_orders_by_all(sh, primary))
 		return;
 
 	/* The way out: the first DESC column becomes urgency, ascending. */
@@ -748,11 +768,12 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 	}
 
 	plan_shape(q->select.positional, &sh);
-	plan_warn_desc(q, &sh);
 	ix = xcalloc(PLAN_INDEXES_MAX, sizeof(*ix));	/* 140 KiB: not the stack */
 	if (sh.table[0] != '\0')
 		nix = plan_indexes(db, &sh, ix, PLAN_INDEXES_MAX, &table_rows,
 		    engine, sizeof(engine));
+	plan_warn_desc(q, &sh, nix > 0 && strcmp(ix[0].name, "PRIMARY") == 0 ?
+	    &ix[0] : NULL);
 	/* The engine is known when the table is: a plain table, found. */
 	analysable = engine[0] != '\0' && sh.where_known &&
 	    sh.order_known && (sh.neq > 0 || sh.norder > 0);
