@@ -604,10 +604,9 @@ plan_orders_by_all(const struct plan_shape *sh, const struct plan_index *ix)
  * every waiting row.  ORDER BY priority DESC alone reads an index
  * backwards, which takes the newest of equal rows first; there are no
  * equal rows when the order ends with the primary key (ORDER BY id DESC),
- * and nothing to say.  An ascending
- * urgency column (most urgent lowest) needs neither, so the warning names
- * it whatever this server does: the same configuration may meet an older
- * one.
+ * and nothing to say.  An ascending urgency column (most urgent lowest)
+ * needs neither, so the warning names it whatever this server does: the
+ * same configuration may meet an older one.
  */
 static void
 plan_warn_desc(const struct queue *q, const struct plan_shape *sh,
