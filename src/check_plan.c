@@ -581,6 +581,99 @@ plan_ideal(struct buf *b, struct buf *name, const struct plan_shape *sh)
 		name->data[name->len = 64] = '\0';
 }
 
+/* Whether the ORDER BY names every column of the index: no ties left. */
+static bool
+plan_orders_by_all(const struct plan_shape *sh, const struct plan_index *ix)
+{
+	for (size_t c = 0; c < ix->nshown; c++) {
+		bool have = false;
+		for (size_t k = 0; k < sh->norder; k++)
+			if (strcasecmp(sh->order[k], ix->cols[c]) == 0)
+				have = true;
+		if (!have)
+			return false;
+	}
+	return ix->nshown > 0;
+}
+
+/*
+ * A claim in descending order.  ORDER BY priority DESC, id mixes
+ * directions, which only an index with the same mix serves, and MariaDB
+ * before 10.8 (MySQL before 8.0) accepts DESC in an index definition but
+ * builds the index ascending all the same: there the claim sorts, locking
+ * every waiting row.  ORDER BY priority DESC alone reads an index
+ * backwards, which takes the newest of equal rows first; there are no
+ * equal rows when the order ends with the primary key (ORDER BY id DESC),
+ * and nothing to say.  An ascending urgency column (most urgent lowest)
+ * needs neither, so the warning names it whatever this server does: the
+ * same configuration may meet an older one.
+ */
+static void
+plan_warn_desc(const struct queue *q, const struct plan_shape *sh,
+    const struct plan_index *primary)
+{
+	struct plan_shape *asc;
+	struct buf written = { 0 }, way = { 0 }, ideal = { 0 }, same_mix = { 0 };
+	struct buf name = { 0 };	/* plan_ideal's; not shown */
+	bool any_desc = false, any_asc = false;
+	size_t k, n = 0;
+
+	for (k = 0; k < sh->norder; k++) {
+		if (plan_in_eq(sh, sh->order[k]))
+			continue;
+		if (sh->desc[k])
+			any_desc = true;
+		else
+			any_asc = true;
+	}
+	if (!sh->order_known || !any_desc)
+		return;
+	if (!any_asc && primary != NULL && plan_orders_by_all(sh, primary))
+		return;
+
+	/* The way out: the first DESC column becomes urgency, ascending. */
+	asc = xcalloc(1, sizeof(*asc));
+	*asc = *sh;
+	asc->norder = 0;
+	for (k = 0; k < sh->norder; k++) {
+		buf_printf(&written, "%s%s%s", k ? ", " : "", sh->order[k],
+		    sh->desc[k] ? " DESC" : "");
+		bool first_desc = sh->desc[k] && !plan_in_eq(sh, sh->order[k]) &&
+		    n++ == 0;
+		snprintf(asc->order[asc->norder], PLAN_NAME_MAX, "%s",
+		    first_desc ? "urgency" : sh->order[k]);
+		asc->desc[asc->norder++] = false;
+		buf_printf(&way, "%s%s", k ? ", " : "",
+		    asc->order[asc->norder - 1]);
+	}
+	plan_ideal(&ideal, &name, asc);
+	if (any_asc) {
+		plan_ideal(&same_mix, &name, sh);
+		log_warnx("%s: ORDER BY %s mixes directions: only an index "
+		    "with the same mix, %s, serves it, and MariaDB before 10.8 "
+		    "(MySQL before 8.0) builds such an index ascending all the "
+		    "same, so that there the claim sorts and locks every "
+		    "waiting row; keep an ascending urgency column instead "
+		    "(most urgent lowest) and write ORDER BY %s with INDEX %s, "
+		    "which every server serves", q->select.where, written.data,
+		    same_mix.data, way.data, ideal.data);
+	} else {
+		log_warnx("%s: ORDER BY %s reads its index backwards, which "
+		    "takes the newest of equal rows first; oldest first needs a "
+		    "descending index, which MariaDB before 10.8 (MySQL before "
+		    "8.0) ignores: keep an ascending urgency column instead "
+		    "(most urgent lowest) and write ORDER BY %s with INDEX %s, "
+		    "which every server serves, oldest first", q->select.where,
+		    written.data, way.data, ideal.data);
+	}
+	free(asc);
+	buf_free(&written);
+	buf_free(&way);
+	buf_free(&ideal);
+	buf_free(&name);
+	buf_free(&same_mix);
+}
+
 /* One table of the plan, as EXPLAIN's traditional format lists it. */
 struct plan_row {
 	const char	*table, *type, *key, *rows, *extra;
@@ -678,6 +771,8 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 	if (sh.table[0] != '\0')
 		nix = plan_indexes(db, &sh, ix, PLAN_INDEXES_MAX, &table_rows,
 		    engine, sizeof(engine));
+	plan_warn_desc(q, &sh, nix > 0 && strcmp(ix[0].name, "PRIMARY") == 0 ?
+	    &ix[0] : NULL);
 	/* The engine is known when the table is: a plain table, found. */
 	analysable = engine[0] != '\0' && sh.where_known &&
 	    sh.order_known && (sh.neq > 0 || sh.norder > 0);
