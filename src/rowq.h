@@ -781,6 +781,11 @@ int		 resume_command(const char *path, const char *queue);
 
 char	*status_socket_path(const struct config *);	/* caller frees */
 
+/* ---- wake_socket.c: `rowq wake` ---- */
+
+char	*wake_socket_path(const struct config *);	/* caller frees */
+int	 wake_command(const char *config_path, const char *queue);
+
 /* ---- status.c: `rowq status` ---- */
 
 int	 status_command(const char *config_path, char **queues, size_t n,

@@ -829,12 +829,14 @@ supervisor_loop(struct supervisor *s)
 		struct pollfd p[SUPERVISOR_POLL_MAX] = {
 			{ .fd = s->sigfd, .events = POLLIN },
 		};
-		nfds_t np = 1, nreport, npause;
+		nfds_t np = 1, nreport, npause, nwatch;
 		report_poll_fds(s, p, &np);
 		nreport = np;
 		pause_watch_poll_fds(s, p, &np);
 		npause = np;
 		wake_watch_poll_fds(s, p, &np);
+		nwatch = np;
+		wake_socket_poll_fds(s, p, &np);
 		int64_t wait = next - now;
 		if (watchdog > 0 && next_ping - now < wait)
 			wait = next_ping - now;
@@ -846,7 +848,8 @@ supervisor_loop(struct supervisor *s)
 		supervisor_read_signals(s);
 		report_handle(s, p, nreport);
 		pause_watch_handle(s, p + nreport, npause - nreport);
-		wake_watch_handle(s, p + npause, np - npause);
+		wake_watch_handle(s, p + npause, nwatch - npause);
+		wake_socket_handle(s, p + nwatch, np - nwatch);
 	}
 	if (tty)
 		supervisor_progress(s, true);
@@ -886,8 +889,11 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 		pause_watch_start(&s);
 	wake_watch_start(&s);
 	supervisor_fill(&s);
-	if (!opts->drain)
+	s.wake_fd = -1;
+	if (!opts->drain) {
 		report_start(&s);
+		wake_socket_start(&s);
+	}
 	log_info("started %d worker(s) for %zu queue(s)%s",
 	    supervisor_running(&s, &pending), cfg->nqueues,
 	    pause_watch_known(&s) ? "" :
@@ -902,6 +908,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	report_stop(&s);
 	pause_watch_stop(&s);
 	wake_watch_stop(&s);
+	wake_socket_stop(&s);
 	for (int i = 0; i < s.ngens; i++) {
 		config_free(s.gens[i]->cfg);
 		free(s.gens[i]);

@@ -101,9 +101,9 @@ struct shared {
 #define STATUS_CLIENTS_MAX	8
 /*
  * The supervisor's pollfds: the signalfd, the status listener, metrics,
- * the pause watcher, the wake watcher.
+ * the pause watcher, the wake watcher, the wake socket.
  */
-#define SUPERVISOR_POLL_MAX	(5 + STATUS_CLIENTS_MAX)
+#define SUPERVISOR_POLL_MAX	(6 + STATUS_CLIENTS_MAX)
 
 /*
  * The queues paused in the pause table, as this daemon's watcher child
@@ -185,6 +185,8 @@ struct supervisor {
 	struct pruner		*pruner;	/* prune_daemon.c */
 	struct pause_state	 pause;
 	struct wake_state	 wake;
+	int			 wake_fd;	/* `rowq wake`; -1: none */
+	char			*wake_path;
 };
 
 /*
@@ -257,6 +259,13 @@ void	 wake_watch_handle(struct supervisor *, const struct pollfd *,
 bool	 wake_watch_reaped(struct supervisor *, pid_t, int status);
 bool	 wake_watch_watching(const struct supervisor *, size_t queue_index);
 int	 wake_watch_queue(struct supervisor *, const char *queue);
+
+/* wake_socket.c */
+void	 wake_socket_start(struct supervisor *);
+void	 wake_socket_stop(struct supervisor *);
+void	 wake_socket_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
+void	 wake_socket_handle(struct supervisor *, const struct pollfd *,
+	    nfds_t);
 
 /* status_socket.c, for report.c */
 void	 status_socket_start(struct supervisor *);

@@ -256,7 +256,8 @@ wake_watch_fork(struct supervisor *s)
 		 * proc_close_inherited closes: 0 the commands it reads,
 		 * 1 the readings it writes.
 		 */
-		if (dup2(down[0], 0) == -1 || dup2(up[1], 1) == -1)
+		if (dup2(down[0], 0) == -1 || dup2(up[1], 1) == -1 ||
+		    fcntl(0, F_SETFL, O_NONBLOCK) == -1)
 			_exit(1);
 		proc_close_inherited();
 		proc_child_signals();
