@@ -131,9 +131,6 @@ struct wake_state {
 	int		 cmd_fd;	/* queues to read at once; -1: none */
 	int		 generation;	/* whose queues it reads */
 	int64_t		 next_start_ms;
-	int64_t		 read_ms[QUEUES_MAX]; /* last good reading; 0: none */
-	uint64_t	 woken;		/* workers woken, since the start */
-	uint64_t	 requests;	/* wakes asked from outside */
 };
 
 struct status_client {
@@ -257,7 +254,6 @@ void	 wake_watch_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
 void	 wake_watch_handle(struct supervisor *, const struct pollfd *,
 	    nfds_t);
 bool	 wake_watch_reaped(struct supervisor *, pid_t, int status);
-bool	 wake_watch_watching(const struct supervisor *, size_t queue_index);
 int	 wake_watch_queue(struct supervisor *, const char *queue);
 
 /* wake_socket.c */

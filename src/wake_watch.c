@@ -299,8 +299,6 @@ wake_apply(struct supervisor *s, size_t index, int rows, bool vouch)
 	int64_t now = now_ms();
 	int busy = 0, wake;
 
-	if (vouch)
-		s->wake.read_ms[index] = rows >= 0 ? now : 0;
 	if (rows < 0)
 		return;
 	for (int i = 0; i < s->nslots; i++) {
@@ -320,10 +318,8 @@ wake_apply(struct supervisor *s, size_t index, int rows, bool vouch)
 		    sl->queue != q || sl->stats->state != WORKER_IDLE ||
 		    sl->pid <= 0)
 			continue;
-		if (kill(sl->pid, SIGUSR1) == 0) {
+		if (kill(sl->pid, SIGUSR1) == 0)
 			wake--;
-			s->wake.woken++;
-		}
 	}
 }
 
@@ -372,7 +368,6 @@ wake_watch_close(struct wake_state *w)
 	if (w->cmd_fd != -1)
 		close(w->cmd_fd);
 	w->fd = w->cmd_fd = -1;
-	memset(w->read_ms, 0, sizeof(w->read_ms));
 }
 
 /*
@@ -412,23 +407,6 @@ wake_watch_stop(struct supervisor *s)
 }
 
 /*
- * Whether the watcher reads queue index i of the current generation:
- * its last reading is recent.  Else the queue's workers poll.
- */
-bool
-wake_watch_watching(const struct supervisor *s, size_t i)
-{
-	const struct queue *q;
-
-	if (i >= s->current->cfg->nqueues || i >= QUEUES_MAX ||
-	    s->wake.read_ms[i] == 0)
-		return false;
-	q = &s->current->cfg->queues[i];
-	return now_ms() - s->wake.read_ms[i] <= WAKE_VOUCH_FACTOR * q->idle_ms +
-	    WAKE_VOUCH_SLACK_MS;
-}
-
-/*
  * A wake from outside (`rowq wake`, POST /wake/QUEUE): the watcher reads
  * the queue at once and wakes as many workers as it finds rows; with no
  * watcher, one idle worker is woken to claim.  Returns -1 for a queue
@@ -443,7 +421,6 @@ wake_watch_queue(struct supervisor *s, const char *name)
 		if (strcmp(cfg->queues[i].name, name) != 0)
 			continue;
 		unsigned char c = (unsigned char)i;
-		s->wake.requests++;
 		if (s->wake.pid > 0 && s->wake.cmd_fd != -1 &&
 		    write(s->wake.cmd_fd, &c, 1) == 1)
 			return 0;
