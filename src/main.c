@@ -20,6 +20,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
 "       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
 "       rowq [-c FILE] resume QUEUE\n"
+"       rowq [-c FILE] wake QUEUE\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
@@ -33,6 +34,7 @@ static const char usage_text[] =
 "  requeue make failed rows waiting again, with the queue's requeue\n"
 "  pause   stop the queue's workers in every daemon (within 2s)\n"
 "  resume  start them again\n"
+"  wake    tell the running daemon that the queue has rows (a hint)\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -269,6 +271,17 @@ cmd_pause(const char *path, int argc, char **argv)
 	    resume_command(path, queue);
 }
 
+/* `wake QUEUE`: a hint to the running daemon (wake_socket.c). */
+static int
+cmd_wake(const char *path, int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "rowq: wake: name one queue\n");
+		return usage(stderr, ROWQ_EXIT_USAGE);
+	}
+	return wake_command(path, argv[1]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -324,6 +337,8 @@ main(int argc, char **argv)
 		return failed_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "requeue") == 0)
 		return requeue_command(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "wake") == 0)
+		return cmd_wake(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
 		return cmd_pause(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);

@@ -115,7 +115,7 @@ proc_std_fds(void)
 void
 stopper_init(struct stopper *s, int64_t stop_timeout_ms)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP };
+	static const int sigs[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 };
 
 	memset(s, 0, sizeof(*s));
 	s->stop_timeout_ms = stop_timeout_ms;
@@ -142,6 +142,9 @@ stopper_read(struct stopper *s)
 			break;
 		case SIGHUP:
 			s->hup = true;
+			break;
+		case SIGUSR1:
+			s->wake = true;
 			break;
 		default:
 			break;

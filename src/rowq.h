@@ -355,6 +355,7 @@ struct stopper {
 	bool		 stop;
 	bool		 abort;
 	bool		 hup;
+	bool		 wake;		/* SIGUSR1: the queue has rows (wake_watch.c) */
 	int64_t		 stop_timeout_ms;
 	int64_t		 stop_deadline_ms;
 };
@@ -671,10 +672,25 @@ struct worker_stats {
 	char			 key[64];	/* the row being handled, as text */
 	char			 last_error[192];
 	volatile int64_t	 last_error_ms;	/* wall clock */
+	/*
+	 * When the supervisor last had a reading of the queue from its wake
+	 * watcher (now_ms; 0: never): while it is recent, an idle worker
+	 * waits to be woken instead of claiming (wake_watch.c).
+	 */
+	volatile int64_t	 watched_ms;
 	struct rate		 rate;		/* rows finished, per second */
 	struct histogram	 claim;		/* seconds a claim took */
 	struct histogram	 handler;	/* seconds a handler ran */
 };
+
+/*
+ * An idle worker waits for a wake while the watcher's last reading of its
+ * queue is at most WAKE_VOUCH_FACTOR × idle + WAKE_VOUCH_SLACK_MS old;
+ * and claims every WAKE_FLOOR_FACTOR × idle all the same.
+ */
+#define WAKE_VOUCH_FACTOR	3
+#define WAKE_VOUCH_SLACK_MS	1000
+#define WAKE_FLOOR_FACTOR	150
 
 struct worker_args {
 	const struct config	*cfg;
@@ -764,6 +780,11 @@ int		 resume_command(const char *path, const char *queue);
 /* ---- status_socket.c: the daemon's status socket ---- */
 
 char	*status_socket_path(const struct config *);	/* caller frees */
+
+/* ---- wake_socket.c: `rowq wake` ---- */
+
+char	*wake_socket_path(const struct config *);	/* caller frees */
+int	 wake_command(const char *config_path, const char *queue);
 
 /* ---- status.c: `rowq status` ---- */
 

@@ -472,7 +472,8 @@ supervisor_reap(struct supervisor *s)
 			continue;
 		}
 		if (report_reaped(s, pid, status) ||
-		    pause_watch_reaped(s, pid, status))
+		    pause_watch_reaped(s, pid, status) ||
+		    wake_watch_reaped(s, pid, status))
 			continue;
 		for (int i = 0; i < s->nslots; i++) {
 			if (s->slots[i].pid == pid) {
@@ -824,13 +825,18 @@ supervisor_loop(struct supervisor *s)
 		}
 		report_tick(s, now, &next);
 		pause_watch_tick(s, now, &next);
+		wake_watch_tick(s, now, &next);
 		struct pollfd p[SUPERVISOR_POLL_MAX] = {
 			{ .fd = s->sigfd, .events = POLLIN },
 		};
-		nfds_t np = 1, nreport;
+		nfds_t np = 1, nreport, npause, nwatch;
 		report_poll_fds(s, p, &np);
 		nreport = np;
 		pause_watch_poll_fds(s, p, &np);
+		npause = np;
+		wake_watch_poll_fds(s, p, &np);
+		nwatch = np;
+		wake_socket_poll_fds(s, p, &np);
 		int64_t wait = next - now;
 		if (watchdog > 0 && next_ping - now < wait)
 			wait = next_ping - now;
@@ -841,7 +847,9 @@ supervisor_loop(struct supervisor *s)
 			log_warn("poll");
 		supervisor_read_signals(s);
 		report_handle(s, p, nreport);
-		pause_watch_handle(s, p + nreport, np - nreport);
+		pause_watch_handle(s, p + nreport, npause - nreport);
+		wake_watch_handle(s, p + npause, nwatch - npause);
+		wake_socket_handle(s, p + nwatch, np - nwatch);
 	}
 	if (tty)
 		supervisor_progress(s, true);
@@ -879,9 +887,13 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	generation_start(&s, cfg);
 	if (!opts->drain)
 		pause_watch_start(&s);
+	wake_watch_start(&s);
 	supervisor_fill(&s);
-	if (!opts->drain)
+	s.wake_fd = -1;
+	if (!opts->drain) {
 		report_start(&s);
+		wake_socket_start(&s);
+	}
 	log_info("started %d worker(s) for %zu queue(s)%s",
 	    supervisor_running(&s, &pending), cfg->nqueues,
 	    pause_watch_known(&s) ? "" :
@@ -895,6 +907,8 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 		log_info("stopped");
 	report_stop(&s);
 	pause_watch_stop(&s);
+	wake_watch_stop(&s);
+	wake_socket_stop(&s);
 	for (int i = 0; i < s.ngens; i++) {
 		config_free(s.gens[i]->cfg);
 		free(s.gens[i]);

@@ -101,9 +101,9 @@ struct shared {
 #define STATUS_CLIENTS_MAX	8
 /*
  * The supervisor's pollfds: the signalfd, the status listener, metrics,
- * the pause watcher.
+ * the pause watcher, the wake watcher, the wake socket.
  */
-#define SUPERVISOR_POLL_MAX	(4 + STATUS_CLIENTS_MAX)
+#define SUPERVISOR_POLL_MAX	(6 + STATUS_CLIENTS_MAX)
 
 /*
  * The queues paused in the pause table, as this daemon's watcher child
@@ -119,6 +119,18 @@ struct pause_state {
 	int64_t		 wait_until_ms;	/* workers wait this long for one */
 	size_t		 n;
 	char		*paused[QUEUES_MAX];
+};
+
+/*
+ * The wake watcher child, which reads every queue's select every `idle`
+ * and has the supervisor wake idle workers (wake_watch.c).
+ */
+struct wake_state {
+	pid_t		 pid;		/* the watcher; 0: none */
+	int		 fd;		/* its readings; -1: none */
+	int		 cmd_fd;	/* queues to read at once; -1: none */
+	int		 generation;	/* whose queues it reads */
+	int64_t		 next_start_ms;
 };
 
 struct status_client {
@@ -169,6 +181,9 @@ struct supervisor {
 	struct probe		*probe;		/* shared with the probe child */
 	struct pruner		*pruner;	/* prune_daemon.c */
 	struct pause_state	 pause;
+	struct wake_state	 wake;
+	int			 wake_fd;	/* `rowq wake`; -1: none */
+	char			*wake_path;
 };
 
 /*
@@ -230,6 +245,23 @@ void	 pause_watch_handle(struct supervisor *, const struct pollfd *,
 bool	 pause_watch_reaped(struct supervisor *, pid_t, int status);
 bool	 pause_watch_known(const struct supervisor *);
 bool	 pause_watch_paused(const struct supervisor *, const char *queue);
+
+/* wake_watch.c */
+void	 wake_watch_start(struct supervisor *);
+void	 wake_watch_stop(struct supervisor *);
+void	 wake_watch_tick(struct supervisor *, int64_t now, int64_t *next);
+void	 wake_watch_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
+void	 wake_watch_handle(struct supervisor *, const struct pollfd *,
+	    nfds_t);
+bool	 wake_watch_reaped(struct supervisor *, pid_t, int status);
+int	 wake_watch_queue(struct supervisor *, const char *queue);
+
+/* wake_socket.c */
+void	 wake_socket_start(struct supervisor *);
+void	 wake_socket_stop(struct supervisor *);
+void	 wake_socket_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
+void	 wake_socket_handle(struct supervisor *, const struct pollfd *,
+	    nfds_t);
 
 /* status_socket.c, for report.c */
 void	 status_socket_start(struct supervisor *);

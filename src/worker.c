@@ -543,26 +543,56 @@ worker_turn_transaction(struct worker *w)
 	return n;
 }
 
-/* Sleep between polls, logging a pipe handler's stderr as it comes. */
-static void
-worker_idle(struct worker *w, int64_t ms)
+/*
+ * Whether the daemon's wake watcher read the queue lately: then it wakes
+ * this worker when rows come, and the worker need not claim to find out.
+ */
+static bool
+worker_watched(const struct worker *w, int64_t now)
 {
-	int64_t end = now_ms() + ms;
+	const struct worker_stats *st = w->args->stats;
 
-	while (!w->stopper.stop) {
-		int64_t left = end - now_ms();
+	return st != NULL && st->watched_ms != 0 && now - st->watched_ms <=
+	    WAKE_VOUCH_FACTOR * w->q->idle_ms + WAKE_VOUCH_SLACK_MS;
+}
+
+/*
+ * Wait for the next claim, logging a pipe handler's stderr as it comes.
+ * The claim comes when the wake watcher wakes the worker (SIGUSR1, see
+ * wake_watch.c); or when idle_ms has passed and the watcher has not read
+ * the queue lately (it is dead, stuck, or cannot read it: the worker
+ * polls as it would without it); or after WAKE_FLOOR_FACTOR × idle_ms
+ * all the same, so that no worker waits for ever.
+ */
+static void
+worker_idle(struct worker *w, int64_t idle_ms)
+{
+	int64_t start = now_ms(), look = start + idle_ms;
+	int64_t floor = start + WAKE_FLOOR_FACTOR * w->q->idle_ms;
+
+	while (!w->stopper.stop && !w->stopper.wake) {
+		int64_t now = now_ms(), until = floor;
 		struct pollfd p[2] = {
 			{ .fd = w->stopper.fd, .events = POLLIN },
 			{ .fd = w->pipe.child.pid > 0 ? w->pipe.child.err : -1,
 			  .events = POLLIN },
 		};
-		if (left <= 0)
+		if (now >= floor)
 			break;
-		if (poll(p, 2, (int)(left > 1000 ? 1000 : left)) > 0) {
+		if (now >= look) {
+			if (!worker_watched(w, now))
+				break;
+			look = now + idle_ms;
+		}
+		if (look < until)
+			until = look;
+		if (poll(p, 2, (int)(until - now > 1000 ? 1000 :
+		    until - now)) > 0) {
 			stopper_read(&w->stopper);
 			pipe_drain(&w->pipe);
 		}
 	}
+	w->stopper.wake = false;
 }
 
 static void

@@ -319,11 +319,13 @@ db_create()
 	export ROWQ_TEST_DB
 }
 
-# not_pause_watch PID: PID is not a supervisor's pause watcher, the one
-# child of `rowq run` that is neither a worker nor a probe.
+# not_pause_watch PID: PID is not one of a supervisor's watchers (pause
+# and wake), the children of `rowq run` that are neither workers nor probes.
 not_pause_watch()
 {
-	[ "$(cat "/proc/$1/comm" 2>/dev/null)" != "pause watch" ]
+	case "$(cat "/proc/$1/comm" 2>/dev/null)" in
+	"pause watch"|"wake watch") return 1 ;;
+	esac
 }
 
 # sql 'STATEMENTS': run them in $ROWQ_TEST_DB; rows come out tab-separated,

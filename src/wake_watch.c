@@ -1,0 +1,431 @@
+/*
+ * wake_watch.c: one watcher per daemon looks for work for every queue,
+ * so that idle workers need not each poll.
+ *
+ * A watcher child keeps one connection and runs, every `idle` of each
+ * queue, the queue's select with a LIMIT as a plain read (autocommit, no
+ * FOR UPDATE: it locks nothing and takes no row from a claim).  Each
+ * reading, the number of rows it found, comes to the supervisor as one
+ * message on a pipe; the supervisor wakes (SIGUSR1, read by the worker's
+ * stopper) as many of the queue's idle workers as there are rows not
+ * already in a worker's hands.  A worker that found rows goes on
+ * claiming without sleeping, as before.
+ *
+ * Every reading also vouches for the queue in each worker's shared
+ * stats (watched_ms): an idle worker waits for a wake only while the
+ * watcher's last reading is recent; when the watcher is dead, hangs or
+ * cannot read the queue, the workers poll by claiming every `idle`, as
+ * they did without it.  And each still claims every WAKE_FLOOR_FACTOR
+ * times `idle` even when vouched for, so that no worker waits for ever.
+ *
+ * `rowq wake QUEUE` (status_socket.c) and POST /wake/QUEUE (metrics.c)
+ * ask the watcher to read the queue at once (wake_watch_queue).
+ */
+#include "rowq.h"
+#include "db.h"
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A watcher that died starts again this long after. */
+#define WAKE_RESTART_MS		1000
+/* After a failed connection or statement: wait this long, then again. */
+#define WAKE_RETRY_MS		1000
+/* A queue whose probe could not be prepared: try again this often. */
+#define WAKE_PREPARE_AGAIN_MS	30000
+
+/* One reading, written whole to the pipe (smaller than PIPE_BUF). */
+struct wake_reading {
+	int		 generation;
+	int		 queue;		/* index in the generation's config */
+	int		 rows;		/* found, up to the probe's LIMIT; -1: failed */
+};
+
+/* The watcher's view of one queue. */
+struct wake_probe {
+	struct db_stmt	*stmt;
+	int64_t		 due_ms;
+	bool		 failing;	/* said so in the log */
+};
+
+/*
+ * Rows read at most: enough to wake every worker of the queue and to
+ * see past the rows its busy workers hold.
+ */
+static int
+wake_probe_limit(const struct queue *q)
+{
+	int n = 2 * q->workers * (q->batch > 0 ? q->batch : 1);
+
+	return n < STATUS_CAP ? n : STATUS_CAP;
+}
+
+static void
+wake_disconnect(struct db *db, struct wake_probe *p, size_t nqueues)
+{
+	for (size_t i = 0; i < nqueues && i < QUEUES_MAX; i++) {
+		db_stmt_free(p[i].stmt);
+		p[i].stmt = NULL;
+	}
+	db_close(db);
+}
+
+/*
+ * The watcher's session: autocommit, so that a read leaves no transaction
+ * (and no metadata lock) open and costs one statement; each queue's probe
+ * is prepared in the configured database, and the session then moves to
+ * information_schema, so that the process list tells it apart from the
+ * workers' sessions (a prepared statement keeps the database it was
+ * prepared in).  NULL: the database failed, logged when it begins.
+ */
+static struct db *
+wake_connect(const struct config *cfg, struct wake_probe *p, bool *failing)
+{
+	enum db_status st;
+	struct db *db = db_open(&cfg->db, &st);
+	struct buf sql = { 0 };
+
+	if (st == DB_OK)
+		st = db_run(db, "SET autocommit = 1");
+	for (size_t i = 0; st == DB_OK && i < cfg->nqueues && i < QUEUES_MAX;
+	    i++) {
+		const struct queue *q = &cfg->queues[i];
+		enum db_status pst;
+		buf_reset(&sql);
+		buf_printf(&sql, "%s\nLIMIT %d", q->select.positional,
+		    wake_probe_limit(q));
+		/* A queue whose probe fails is polled by its workers. */
+		p[i].stmt = db_prepare(db, sql.data, &pst);
+		if (p[i].stmt == NULL && !p[i].failing)
+			log_warnx("%s: cannot watch the queue (its workers "
+			    "poll): %s", q->where, db_error(db));
+		p[i].failing = p[i].stmt == NULL;
+		if (pst == DB_RECONNECT)
+			st = pst;
+	}
+	if (st == DB_OK)
+		st = db_run(db, "USE information_schema");
+	buf_free(&sql);
+	if (st == DB_OK) {
+		if (*failing)
+			log_info("watching the queues again");
+		*failing = false;
+		return db;
+	}
+	if (!*failing)
+		log_warnx("cannot connect to watch the queues (the workers "
+		    "poll): %s", db_error(db));
+	*failing = true;
+	wake_disconnect(db, p, cfg->nqueues);
+	return NULL;
+}
+
+/* How many rows queue i's select finds now; -1: it failed. */
+static int
+wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p)
+{
+	struct rowset rs = { 0 };
+	size_t ncols = 0;
+	int rows = -1;
+
+	if (p->stmt == NULL)
+		return -1;
+	(void)db_stmt_columns(p->stmt, &ncols);
+	if (db_stmt_fetch_all(p->stmt, NULL, 0, &rs) == DB_OK)
+		rows = (int)rs.nrows;
+	else if (!p->failing)
+		log_warnx("%s: cannot watch the queue (its workers poll): %s",
+		    q->where, db_error(db));
+	p->failing = rows < 0;
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	return rows;
+}
+
+/*
+ * The commands from the supervisor: one byte per queue to read at once.
+ * Returns -1 when the supervisor is gone.
+ */
+static int
+wake_commands(int fd, const struct config *cfg, struct wake_probe *p,
+    int64_t now)
+{
+	unsigned char c[64];
+	ssize_t n;
+
+	while ((n = read(fd, c, sizeof(c))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			if (c[i] < cfg->nqueues)
+				p[c[i]].due_ms = now;
+	return n == 0 ? -1 : 0;
+}
+
+/*
+ * The watcher: read each queue when it is due, tell the supervisor,
+ * sleep until the next is due or a command comes.  It exits when the
+ * supervisor no longer reads or writes (a pipe is gone).
+ */
+static _Noreturn void
+wake_watch_child(const struct config *cfg, int generation, int out, int in)
+{
+	struct wake_probe p[QUEUES_MAX] = { 0 };
+	size_t nq = cfg->nqueues < QUEUES_MAX ? cfg->nqueues : QUEUES_MAX;
+	struct db *db = NULL;
+	bool failing = false;
+	int64_t prepare_again = now_ms() + WAKE_PREPARE_AGAIN_MS;
+
+	log_procinit("wake watch");
+	proc_title("rowq: wake watch");
+	for (;;) {
+		int64_t now = now_ms(), next = now + WAKE_RETRY_MS;
+
+		if (db == NULL)
+			db = wake_connect(cfg, p, &failing);
+		for (size_t i = 0; i < nq && db != NULL; i++) {
+			const struct queue *q = &cfg->queues[i];
+			if (p[i].due_ms > now)
+				continue;
+			struct wake_reading r = { generation, (int)i,
+			    wake_probe_run(db, q, &p[i]) };
+			p[i].due_ms = now + (r.rows < 0 ? WAKE_RETRY_MS :
+			    q->idle_ms);
+			if (write(out, &r, sizeof(r)) != (ssize_t)sizeof(r))
+				_exit(0);
+			/*
+			 * A lost link, or a queue that could not be prepared
+			 * (its table may come): connect again, that one at
+			 * most every WAKE_PREPARE_AGAIN_MS.
+			 */
+			if ((r.rows < 0 && db_link_closed(db)) ||
+			    (p[i].stmt == NULL && now >= prepare_again)) {
+				wake_disconnect(db, p, nq);
+				db = NULL;
+				prepare_again = now + WAKE_PREPARE_AGAIN_MS;
+			}
+		}
+		for (size_t i = 0; i < nq && db != NULL; i++)
+			if (p[i].due_ms < next)
+				next = p[i].due_ms;
+		struct pollfd pfd = { .fd = in, .events = POLLIN };
+		int64_t wait = next - now_ms();
+		if (poll(&pfd, 1, (int)(wait < 0 ? 0 : wait)) > 0 &&
+		    wake_commands(in, cfg, p, now_ms()) == -1)
+			_exit(0);
+	}
+}
+
+static void
+wake_watch_fork(struct supervisor *s)
+{
+	struct wake_state *w = &s->wake;
+	pid_t pid, parent = getpid();
+	int up[2], down[2];
+
+	if (pipe2(up, O_CLOEXEC) == -1) {
+		log_warn("pipe for the wake watcher");
+		w->next_start_ms = now_ms() + WAKE_RESTART_MS;
+		return;
+	}
+	if (pipe2(down, O_CLOEXEC) == -1) {
+		log_warn("pipe for the wake watcher");
+		close(up[0]);
+		close(up[1]);
+		w->next_start_ms = now_ms() + WAKE_RESTART_MS;
+		return;
+	}
+	pid = fork();
+	if (pid == -1) {
+		log_warn("fork for the wake watcher");
+		close(up[0]);
+		close(up[1]);
+		close(down[0]);
+		close(down[1]);
+		w->next_start_ms = now_ms() + WAKE_RESTART_MS;
+		return;
+	}
+	if (pid == 0) {
+		/*
+		 * Its ends go to descriptors 0 and 1, below those
+		 * proc_close_inherited closes: 0 the commands it reads,
+		 * 1 the readings it writes.
+		 */
+		if (dup2(down[0], 0) == -1 || dup2(up[1], 1) == -1 ||
+		    fcntl(0, F_SETFL, O_NONBLOCK) == -1)
+			_exit(1);
+		proc_close_inherited();
+		proc_child_signals();
+		signal(SIGPIPE, SIG_IGN);
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		wake_watch_child(s->current->cfg, s->current->number, 1, 0);
+	}
+	close(up[1]);
+	close(down[0]);
+	(void)fcntl(up[0], F_SETFL, O_NONBLOCK);
+	(void)fcntl(down[1], F_SETFL, O_NONBLOCK);
+	w->pid = pid;
+	w->fd = up[0];
+	w->cmd_fd = down[1];
+	w->generation = s->current->number;
+}
+
+void
+wake_watch_start(struct supervisor *s)
+{
+	s->wake.fd = s->wake.cmd_fd = -1;
+	if (!s->opts->drain)
+		wake_watch_fork(s);
+}
+
+/*
+ * A reading: vouch for the queue to its workers, and wake as many idle
+ * ones as there are rows that no worker of ours holds (in transaction
+ * mode a claimed row matches the select until it commits).  Rows another
+ * daemon holds wake a worker for one claim that finds nothing: bounded
+ * by the idle workers, once a reading.
+ */
+static void
+wake_apply(struct supervisor *s, size_t index, int rows, bool vouch)
+{
+	const struct queue *q = &s->current->cfg->queues[index];
+	int64_t now = now_ms();
+	int busy = 0, wake;
+
+	if (rows < 0)
+		return;
+	for (int i = 0; i < s->nslots; i++) {
+		struct slot *sl = &s->slots[i];
+		if (sl->state != SLOT_RUNNING || sl->gen != s->current ||
+		    sl->queue != q)
+			continue;
+		if (vouch)
+			sl->stats->watched_ms = now;
+		busy += sl->stats->state == WORKER_BUSY;
+	}
+	wake = q->lease.enabled || !vouch ? rows : rows - busy;
+	for (int i = 0; i < s->nslots && wake > 0; i++) {
+		struct slot *sl = &s->slots[i];
+		/* Only an idle worker: its stopper reads SIGUSR1. */
+		if (sl->state != SLOT_RUNNING || sl->gen != s->current ||
+		    sl->queue != q || sl->stats->state != WORKER_IDLE ||
+		    sl->pid <= 0)
+			continue;
+		if (kill(sl->pid, SIGUSR1) == 0)
+			wake--;
+	}
+}
+
+void
+wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
+{
+	struct wake_reading r;
+	ssize_t n;
+
+	if (np == 0 || s->wake.fd == -1 || p[0].revents == 0)
+		return;
+	while ((n = read(s->wake.fd, &r, sizeof(r))) == (ssize_t)sizeof(r))
+		if (r.generation == s->current->number && !s->stopping &&
+		    r.queue >= 0 && (size_t)r.queue < s->current->cfg->nqueues)
+			wake_apply(s, (size_t)r.queue, r.rows, true);
+	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
+		close(s->wake.fd);
+		s->wake.fd = -1;
+	}
+}
+
+void
+wake_watch_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
+{
+	if (s->wake.fd != -1)
+		p[(*np)++] = (struct pollfd){ .fd = s->wake.fd,
+		    .events = POLLIN };
+}
+
+bool
+wake_watch_reaped(struct supervisor *s, pid_t pid, int status)
+{
+	(void)status;
+	if (pid == 0 || pid != s->wake.pid)
+		return false;
+	s->wake.pid = 0;
+	s->wake.next_start_ms = now_ms() + WAKE_RESTART_MS;
+	return true;
+}
+
+static void
+wake_watch_close(struct wake_state *w)
+{
+	if (w->fd != -1)
+		close(w->fd);
+	if (w->cmd_fd != -1)
+		close(w->cmd_fd);
+	w->fd = w->cmd_fd = -1;
+}
+
+/*
+ * Start the watcher when it is due; after a reload, replace the one that
+ * reads the old generation's queues.
+ */
+void
+wake_watch_tick(struct supervisor *s, int64_t now, int64_t *next)
+{
+	struct wake_state *w = &s->wake;
+
+	if (s->opts->drain || s->stopping)
+		return;
+	if (w->pid != 0 && w->generation != s->current->number) {
+		(void)kill(w->pid, SIGKILL);
+		w->generation = s->current->number;
+	}
+	if (w->pid == 0 && (w->fd != -1 || w->cmd_fd != -1))
+		wake_watch_close(w);
+	if (w->pid == 0 && now >= w->next_start_ms)
+		wake_watch_fork(s);
+	else if (w->pid == 0 && w->next_start_ms < *next)
+		*next = w->next_start_ms;
+}
+
+void
+wake_watch_stop(struct supervisor *s)
+{
+	struct wake_state *w = &s->wake;
+
+	if (w->pid > 0) {
+		(void)kill(w->pid, SIGKILL);
+		(void)waitpid(w->pid, NULL, 0);
+		w->pid = 0;
+	}
+	wake_watch_close(w);
+}
+
+/*
+ * A wake from outside (`rowq wake`, POST /wake/QUEUE): the watcher reads
+ * the queue at once and wakes as many workers as it finds rows; with no
+ * watcher, one idle worker is woken to claim.  Returns -1 for a queue
+ * the daemon does not run.
+ */
+int
+wake_watch_queue(struct supervisor *s, const char *name)
+{
+	const struct config *cfg = s->current->cfg;
+
+	for (size_t i = 0; i < cfg->nqueues && i < QUEUES_MAX; i++) {
+		if (strcmp(cfg->queues[i].name, name) != 0)
+			continue;
+		unsigned char c = (unsigned char)i;
+		if (s->wake.pid > 0 && s->wake.cmd_fd != -1 &&
+		    write(s->wake.cmd_fd, &c, 1) == 1)
+			return 0;
+		wake_apply(s, i, 1, false);
+		return 0;
+	}
+	return -1;
+}
