@@ -37,6 +37,7 @@ OBJS =	build/backoff.o \
 	build/config_yaml.o \
 	build/cursor.o \
 	build/db.o \
+	build/db_bulk.o \
 	build/db_limits.o \
 	build/duration.o \
 	build/failed.o \

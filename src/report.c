@@ -1,6 +1,7 @@
 /*
- * report.c: what the running supervisor tells others: the status socket
- * (status_socket.c), and the metrics, served over HTTP or written to a
+ * report.c: what the running supervisor tells others: systemd's STATUS=,
+ * a drain's progress and summary, the status socket (status_socket.c),
+ * and the metrics, served over HTTP or written to a
  * textfile.  Numbers only the database knows (ready rows, the oldest age)
  * come from a short-lived probe process, so that a slow database never
  * stalls the supervisor's loop.
@@ -10,11 +11,13 @@
 #include "supervisor.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How often the probe asks the database, and how long it may take. */
@@ -223,4 +226,114 @@ report_tick(struct supervisor *s, int64_t now, int64_t *next)
 		*next = s->next_probe_ms;
 	if (cfg->metrics_textfile != NULL && s->next_textfile_ms < *next)
 		*next = s->next_textfile_ms;
+}
+
+/*
+ * One line for systemd's STATUS=: per queue the workers up, retiring and
+ * waiting to restart (with why the last one died), rows done and failed
+ * since the start; then the last reload's outcome.
+ */
+void
+report_status(struct supervisor *s)
+{
+	struct config *cfg = s->current->cfg;
+	struct buf b = { 0 };
+	bool pending;
+
+	if (s->stopping)
+		buf_printf(&b, "stopping: %d worker(s) finishing; ",
+		    supervisor_running(s, &pending));
+	else if (s->check_pid != 0)
+		buf_puts(&b, "reloading; ");
+	for (size_t i = 0; i < cfg->nqueues; i++) {
+		const char *name = cfg->queues[i].name;
+		struct totals t = supervisor_count(s, name);
+		int up = 0, retiring = 0, waiting = 0;
+		const char *death = NULL;
+		for (int k = 0; k < s->nslots; k++) {
+			struct slot *sl = &s->slots[k];
+			if (sl->state == SLOT_FREE ||
+			    strcmp(sl->queue->name, name) != 0)
+				continue;
+			if (sl->state == SLOT_RETIRING)
+				retiring++;
+			else if (sl->state == SLOT_RUNNING)
+				up++;
+			else {
+				waiting++;
+				death = sl->last_death;
+			}
+		}
+		buf_printf(&b, "%s%s: %s%d/%d up", i ? "; " : "", name,
+		    pause_watch_paused(s, name) ? "PAUSED, " : "", up,
+		    cfg->queues[i].workers);
+		if (retiring > 0)
+			buf_printf(&b, ", %d retiring", retiring);
+		if (waiting > 0)
+			buf_printf(&b, ", %d restarting (%s)", waiting,
+			    death && death[0] ? death : "exited");
+		buf_printf(&b, ", %llu done, %llu failed",
+		    (unsigned long long)t.done, (unsigned long long)t.failed);
+	}
+	if (s->last_reload.wall_ms != 0) {
+		char when[16];
+		time_t secs = (time_t)(s->last_reload.wall_ms / 1000);
+		struct tm tm;
+		localtime_r(&secs, &tm);
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+		if (s->last_reload.ok)
+			buf_printf(&b, "; last reload %s ok (generation %d)",
+			    when, s->last_reload.generation);
+		else
+			buf_printf(&b, "; last reload %s FAILED, old workers "
+			    "kept: %s", when, s->last_reload.message);
+	}
+	notify_status("%s", b.data ? b.data : "");
+	buf_free(&b);
+	s->status_dirty = false;
+}
+
+void
+report_progress(struct supervisor *s, bool final)
+{
+	struct config *cfg = s->current->cfg;
+	struct buf b = { 0 };
+
+	for (size_t i = 0; i < cfg->nqueues; i++) {
+		if (!supervisor_wants(s, &cfg->queues[i]))
+			continue;
+		struct totals t = supervisor_count(s, cfg->queues[i].name);
+		buf_printf(&b, "%s%s: %llu done, %llu retried, %llu failed",
+		    b.len ? "  " : "", cfg->queues[i].name,
+		    (unsigned long long)t.done, (unsigned long long)t.retried,
+		    (unsigned long long)t.failed);
+	}
+	printf("\r%s\033[K%s", b.data ? b.data : "", final ? "\n" : "");
+	fflush(stdout);
+	buf_free(&b);
+}
+
+/* The summary `rowq drain` prints: one line per queue. */
+void
+report_summary(struct supervisor *s)
+{
+	struct config *cfg = s->current->cfg;
+	double secs = (double)(now_ms() - s->started_ms) / 1000.0;
+
+	for (size_t i = 0; i < cfg->nqueues; i++) {
+		if (!supervisor_wants(s, &cfg->queues[i]))
+			continue;
+		struct totals t = supervisor_count(s, cfg->queues[i].name);
+		uint64_t rows = t.done + t.retried + t.failed;
+		printf("%s: %llu done, %llu retried, %llu failed, %llu errors, "
+		    "%llu restarts in %.2fs (%.0f rows/s)\n",
+		    cfg->queues[i].name, (unsigned long long)t.done,
+		    (unsigned long long)t.retried, (unsigned long long)t.failed,
+		    (unsigned long long)t.errors,
+		    (unsigned long long)t.restarts, secs,
+		    secs > 0 ? (double)rows / secs : 0.0);
+		if (t.errors > 0 && s->exit_code == ROWQ_EXIT_OK)
+			s->exit_code = ROWQ_EXIT_FAILURE;
+	}
+	fflush(stdout);
 }

@@ -1,7 +1,7 @@
 /*
  * rowq.h: shared types and prototypes, grouped by the file that owns them.
  *
- * Only config_yaml.c includes <yaml.h>, only db.c includes <mysql.h>, only
+ * Only config_yaml.c includes <yaml.h>, only db.c and db_bulk.c include <mysql.h>, only
  * notify.c includes <systemd/sd-daemon.h>, only metrics.c includes
  * <microhttpd.h>: everything they expose to the rest of the program is
  * declared in plain C types, here or, for the database, in db.h.

@@ -141,7 +141,7 @@ supervisor_busy(const struct supervisor *s, const char *queue)
 	return busy;
 }
 
-static bool
+bool
 supervisor_wants(const struct supervisor *s, const struct queue *q)
 {
 	if (!s->opts->drain || s->opts->nqueues == 0)
@@ -549,7 +549,7 @@ supervisor_escalate(struct supervisor *s, int64_t now, int64_t *next)
 	}
 }
 
-static int
+int
 supervisor_running(const struct supervisor *s, bool *pending)
 {
 	int n = 0;
@@ -665,116 +665,6 @@ supervisor_healthy(const struct supervisor *s, int64_t now, int64_t period)
 }
 
 /*
- * One line for systemd's STATUS=: per queue the workers up, retiring and
- * waiting to restart (with why the last one died), rows done and failed
- * since the start; then the last reload's outcome.
- */
-static void
-supervisor_status(struct supervisor *s)
-{
-	struct config *cfg = s->current->cfg;
-	struct buf b = { 0 };
-	bool pending;
-
-	if (s->stopping)
-		buf_printf(&b, "stopping: %d worker(s) finishing; ",
-		    supervisor_running(s, &pending));
-	else if (s->check_pid != 0)
-		buf_puts(&b, "reloading; ");
-	for (size_t i = 0; i < cfg->nqueues; i++) {
-		const char *name = cfg->queues[i].name;
-		struct totals t = supervisor_count(s, name);
-		int up = 0, retiring = 0, waiting = 0;
-		const char *death = NULL;
-		for (int k = 0; k < s->nslots; k++) {
-			struct slot *sl = &s->slots[k];
-			if (sl->state == SLOT_FREE ||
-			    strcmp(sl->queue->name, name) != 0)
-				continue;
-			if (sl->state == SLOT_RETIRING)
-				retiring++;
-			else if (sl->state == SLOT_RUNNING)
-				up++;
-			else {
-				waiting++;
-				death = sl->last_death;
-			}
-		}
-		buf_printf(&b, "%s%s: %s%d/%d up", i ? "; " : "", name,
-		    pause_watch_paused(s, name) ? "PAUSED, " : "", up,
-		    cfg->queues[i].workers);
-		if (retiring > 0)
-			buf_printf(&b, ", %d retiring", retiring);
-		if (waiting > 0)
-			buf_printf(&b, ", %d restarting (%s)", waiting,
-			    death && death[0] ? death : "exited");
-		buf_printf(&b, ", %llu done, %llu failed",
-		    (unsigned long long)t.done, (unsigned long long)t.failed);
-	}
-	if (s->last_reload.wall_ms != 0) {
-		char when[16];
-		time_t secs = (time_t)(s->last_reload.wall_ms / 1000);
-		struct tm tm;
-		localtime_r(&secs, &tm);
-		strftime(when, sizeof(when), "%H:%M:%S", &tm);
-		if (s->last_reload.ok)
-			buf_printf(&b, "; last reload %s ok (generation %d)",
-			    when, s->last_reload.generation);
-		else
-			buf_printf(&b, "; last reload %s FAILED, old workers "
-			    "kept: %s", when, s->last_reload.message);
-	}
-	notify_status("%s", b.data ? b.data : "");
-	buf_free(&b);
-	s->status_dirty = false;
-}
-
-static void
-supervisor_progress(struct supervisor *s, bool final)
-{
-	struct config *cfg = s->current->cfg;
-	struct buf b = { 0 };
-
-	for (size_t i = 0; i < cfg->nqueues; i++) {
-		if (!supervisor_wants(s, &cfg->queues[i]))
-			continue;
-		struct totals t = supervisor_count(s, cfg->queues[i].name);
-		buf_printf(&b, "%s%s: %llu done, %llu retried, %llu failed",
-		    b.len ? "  " : "", cfg->queues[i].name,
-		    (unsigned long long)t.done, (unsigned long long)t.retried,
-		    (unsigned long long)t.failed);
-	}
-	printf("\r%s\033[K%s", b.data ? b.data : "", final ? "\n" : "");
-	fflush(stdout);
-	buf_free(&b);
-}
-
-/* The summary `rowq drain` prints: one line per queue. */
-static void
-supervisor_summary(struct supervisor *s)
-{
-	struct config *cfg = s->current->cfg;
-	double secs = (double)(now_ms() - s->started_ms) / 1000.0;
-
-	for (size_t i = 0; i < cfg->nqueues; i++) {
-		if (!supervisor_wants(s, &cfg->queues[i]))
-			continue;
-		struct totals t = supervisor_count(s, cfg->queues[i].name);
-		uint64_t rows = t.done + t.retried + t.failed;
-		printf("%s: %llu done, %llu retried, %llu failed, %llu errors, "
-		    "%llu restarts in %.2fs (%.0f rows/s)\n",
-		    cfg->queues[i].name, (unsigned long long)t.done,
-		    (unsigned long long)t.retried, (unsigned long long)t.failed,
-		    (unsigned long long)t.errors,
-		    (unsigned long long)t.restarts, secs,
-		    secs > 0 ? (double)rows / secs : 0.0);
-		if (t.errors > 0 && s->exit_code == ROWQ_EXIT_OK)
-			s->exit_code = ROWQ_EXIT_FAILURE;
-	}
-	fflush(stdout);
-}
-
-/*
  * Each turn of the loop: start a reload if one is wanted and none is being
  * checked; start workers whose restart delay is over; move finishing
  * workers past their deadline to the next step; fail a reload check that
@@ -816,11 +706,11 @@ supervisor_loop(struct supervisor *s)
 			next_extend = now + EXTEND_EVERY_MS;
 		}
 		if (now >= next_status || s->status_dirty) {
-			supervisor_status(s);
+			report_status(s);
 			next_status = now + STATUS_EVERY_MS;
 		}
 		if (tty && now >= next_progress) {
-			supervisor_progress(s, false);
+			report_progress(s, false);
 			next_progress = now + 1000;
 		}
 		report_tick(s, now, &next);
@@ -852,7 +742,7 @@ supervisor_loop(struct supervisor *s)
 		wake_socket_handle(s, p + nwatch, np - nwatch);
 	}
 	if (tty)
-		supervisor_progress(s, true);
+		report_progress(s, true);
 }
 
 /* Runs until stopped (or drained); takes ownership of cfg. */
@@ -898,11 +788,11 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	    supervisor_running(&s, &pending), cfg->nqueues,
 	    pause_watch_known(&s) ? "" :
 	    "; the rest once the pause table is read");
-	supervisor_status(&s);
+	report_status(&s);
 	notify_ready();
 	supervisor_loop(&s);
 	if (opts->drain)
-		supervisor_summary(&s);
+		report_summary(&s);
 	else
 		log_info("stopped");
 	report_stop(&s);

@@ -235,6 +235,15 @@ bool	 prune_daemon_reaped(struct supervisor *, pid_t, int status);
 uint64_t prune_daemon_total(struct supervisor *, const char *queue);
 void	 prune_daemon_status(struct supervisor *, const char *queue,
 	    struct buf *);
+/* supervisor.c, for report.c */
+bool	 supervisor_wants(const struct supervisor *, const struct queue *);
+int	 supervisor_running(const struct supervisor *, bool *pending);
+
+/* report.c: systemd's STATUS=, a drain's progress line and summary */
+void	 report_status(struct supervisor *);
+void	 report_progress(struct supervisor *, bool final);
+void	 report_summary(struct supervisor *);
+
 /* pause_watch.c */
 void	 pause_watch_start(struct supervisor *);
 void	 pause_watch_stop(struct supervisor *);

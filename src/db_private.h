@@ -1,0 +1,36 @@
+/*
+ * db_private.h: the connection and statement as libmariadb sees them,
+ * for db.c and db_bulk.c only, the files that include <mysql.h>.
+ */
+#ifndef ROWQ_DB_PRIVATE_H
+#define ROWQ_DB_PRIVATE_H
+
+#include <mysql.h>
+
+struct db {
+	MYSQL		*mysql;
+	char		 error[512];
+	unsigned	 errnum;
+	bool		 bulk;		/* the server takes array binding */
+	bool		 status_known;	/* see db_refresh_status */
+};
+
+struct db_stmt {
+	struct db	*db;
+	MYSQL_STMT	*stmt;
+	size_t		 nparams;
+	MYSQL_BIND	*params;
+	size_t		 ncols;
+	struct column	*cols;
+	MYSQL_BIND	*results;
+	char		*fetchbuf;	/* ncols * DB_FETCH_CHUNK */
+	unsigned long	*lengths;
+	my_bool		*nulls;
+	my_bool		*errors;
+	bool		*is_bit;
+	bool		 no_bulk;	/* the server refused it in bulk */
+};
+
+enum db_status	 db_fail_stmt(struct db_stmt *);
+
+#endif /* ROWQ_DB_PRIVATE_H */
