@@ -27,7 +27,9 @@
 # After every run it checks that every row was done exactly once.
 #
 # Prints a table and writes bench/README.md, bench/results.png and
-# bench/results.tsv.
+# bench/results.tsv.  BENCH_PRUNE=1 then runs bench/prune.sh (the residue
+# before and after `rowq prune`), which adds its section to
+# bench/README.md; without it, the section of an earlier run is kept.
 
 . "$(dirname "$0")/../tests/lib.sh"
 . "$TESTS_DIR/email.sh"
@@ -672,6 +674,9 @@ mariadb_version=$(sql_value "SELECT VERSION()")
 php_version=$(php -r 'echo PHP_VERSION;')
 spawn_rate=$(median rawx 1 6)
 
+# bench/prune.sh's section, kept from the README this one replaces.
+prune_section=$(sed -n '/^<!-- bench\/prune.sh: begin -->$/,/^<!-- bench\/prune.sh: end -->$/p' \
+    "$BENCH_DIR/README.md" 2>/dev/null || true)
 {
 	cat <<EOF
 # rowq benchmark
@@ -774,6 +779,7 @@ $spawn_rate rows/s here.
 
 EOF
 	cat "$BENCH_DIR/analysis.md"
+	[ -z "$prune_section" ] || printf '\n%s\n' "$prune_section"
 } >"$BENCH_DIR/README.md"
 cp results.tsv "$BENCH_DIR/results.tsv"
 
@@ -792,3 +798,10 @@ echo
 targets
 echo
 echo "bench: wrote bench/README.md, bench/results.png, bench/results.tsv in $TOTAL_S s"
+
+if [ "${BENCH_PRUNE:-0}" = 1 ]; then
+	# On a server of its own; this one is done.
+	db_stop
+	env -u ROWQ_TEST_SOCKET -u ROWQ_TEST_TMP -u ROWQ_TEST_DB ROWQ_TEST_NAME=prune \
+	    bash "$BENCH_DIR/prune.sh" || fail "bench/prune.sh failed"
+fi
