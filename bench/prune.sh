@@ -371,7 +371,9 @@ $HISTORY when it ended.
 
 $(report)
 
-Plan of the claim with the article's index (type, key, rows, Extra): before
+The select's claim with the article's index, as \`rowq check\` EXPLAINs it
+(type, key, rows, Extra; rowq's workers claim from a cursor on the primary
+key, src/cursor.c, and use the index for the cursor's first key): before
 the prune \`${PLAN[before]}\`; after \`${PLAN[after]}\`.
 $MARK_END
 EOF
