@@ -33,6 +33,7 @@
 
 . "$(dirname "$0")/../tests/lib.sh"
 . "$TESTS_DIR/email.sh"
+. "$(dirname "$0")/lib.sh"
 
 BENCH_DIR=$REPO_ROOT/bench
 BIN=$REPO_ROOT/build/bench
@@ -388,22 +389,6 @@ residue_drain()
 	fi
 	awk -v d="$done_rows" -v a="$t0" -v b="$t1" \
 	    'BEGIN { printf "%.1f %d\n", d / ((b - a) / 1e6), d }'
-}
-
-# settle: have the server write out what a bulk load left dirty (at most
-# 20 s), so that background flushing does not compete with the drains
-# that follow.
-settle()
-{
-	local i pct
-	pct=$(sql_value "SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
-	sql "SET GLOBAL innodb_max_dirty_pages_pct = 0"
-	for ((i = 0; i < 20; i++)); do
-		[ "$(counter Innodb_buffer_pool_pages_dirty)" -gt 1000 ] || break
-		sleep 1
-	done
-	sql "SET GLOBAL innodb_max_dirty_pages_pct = $pct"
-	SETTLE_S=$((${SETTLE_S:-0} + i))
 }
 
 db_create rowq_bench_big

@@ -27,6 +27,7 @@
 
 . "$(dirname "$0")/../tests/lib.sh"
 . "$TESTS_DIR/email.sh"
+. "$(dirname "$0")/lib.sh"
 
 BENCH_DIR=$REPO_ROOT/bench
 BIN=$REPO_ROOT/build/bench
@@ -81,26 +82,6 @@ db_start
 db_create rowq_bench_prune
 W=$ROWQ_TEST_TMP
 cd "$W" || exit
-
-counter()
-{
-	mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot -N -B -e \
-	    "SHOW GLOBAL STATUS LIKE '$1'" | awk '{ print $2 }'
-}
-
-# settle: let the server write out what a bulk change left dirty (at most
-# 30 s), so that background flushing does not compete with what follows.
-settle()
-{
-	local i pct
-	pct=$(sql_value "SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
-	sql "SET GLOBAL innodb_max_dirty_pages_pct = 0"
-	for ((i = 0; i < 30; i++)); do
-		[ "$(counter Innodb_buffer_pool_pages_dirty)" -gt 1000 ] || break
-		sleep 1
-	done
-	sql "SET GLOBAL innodb_max_dirty_pages_pct = $pct"
-}
 
 # The claim's index, named status as email_table names it: "status, id"
 # or the article's "status, retry_at".
@@ -298,7 +279,8 @@ read -r PRUNED CHUNKS PRUNE_S < <(sed -n 's/^email: pruned \([0-9]*\) rows in \(
 [ "$PRUNED" = "$RESIDUE" ] || fail "rowq prune removed $PRUNED rows, not the $RESIDUE of the residue"
 [ "$(sql_value "SELECT COUNT(*) FROM email WHERE subject = 'old'")" = 0 ] || fail "residue left"
 PRUNE_RATE=$(rate "$PRUNED" "$PRUNE_S")
-HISTORY=$(counter Innodb_history_list_length)
+HISTORY=$(sql_value "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
+    WHERE VARIABLE_NAME = 'INNODB_HISTORY_LIST_LENGTH'")
 say "  pruned $PRUNED rows in $CHUNKS chunks, $PRUNE_S s ($PRUNE_RATE rows/s); history list $HISTORY"
 SIZE_AFTER=$(table_size)
 
