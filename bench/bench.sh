@@ -27,10 +27,13 @@
 # After every run it checks that every row was done exactly once.
 #
 # Prints a table and writes bench/README.md, bench/results.png and
-# bench/results.tsv.
+# bench/results.tsv.  BENCH_PRUNE=1 then runs bench/prune.sh (the residue
+# before and after `rowq prune`), which adds its section to
+# bench/README.md; without it, the section of an earlier run is kept.
 
 . "$(dirname "$0")/../tests/lib.sh"
 . "$TESTS_DIR/email.sh"
+. "$(dirname "$0")/lib.sh"
 
 BENCH_DIR=$REPO_ROOT/bench
 BIN=$REPO_ROOT/build/bench
@@ -388,22 +391,6 @@ residue_drain()
 	    'BEGIN { printf "%.1f %d\n", d / ((b - a) / 1e6), d }'
 }
 
-# settle: have the server write out what a bulk load left dirty (at most
-# 20 s), so that background flushing does not compete with the drains
-# that follow.
-settle()
-{
-	local i pct
-	pct=$(sql_value "SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
-	sql "SET GLOBAL innodb_max_dirty_pages_pct = 0"
-	for ((i = 0; i < 20; i++)); do
-		[ "$(counter Innodb_buffer_pool_pages_dirty)" -gt 1000 ] || break
-		sleep 1
-	done
-	sql "SET GLOBAL innodb_max_dirty_pages_pct = $pct"
-	SETTLE_S=$((${SETTLE_S:-0} + i))
-}
-
 db_create rowq_bench_big
 BIG_DB=$ROWQ_TEST_DB
 email_table 0
@@ -672,6 +659,9 @@ mariadb_version=$(sql_value "SELECT VERSION()")
 php_version=$(php -r 'echo PHP_VERSION;')
 spawn_rate=$(median rawx 1 6)
 
+# bench/prune.sh's section, kept from the README this one replaces.
+prune_section=$(sed -n '/^<!-- bench\/prune.sh: begin -->$/,/^<!-- bench\/prune.sh: end -->$/p' \
+    "$BENCH_DIR/README.md" 2>/dev/null || true)
 {
 	cat <<EOF
 # rowq benchmark
@@ -774,6 +764,7 @@ $spawn_rate rows/s here.
 
 EOF
 	cat "$BENCH_DIR/analysis.md"
+	[ -z "$prune_section" ] || printf '\n%s\n' "$prune_section"
 } >"$BENCH_DIR/README.md"
 cp results.tsv "$BENCH_DIR/results.tsv"
 
@@ -792,3 +783,10 @@ echo
 targets
 echo
 echo "bench: wrote bench/README.md, bench/results.png, bench/results.tsv in $TOTAL_S s"
+
+if [ "${BENCH_PRUNE:-0}" = 1 ]; then
+	# On a server of its own; this one is done.
+	db_stop
+	env -u ROWQ_TEST_SOCKET -u ROWQ_TEST_TMP -u ROWQ_TEST_DB ROWQ_TEST_NAME=prune \
+	    bash "$BENCH_DIR/prune.sh" || fail "bench/prune.sh failed"
+fi
