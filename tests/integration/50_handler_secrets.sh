@@ -53,6 +53,13 @@ for d in "$(dirname "$ROWQ_TEST_SOCKET")" "$T"; do
 	done
 done
 for r in "${restore[@]}"; do on_exit "$r"; done
+# The programs the other users run, where they can reach them: the
+# checkout may lie under a directory only root can enter (mktemp -d).
+mkdir bin
+cp "$ROWQ" "$HANDLERS/hunt" "$HANDLERS/fake" bin/
+chmod 755 bin bin/*
+ROWQ=$T/bin/rowq
+HANDLERS=$T/bin
 
 secret="Hunt-$RANDOM$RANDOM-pw"
 sql "CREATE OR REPLACE USER rowqsec@localhost IDENTIFIED BY '$secret';
