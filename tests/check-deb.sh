@@ -126,8 +126,10 @@ done
 db_start
 db_create shop
 sql <"$REPO_ROOT/config/schema.sql"
+# The grants config/schema.sql gives (DELETE on email for its prune:).
 sql "CREATE USER 'rowq'@'localhost' IDENTIFIED BY 'deb-test';
-    GRANT SELECT, UPDATE ON shop.* TO 'rowq'@'localhost'"
+    GRANT SELECT, UPDATE ON shop.* TO 'rowq'@'localhost';
+    GRANT DELETE ON shop.email TO 'rowq'@'localhost'"
 (umask 077; echo deb-test >db.password)
 mkdir -p etc/queues.d
 sed -e "s|^  socket: /run/mysqld/mysqld.sock|  socket: $ROWQ_TEST_SOCKET|" \
@@ -142,7 +144,8 @@ status=0
 out=$(/usr/bin/rowq -c etc/rowq.yaml check 2>&1) || status=$?
 echo "$out"
 assert_eq 78 "$status" "rowq check without the example's handler"
-assert_eq "etc/rowq.yaml:65: queues.email.exec: cannot run /usr/local/bin/send-email: No such file or directory" \
+exec_line=$(grep -n '^    exec: \[/usr/local/bin/send-email' etc/rowq.yaml | cut -d: -f1)
+assert_eq "etc/rowq.yaml:$exec_line: queues.email.exec: cannot run /usr/local/bin/send-email: No such file or directory" \
     "$(grep -v ': claim plan: ' <<<"$out" | sed 's/^rowq: //')" "rowq check's only complaint"
 
 # With the handlers where the examples say (here: the repository's), and
