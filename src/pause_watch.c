@@ -150,12 +150,7 @@ pause_watch_fork(struct supervisor *s)
 		 */
 		if (dup2(fds[1], 0) == -1)
 			_exit(1);
-		proc_close_inherited();
-		proc_child_signals();
-		signal(SIGPIPE, SIG_IGN);
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
+		proc_helper_child(parent);
 		pause_watch_child(s->current->cfg, s->current->number, 0);
 	}
 	close(fds[1]);
@@ -199,13 +194,8 @@ pause_retire(struct supervisor *s, const struct queue *q)
 		if (sl->state == SLOT_FREE ||
 		    strcmp(sl->queue->name, q->name) != 0)
 			continue;
-		if (sl->state == SLOT_RESTARTING)
-			slot_set_state(s, sl, SLOT_FREE);
-		else if (sl->state == SLOT_RUNNING) {
-			slot_set_state(s, sl, SLOT_RETIRING);
-			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
+		if (supervisor_retire_slot(s, sl))
 			n++;
-		}
 	}
 	log_info("%s: paused in %s: %d worker(s) finish their rows and stop",
 	    q->name, pause_table(s->current->cfg), n);

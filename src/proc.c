@@ -90,6 +90,24 @@ proc_close_inherited(void)
 }
 
 /*
+ * The start of a helper child of the supervisor that runs rowq's own code
+ * (the metrics probe, a prune run, the pause and wake watchers): none of
+ * the supervisor's descriptors or signal setup, SIGPIPE ignored (a
+ * database that hangs up is a failed read, not a death), and it dies with
+ * the supervisor, even one that died before PR_SET_PDEATHSIG was set.
+ */
+void
+proc_helper_child(pid_t parent)
+{
+	proc_close_inherited();
+	proc_child_signals();
+	signal(SIGPIPE, SIG_IGN);
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+}
+
+/*
  * Standard input, output and error open, on /dev/null where they were
  * closed: else the next descriptor opened (a signalfd, a socket) would
  * take their number, and a stray write to stdout or stderr would land in

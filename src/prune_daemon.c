@@ -126,13 +126,7 @@ prune_fork(struct supervisor *s, const struct queue *q, size_t i,
 		return;
 	}
 	if (pid == 0) {
-		proc_close_inherited();
-		proc_child_signals();
-		/* A database that hangs up is a failed run, not a death. */
-		signal(SIGPIPE, SIG_IGN);
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
+		proc_helper_child(parent);
 		proc_title("rowq: prune %s", q->name);
 		prune_child(s->current->cfg, q, rec);
 	}

@@ -114,12 +114,7 @@ reload_apply(struct supervisor *s, struct config *cfg)
 		struct slot *sl = &s->slots[i];
 		if (sl->state == SLOT_FREE || sl->gen == s->current)
 			continue;
-		if (sl->state == SLOT_RESTARTING)
-			slot_set_state(s, sl, SLOT_FREE);
-		else if (sl->state == SLOT_RUNNING) {
-			slot_set_state(s, sl, SLOT_RETIRING);
-			supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
-		}
+		(void)supervisor_retire_slot(s, sl);
 	}
 	supervisor_fill(s);
 }

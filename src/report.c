@@ -107,13 +107,7 @@ report_probe(struct supervisor *s)
 		return;
 	}
 	if (pid == 0) {
-		proc_close_inherited();
-		proc_child_signals();
-		/* A database that hangs up is a failed probe, not a death. */
-		signal(SIGPIPE, SIG_IGN);
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
+		proc_helper_child(parent);
 		report_probe_child(s);
 	}
 	s->probe_pid = pid;

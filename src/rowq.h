@@ -365,6 +365,7 @@ int64_t	 wall_ms(void);			/* CLOCK_REALTIME */
 int	 proc_signalfd(const int *signals, size_t n);
 void	 proc_child_signals(void);	/* undo the parent's signal setup */
 void	 proc_close_inherited(void);	/* a forked child: fds 3 and up */
+void	 proc_helper_child(pid_t parent); /* see proc.c */
 void	 proc_std_fds(void);		/* /dev/null on a closed 0, 1 or 2 */
 void	 stopper_init(struct stopper *, int64_t stop_timeout_ms);
 void	 stopper_read(struct stopper *);

@@ -505,6 +505,24 @@ supervisor_finish_slot(struct slot *sl, int64_t timeout_ms)
 }
 
 /*
+ * A slot that is to go (its generation replaced, its queue paused): a
+ * worker waiting to restart never starts again, a running one finishes
+ * its row within its own generation's stop_timeout.  Returns true for a
+ * running one.
+ */
+bool
+supervisor_retire_slot(struct supervisor *s, struct slot *sl)
+{
+	if (sl->state == SLOT_RESTARTING)
+		slot_set_state(s, sl, SLOT_FREE);
+	if (sl->state != SLOT_RUNNING)
+		return false;
+	slot_set_state(s, sl, SLOT_RETIRING);
+	supervisor_finish_slot(sl, sl->gen->cfg->stop_timeout_ms);
+	return true;
+}
+
+/*
  * Past its deadline a finishing worker is told to roll back (SIGQUIT: it
  * kills its handler's group and exits), and STOP_KILL_GRACE_MS later it
  * is killed, its handler's group first.

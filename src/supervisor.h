@@ -206,6 +206,7 @@ int		 supervisor_workers_up(const struct supervisor *,
 long		 supervisor_busy(const struct supervisor *, const char *queue);
 void		 supervisor_fill(struct supervisor *);
 void		 supervisor_finish_slot(struct slot *, int64_t timeout_ms);
+bool		 supervisor_retire_slot(struct supervisor *, struct slot *);
 bool		 supervisor_start(struct supervisor *, const struct queue *,
 		    int number);
 void		 supervisor_describe_death(int status, char *buf, size_t len);

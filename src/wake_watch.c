@@ -259,12 +259,7 @@ wake_watch_fork(struct supervisor *s)
 		if (dup2(down[0], 0) == -1 || dup2(up[1], 1) == -1 ||
 		    fcntl(0, F_SETFL, O_NONBLOCK) == -1)
 			_exit(1);
-		proc_close_inherited();
-		proc_child_signals();
-		signal(SIGPIPE, SIG_IGN);
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
+		proc_helper_child(parent);
 		wake_watch_child(s->current->cfg, s->current->number, 1, 0);
 	}
 	close(up[1]);
