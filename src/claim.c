@@ -187,44 +187,31 @@ claim_time(struct worker *w, int64_t us, enum claim_kind kind)
 }
 
 /*
- * Run a claim's text, behind the COMMIT of the last turn when it is still
- * to be sent (*commit_first, cleared once sent), and the savepoint a bulk
- * done may go back to.
+ * The cursor claim from key, after it or at it (cursor.c), written in
+ * place behind the COMMIT of the last turn when it is still to be sent
+ * (*commit_first, cleared once sent), and followed by the savepoint a
+ * bulk done may go back to.
  */
 static enum db_status
-claim_text(struct worker *w, const char *claim, bool *commit_first,
-    bool *committed)
+claim_from(struct worker *w, enum cursor_from from, const char *key,
+    int limit, bool *commit_first, bool *committed)
 {
 	struct buf *b = &w->cursor_sql;
+	bool first = *commit_first, sent = false;
 	enum db_status st;
-	bool first = *commit_first;
 
 	buf_reset(b);
-	buf_printf(b, "%s%s", first ? COMMIT_FIRST : "", claim);
+	if (first)
+		buf_puts(b, COMMIT_FIRST);
+	cursor_claim_sql(b, &w->cursor, from, key, limit);
 	if (w->bulk_done)
 		buf_printf(b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
-	bool sent = false;
-
 	st = db_select(w->db, b->data, first, w->cols, w->ncols,
 	    &w->turn.rows, &sent);
 	if (sent) {
 		*committed = true;
 		*commit_first = false;
 	}
-	return st;
-}
-
-/* The cursor claim from key, after it or at it (cursor.c). */
-static enum db_status
-claim_from(struct worker *w, enum cursor_from from, const char *key,
-    int limit, bool *commit_first, bool *committed)
-{
-	struct buf claim = { 0 };
-	enum db_status st;
-
-	cursor_claim_sql(&claim, &w->cursor, from, key, limit);
-	st = claim_text(w, claim.data, commit_first, committed);
-	buf_free(&claim);
 	return st;
 }
 
