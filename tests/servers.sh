@@ -1,0 +1,134 @@
+# shellcheck shell=bash
+# More MariaDB servers than the run's shared one, for tests that need a
+# server of their own settings (a binary log, TLS, replication, Galera) or
+# several of them.  Sourced after lib.sh:
+#
+#     . "$TESTS_DIR/servers.sh"
+#     server_start a --log-bin --binlog-format=ROW
+#     server_sql a 'SELECT @@log_bin'
+#
+# Each server lives in $ROWQ_TEST_TMP/srv-NAME (data, socket, error log),
+# answers root on its unix socket ($(server_sock NAME)), and is shut down
+# at exit however the test ends.  Options after NAME go to mariadbd after
+# DB_SERVER_OPTS, so they win (--log-bin undoes --skip-log-bin).  A server
+# listens on TCP only when given --bind-address and --port; SERVER_NETNS
+# set to a namespace's name (tests/netns.sh) starts it inside that one.
+
+declare -A _srv_pid=() _srv_opts=() _srv_ns=()
+
+_srv_dir()
+{
+	echo "$ROWQ_TEST_TMP/srv-$1"
+}
+
+# server_sock NAME: the server's unix socket.
+server_sock()
+{
+	echo "$(_srv_dir "$1")/s.sock"
+}
+
+# server_pid NAME: the running server's pid.
+server_pid()
+{
+	echo "${_srv_pid[$1]}"
+}
+
+# server_sql NAME 'STATEMENTS' [DATABASE]: run them as root; rows come out
+# tab-separated without column names.
+server_sql()
+{
+	mariadb --no-defaults -S "$(server_sock "$1")" -uroot -N -B \
+	    -e "$2" ${3:+"$3"}
+}
+
+# server_value NAME 'SELECT ...' [DATABASE]: the one value it returns.
+server_value()
+{
+	local out
+	out=$(server_sql "$@") || fail "query on server $1 failed: $2"
+	[[ $out != *$'\n'* && $out != *$'\t'* && -n $out ]] ||
+	    fail "expected one value from server $1: $2; got: '$out'"
+	printf '%s\n' "$out"
+}
+
+# server_start NAME [MARIADBD-OPTION...]: create a data directory and start
+# a server on it; wait until it answers.
+server_start()
+{
+	local name=$1 dir user=()
+	shift
+	dir=$(_srv_dir "$name")
+	[ "${#dir}" -lt 100 ] || fail "server dir too long for a socket: $dir"
+	mkdir -p "$dir"
+	[ "$(id -u)" -ne 0 ] || user=(--user=root)
+	if ! mariadb-install-db --no-defaults --datadir="$dir/data" \
+	    "${user[@]}" --auth-root-authentication-method=normal \
+	    --skip-test-db "${DB_SERVER_OPTS[@]}" >"$dir/install.log" 2>&1; then
+		cat "$dir/install.log" >&2
+		fail "mariadb-install-db failed for server $name"
+	fi
+	_srv_opts[$name]="$(printf '%q ' "$@")"
+	_srv_ns[$name]=${SERVER_NETNS:-}
+	server_restart "$name"
+}
+
+# server_restart NAME: start NAME again on its data directory, with the
+# options it was first started with (after server_kill9 or server_stop).
+server_restart()
+{
+	local name=$1 dir user=() opts ns=() networking=(--skip-networking)
+	dir=$(_srv_dir "$name")
+	[ "$(id -u)" -ne 0 ] || user=(--user=root)
+	eval "opts=(${_srv_opts[$name]})"
+	[[ " ${opts[*]} " != *" --port"* ]] || networking=()
+	[ -z "${_srv_ns[$name]}" ] || ns=(ip netns exec "${_srv_ns[$name]}")
+	# setsid and `ip netns exec` exec, so $! is mariadbd itself.
+	setsid "${ns[@]}" mariadbd --no-defaults --datadir="$dir/data" \
+	    --socket="$dir/s.sock" --pid-file="$dir/mariadbd.pid" \
+	    --log-error="$dir/error.log" --tmpdir="$dir" "${user[@]}" \
+	    "${DB_SERVER_OPTS[@]}" "${networking[@]}" "${opts[@]}" \
+	    </dev/null >/dev/null 2>&1 &
+	_srv_pid[$name]=$!
+	if ! wait_until 120 '_lib_ping "$dir/s.sock" || ! _lib_alive "${_srv_pid[$name]}"' ||
+	    ! _lib_ping "$dir/s.sock"; then
+		tail -n 30 "$dir/error.log" >&2 2>/dev/null || true
+		fail "MariaDB server $name did not start; the end of its log is above"
+	fi
+}
+
+# server_stop NAME: shut NAME down cleanly (SIGKILL if it ignores that).
+server_stop()
+{
+	local name=$1 pid=${_srv_pid[$1]:-}
+	[ -n "$pid" ] || return 0
+	mariadb-admin --no-defaults -S "$(server_sock "$name")" -uroot \
+	    --shutdown-timeout=30 shutdown >/dev/null 2>&1 || true
+	if ! wait_until 30 '! _lib_alive "$pid"'; then
+		echo "$ROWQ_TEST_NAME: server $name ($pid) ignored shutdown; killing it" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	_srv_pid[$name]=
+}
+
+# server_kill9 NAME: SIGKILL NAME and wait until it is gone.
+server_kill9()
+{
+	local name=$1 pid=${_srv_pid[$1]:-}
+	[ -n "$pid" ] || fail "server $name is not running"
+	kill -KILL "$pid"
+	wait_until 30 '! _lib_alive "$pid"' ||
+	    fail "server $name ($pid) survived SIGKILL"
+	wait "$pid" 2>/dev/null || true
+	_srv_pid[$name]=
+}
+
+_srv_stop_all()
+{
+	local name
+	for name in "${!_srv_pid[@]}"; do
+		# A frozen server must be thawed to shut down.
+		[ -z "${_srv_pid[$name]}" ] || kill -CONT "${_srv_pid[$name]}" 2>/dev/null
+		server_stop "$name"
+	done
+}
+on_exit _srv_stop_all
