@@ -5,7 +5,9 @@
 #   tests/run-integration.sh NAME...      only these (NAME, NAME.sh or a path)
 #
 # Each test gets a fresh database (t_NAME), its own ROWQ_TEST_TMP as its
-# working directory, and ROWQ_TEST_TIMEOUT seconds (default 300).  Its
+# working directory, and ROWQ_TEST_TIMEOUT seconds (default 300); they run
+# ROWQ_TEST_JOBS at a time (default 2, see below), in the order of their
+# names, and each is reported when it ends.  Its
 # output is shown only when it fails.  Exit status 77 means skipped.
 # The server and every temporary directory go away however the run ends.
 
@@ -43,26 +45,61 @@ fi
 
 db_start
 
+# Tests run ROWQ_TEST_JOBS at a time (default 2): most of their time is
+# spent waiting for a timeout or a poll.  Each runs in a mount namespace of
+# its own with a private /run/rowq, so that daemons of the same config name
+# do not meet at one default status socket.  A test that says "# serial:"
+# in its header (it sets server globals, or counts the whole server's
+# statements) runs alone.  Without the rights to unshare: one at a time.
+jobs=${ROWQ_TEST_JOBS:-2}
+private_run=()
+if [ "$jobs" -gt 1 ]; then
+	if unshare --mount --propagation private true 2>/dev/null; then
+		mkdir -p /run/rowq
+		private_run=(unshare --mount --propagation private --
+		    sh -c 'mount -t tmpfs -o mode=0755 rowq-test /run/rowq &&
+			exec "$@"' sh)
+	else
+		echo "integration: cannot unshare a mount namespace: one test at a time" >&2
+		jobs=1
+	fi
+fi
+
 passed=0 failed=0 skipped=0
-for t in "${tests[@]}"; do
+declare -A running_name=() running_start=()
+
+# launch TEST: create its database and start it in the background.
+launch()
+{
+	local t=$1 name db dir
 	name=$(basename "$t" .sh)
 	dir=$ROWQ_TEST_TMP/t/$name
+	db=t_${name//[^A-Za-z0-9_]/_}
 	mkdir -p "$dir"
-	db_create "t_${name//[^A-Za-z0-9_]/_}"
-	start=$SECONDS
+	db_create "$db"
 
 	# timeout leads its own process group, so killing that group ends
 	# the test and everything it started without setsid.  It runs in
 	# the background so that a signal to us is handled at once.
 	(cd "$dir" && ROWQ_TEST_TMP=$dir ROWQ_TEST_NAME=$name \
-	    exec timeout --kill-after=5 "$timeout_s" bash "$t") \
+	    ROWQ_TEST_DB=$db exec "${private_run[@]}" \
+	    timeout --kill-after=5 "$timeout_s" bash "$t") \
 	    >"$dir.log" 2>&1 </dev/null &
-	pid=$!
-	track_pid "$pid"
-	status=0
-	wait "$pid" || status=$?
+	track_pid $!
+	running_name[$!]=$name
+	running_start[$!]=$SECONDS
+}
+
+# reap: wait for one running test to end, report it and clean up after it.
+reap()
+{
+	local pid status=0 name dir took
+	wait -n -p pid "${!running_name[@]}" || status=$?
 	untrack_pid "$pid"
-	took="($((SECONDS - start)) s)"
+	name=${running_name[$pid]}
+	dir=$ROWQ_TEST_TMP/t/$name
+	took="($((SECONDS - running_start[$pid])) s)"
+	unset "running_name[$pid]" "running_start[$pid]"
 
 	case $status in
 	0)
@@ -82,8 +119,21 @@ for t in "${tests[@]}"; do
 		;;
 	esac
 	rm -rf "$dir" "$dir.log"
-	sql "DROP DATABASE \`$ROWQ_TEST_DB\`" || true
+	mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot \
+	    -e "DROP DATABASE \`t_${name//[^A-Za-z0-9_]/_}\`" || true
+}
+
+for t in "${tests[@]}"; do
+	if grep -q '^# serial:' "$t"; then
+		while [ "${#running_name[@]}" -gt 0 ]; do reap; done
+		launch "$t"
+		reap
+		continue
+	fi
+	while [ "${#running_name[@]}" -ge "$jobs" ]; do reap; done
+	launch "$t"
 done
+while [ "${#running_name[@]}" -gt 0 ]; do reap; done
 
 summary="integration: $passed passed, $failed failed"
 [ "$skipped" -eq 0 ] || summary="$summary, $skipped skipped"

@@ -73,8 +73,11 @@ for id in $(sql "SELECT id FROM email WHERE status = 'sent'"); do
 	grep -q "^$id " double.log || fail "double: row $id done but never seen by the handler"
 done
 # Caught between rows, or with the next row's answer (which then counts
-# as a failed try of that row, not as its answer).
-assert_match "(wrote .*ok 5.* when no row was waiting for an answer|answer out of protocol: .ok 5)" "$(cat double.err)" "double: stray answer logged"
+# as a failed try of that row, not as its answer).  An answer carries no
+# key, so a second "ok 5" written just after rowq looked for strays is
+# taken as row 6's: the answers then run one row behind until one arrives
+# with no row waiting (on a loaded machine, "ok 10" after the last row).
+assert_match "(wrote .*ok (5|6|7|8|9|10).* when no row was waiting for an answer|answer out of protocol: .ok 5)" "$(cat double.err)" "double: stray answer logged"
 assert_ge "$(cut -d' ' -f2 double.log | sort -u | wc -l)" 2 "double: handler processes (restarted)"
 
 # ---- a handler that exits at start-up: restarts spaced out ----

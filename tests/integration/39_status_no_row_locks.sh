@@ -27,7 +27,9 @@ sleep 0.6
 eval "$running" || fail "status's select ended too soon for the test"
 sql "SELECT id FROM email FORCE INDEX (PRIMARY) WHERE id = 1 FOR UPDATE NOWAIT" >nowait.out 2>&1 ||
 	fail "a ready row is locked while status runs: $(cat nowait.out)"
-assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_locked > 0")" \
+assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM information_schema.INNODB_TRX t
+    JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+    WHERE t.trx_rows_locked > 0 AND p.DB = '$ROWQ_TEST_DB'")" \
 	"transactions holding rows while status runs"
 
 wait_until 20 '! kill -0 "$st" 2>/dev/null' || fail "status did not end"

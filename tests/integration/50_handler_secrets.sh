@@ -62,8 +62,8 @@ ROWQ=$T/bin/rowq
 HANDLERS=$T/bin
 
 secret="Hunt-$RANDOM$RANDOM-pw"
-sql "CREATE OR REPLACE USER rowqsec@localhost IDENTIFIED BY '$secret';
-    GRANT ALL ON \`$ROWQ_TEST_DB\`.* TO rowqsec@localhost"
+sql "CREATE OR REPLACE USER rowqhsec@localhost IDENTIFIED BY '$secret';
+    GRANT ALL ON \`$ROWQ_TEST_DB\`.* TO rowqhsec@localhost"
 # The oracle: what the hunter looks for (the test's file, not rowq's).
 printf '%s\n' "$secret" >oracle
 chmod 644 oracle
@@ -92,7 +92,7 @@ conf()
 		pwline="  password_file: $T/pw"
 	fi
 	WORKERS=1 email_config "$name.yaml" "[x]" "$@"
-	sed -i "s|^  user: root|  user: rowqsec\n$pwline|; s|^    exec: .*|    $mode: [$H, $mode, $T/oracle, $T/reports/$name$args]|" "$name.yaml"
+	sed -i "s|^  user: root|  user: rowqhsec\n$pwline|; s|^    exec: .*|    $mode: [$H, $mode, $T/oracle, $T/reports/$name$args]|" "$name.yaml"
 	grep -q "^    $mode: \[$H" "$name.yaml" || fail "$name.yaml: edit did not apply"
 	chmod 644 "$name.yaml"
 }
@@ -157,7 +157,7 @@ assert_eq 2 "$(lines "reports/$name" "^read $T/pw: Permission denied")" "$name: 
 
 # Its environment names it, not rowq's user.
 WORKERS=1 email_config env.yaml "[$HANDLERS/fake, env, $T/reports/env.out]" "user: $huser"
-sed -i "s|^  user: root|  user: rowqsec\n  credential: db.password|" env.yaml
+sed -i "s|^  user: root|  user: rowqhsec\n  credential: db.password|" env.yaml
 drain_env() { sql "UPDATE email SET status = 'waiting', attempts = 0"; as_daemon "$caps" -- env HOME=/root USER=root LOGNAME=root "$ROWQ" -c env.yaml drain email >env.log 2>&1 || fail "drain env: $(cat env.log)"; }
 drain_env
 assert_match "HOME=/nonexistent-$huser" "$(cat reports/env.out)" "HOME of a user: handler"
@@ -166,7 +166,7 @@ assert_match "LOGNAME=$huser" "$(cat reports/env.out)" "LOGNAME of a user: handl
 
 # A hanging handler of another user is killed at its timeout all the same.
 TIMEOUT=1s MAX_ATTEMPTS=1 WORKERS=1 email_config hang.yaml "[$HANDLERS/fake, hang]" "user: $huser"
-sed -i "s|^  user: root|  user: rowqsec\n  credential: db.password|" hang.yaml
+sed -i "s|^  user: root|  user: rowqhsec\n  credential: db.password|" hang.yaml
 sql "UPDATE email SET status = 'waiting', attempts = 0"
 as_daemon "$caps" -- "$ROWQ" -c hang.yaml drain email >hang.log 2>&1 || fail "drain hang: $(cat hang.log)"
 assert_eq 2 "$(email_count "status = 'failed' AND last_error LIKE 'timed out%'")" "hanging handlers of $huser timed out ($(cat hang.log))"

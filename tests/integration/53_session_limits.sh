@@ -7,6 +7,7 @@
 # than a handler does not kill the worker's transaction mid-handler (a
 # second worker would run the row at the same time), and `rowq check`
 # warns about that global, naming it, its value and the queue.
+# serial: sets server-wide idle limits (SET GLOBAL) that would cut other tests' sessions.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start

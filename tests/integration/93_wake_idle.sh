@@ -5,6 +5,7 @@
 # Questions, less our own and the pause watcher's read + ROLLBACK a
 # second), not one claim + COMMIT per worker per idle.  A row inserted is
 # still picked up within about idle.
+# serial: counts the whole server's statements (Questions, the general log).
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start
