@@ -262,7 +262,8 @@ db_start()
 
 	if ! mariadb-install-db --no-defaults --datadir="$dir/data" \
 	    "${user[@]}" --auth-root-authentication-method=normal \
-	    --skip-test-db "${DB_SERVER_OPTS[@]}" >"$dir/install.log" 2>&1; then
+	    --skip-test-db --tmpdir="$dir" "${DB_SERVER_OPTS[@]}" \
+	    >"$dir/install.log" 2>&1; then
 		cat "$dir/install.log" >&2
 		fail "mariadb-install-db failed"
 	fi
