@@ -202,7 +202,7 @@ _galera_pick_base()
 # bootstraps the cluster (--wsrep-new-cluster).
 galera_node_start()
 {
-	local n=$1 nodes=$2 peers= i new=()
+	local n=$1 nodes=$2 peers='' i new=()
 	shift 2
 	for i in $(seq 1 "$nodes"); do
 		peers+=${peers:+,}127.0.0.1:$(galera_port "$i" gcomm)
