@@ -27,6 +27,7 @@ OBJS =	build/backoff.o \
 	build/child.o \
 	build/claim.o \
 	build/check.o \
+	build/check_galera.o \
 	build/check_plan.o \
 	build/checker.o \
 	build/config.o \
@@ -131,6 +132,15 @@ check-run: rowq build/asan/rowq $(UNIT_TESTS:%=build/unit/%) \
 	@sh tests/run-unit.sh $(UNIT_TESTS:%=build/unit/%) $(UNIT_TESTS:%=build/asan/unit/%)
 	@ROWQ=$(CURDIR)/build/asan/rowq sh tests/run-integration.sh
 
+# The cluster tests (tests/cluster/): a Galera cluster of three nodes on
+# this machine; a minute or so, too heavy for `make check`; CI runs both.
+check-cluster:
+	@sh tests/deps.sh galera-4 rsync iproute2
+	@$(MAKE) --no-print-directory check-cluster-run
+
+check-cluster-run: rowq build/asan/rowq $(HANDLERS)
+	@ROWQ=$(CURDIR)/build/asan/rowq sh tests/run-cluster.sh
+
 demo:
 	@sh tests/deps.sh
 	@$(MAKE) --no-print-directory rowq
@@ -158,7 +168,7 @@ bench:
 	@$(MAKE) --no-print-directory rowq
 	@bash bench/bench.sh
 
-.PHONY: all check check-run demo install clean bench
+.PHONY: all check check-run check-cluster check-cluster-run demo install clean bench
 
 # The Debian package (debian/), built with dpkg-buildpackage from a copy of
 # the tree: build/deb/rowq_VERSION_ARCH.deb, checked by lintian.

@@ -252,6 +252,8 @@ check_config(const struct config *cfg, bool explain)
 {
 	enum db_status st;
 	struct db *db;
+	char node[128];
+	bool galera;
 	int problems = 0;
 
 	db = db_open(&cfg->db, &st);
@@ -262,8 +264,12 @@ check_config(const struct config *cfg, bool explain)
 		return st == DB_CONFIG ? CHECK_PROBLEMS : CHECK_UNREACHABLE;
 	}
 	check_database_link(cfg, db);
-	for (size_t i = 0; i < cfg->nqueues; i++)
+	galera = check_galera_node(db, node, sizeof(node));
+	for (size_t i = 0; i < cfg->nqueues; i++) {
 		problems += check_queue(db, &cfg->queues[i], explain);
+		if (galera)
+			check_galera_queue(&cfg->queues[i], node);
+	}
 	(void)db_rollback(db);
 	db_close(db);
 	return problems > 0 ? CHECK_PROBLEMS : CHECK_PASSED;

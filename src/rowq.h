@@ -745,6 +745,11 @@ enum check_verdict check_config(const struct config *, bool explain);
 /* Warns of a claim that reads rows it will not return; returns 0. */
 int	 check_plan(struct db *, const struct queue *, bool verbose);
 
+/* ---- check_galera.c: a Galera node, for check.c ---- */
+
+bool	 check_galera_node(struct db *, char *node, size_t len);
+void	 check_galera_queue(const struct queue *, const char *node);
+
 /* ---- checker.c: check_config in a short-lived child ---- */
 
 struct checker {

@@ -4,7 +4,8 @@
 # silent and fast when nothing is missing.  As root it installs what is
 # missing; otherwise it prints the command to run and fails.
 
-# Packages named as arguments are wanted too (make bench, make torture).
+# Packages named as arguments are wanted too (make bench, make torture;
+# make check-cluster: galera-4, and rsync for its state transfer).
 #
 # systemd: for systemd-analyze verify of the units.  procps: ps, pgrep.
 # prometheus: promtool, for the alert rules in contrib/prometheus.

@@ -58,8 +58,9 @@ server_value()
 	printf '%s\n' "$out"
 }
 
-# server_start NAME [MARIADBD-OPTION...]: create a data directory and start
-# a server on it; wait until it answers.
+# server_start NAME [MARIADBD-OPTION...]: create a data directory (a copy
+# of SERVER_DATA_FROM when set) and start a server on it; wait until it
+# answers.
 server_start()
 {
 	local name=$1 dir user=()
@@ -68,7 +69,12 @@ server_start()
 	[ "${#dir}" -lt 100 ] || fail "server dir too long for a socket: $dir"
 	mkdir -p "$dir"
 	[ "$(id -u)" -ne 0 ] || user=(--user=root)
-	if ! mariadb-install-db --no-defaults --datadir="$dir/data" \
+	if [ -n "${SERVER_DATA_FROM:-}" ]; then
+		cp -a "$SERVER_DATA_FROM" "$dir/data"
+		# For a Galera joiner's rsync daemon, which runs as nobody.
+		chmod o+x "$ROWQ_TEST_TMP" "$dir"
+		chmod o+rwx "$dir/data"
+	elif ! mariadb-install-db --no-defaults --datadir="$dir/data" \
 	    "${user[@]}" --auth-root-authentication-method=normal \
 	    --skip-test-db --tmpdir="$dir" "${DB_SERVER_OPTS[@]}" \
 	    >"$dir/install.log" 2>&1; then
@@ -165,3 +171,119 @@ _srv_stop_all()
 	done
 }
 on_exit _srv_stop_all
+
+# ---- Galera ----------------------------------------------------------
+# A Galera cluster of nodes on 127.0.0.1 (Debian's galera-4), each node a
+# server of this file named gN:
+#
+#     galera_require               # skips the test (77) without galera-4
+#     galera_cluster_start 3       # nodes g1, g2, g3, all synced
+#     server_sql g2 'SHOW STATUS LIKE "wsrep_cluster_size"'
+#
+# Node N listens on 127.0.0.1 on four ports of its own: SQL, group
+# communication, incremental (IST) and full state transfer (SST).  Their
+# base is picked from the test's pid and checked free, so that tests
+# running at once do not meet.  The joiners start from a copy of the first
+# node's data directory, taken while it was stopped, so they join by IST,
+# without copying a data directory while it is in use.  Even so the rsync
+# method's daemon receives a marker file, as nobody (rsync's daemon drops
+# root): the joiner's data directory is open to it.
+
+GALERA_PROVIDER=${GALERA_PROVIDER:-/usr/lib/galera/libgalera_smm.so}
+_galera_base=
+
+# galera_require: skip the test (77) where the provider is missing.
+galera_require()
+{
+	if [ ! -r "$GALERA_PROVIDER" ]; then
+		echo "no Galera provider at $GALERA_PROVIDER (Debian: galera-4)" >&2
+		exit 77
+	fi
+}
+
+# galera_port N WHAT: node N's port for sql, gcomm, ist or sst.
+galera_port()
+{
+	local i
+	case $2 in
+	sql) i=0 ;; gcomm) i=1 ;; ist) i=2 ;; sst) i=3 ;;
+	*) fail "galera_port: no such port: $2" ;;
+	esac
+	[ -n "$_galera_base" ] || fail "galera_port before galera_cluster_start"
+	echo $((_galera_base + $1 * 4 + i))
+}
+
+# A block of 32 ports, none of them listened on yet.
+_galera_pick_base()
+{
+	local try base
+	for try in 0 1 2 3 4 5 6 7; do
+		base=$((30000 + (($$ + try * 97) % 900) * 32))
+		if ! ss -Hltn | awk -v lo="$base" -v hi=$((base + 31)) '
+		    { n = split($4, a, ":"); p = a[n] + 0
+		      if (p >= lo && p <= hi) found = 1 }
+		    END { exit !found }'; then
+			_galera_base=$base
+			return 0
+		fi
+	done
+	fail "no free block of ports for the Galera nodes"
+}
+
+# galera_node_start N NODES [MARIADBD-OPTION...]: start node N (server
+# gN) of a cluster of NODES and wait until it is synced; node 1
+# bootstraps the cluster (--wsrep-new-cluster).
+galera_node_start()
+{
+	local n=$1 nodes=$2 peers='' i new=()
+	shift 2
+	for i in $(seq 1 "$nodes"); do
+		peers+=${peers:+,}127.0.0.1:$(galera_port "$i" gcomm)
+	done
+	[ "$n" -ne 1 ] || new=(--wsrep-new-cluster)
+	server_start "g$n" --bind-address=127.0.0.1 \
+	    --port="$(galera_port "$n" sql)" \
+	    --binlog-format=ROW --innodb-autoinc-lock-mode=2 \
+	    --wsrep-on=ON --wsrep-provider="$GALERA_PROVIDER" \
+	    --wsrep-cluster-name="rowq$$" --wsrep-node-name="g$n" \
+	    --wsrep-cluster-address="gcomm://$peers" \
+	    --wsrep-node-address="127.0.0.1:$(galera_port "$n" gcomm)" \
+	    --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:$(galera_port "$n" gcomm);ist.recv_addr=127.0.0.1:$(galera_port "$n" ist);gcache.size=32M" \
+	    --wsrep-sst-method=rsync \
+	    --wsrep-sst-receive-address="127.0.0.1:$(galera_port "$n" sst)" \
+	    "${new[@]}" "$@"
+	galera_wait_synced "$n"
+}
+
+# galera_wait_synced N: wait until node N says it is synced.
+galera_wait_synced()
+{
+	local node=$1
+	# wait_until evaluates this in its own frame: $1 is not ours there.
+	wait_until 60 '[ "$(server_sql "g$node" "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = '"'WSREP_LOCAL_STATE_COMMENT'"'" 2>/dev/null)" = Synced ]' || {
+		tail -n 30 "$(_srv_dir "g$node")/error.log" >&2
+		fail "Galera node $node did not reach Synced; the end of its log is above"
+	}
+}
+
+# galera_cluster_start NODES [MARIADBD-OPTION...]: nodes g1 to gNODES,
+# all synced, in a cluster of their own.
+galera_cluster_start()
+{
+	local nodes=$1 n seed=$ROWQ_TEST_TMP/galera-seed
+	shift
+	_galera_pick_base
+	galera_node_start 1 "$nodes" "$@"
+	# Stopped cleanly, node 1's state (cluster id and position) is in
+	# its grastate.dat: a copy joins at that position.  Its last view
+	# (gvwstate.dat) is node 1's own and stays behind.
+	server_stop g1
+	cp -a "$(_srv_dir g1)/data" "$seed"
+	rm -f "$seed/gvwstate.dat"
+	server_restart g1
+	galera_wait_synced 1
+	for n in $(seq 2 "$nodes"); do
+		SERVER_DATA_FROM=$seed galera_node_start "$n" "$nodes" "$@"
+	done
+	rm -rf "$seed"
+}
