@@ -50,6 +50,7 @@ void		 db_library_init(void);	/* before forking workers */
 struct db	*db_open(const struct db_options *, enum db_status *);
 void		 db_announce_hosts(void);	/* log each host used */
 const char	*db_where(const struct db *);	/* "HOST:PORT" */
+bool		 db_demoted(struct db *);	/* see db_connect.c */
 const char	*db_cipher(const struct db *);	/* NULL: not TLS */
 void		 db_close(struct db *);
 const char	*db_error(const struct db *);	/* last error, for messages */

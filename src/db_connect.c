@@ -28,6 +28,9 @@
 
 /* Whether this process says which host it uses (db_announce_hosts). */
 static bool db_announce;
+/* How often a reading session asks whether its server was demoted. */
+#define DB_DEMOTED_EVERY_MS	10000
+
 /* The host this process last connected to, to tell a move. */
 static char db_last_where[sizeof(((struct db *)0)->where)];
 
@@ -199,6 +202,7 @@ db_connect_one(struct db *db, const struct db_options *o,
 		    "allows no plain text"), DB_RECONNECT;
 	if ((st = db_check_writable(db)) != DB_OK)
 		return st;
+	db->writable_ms = now_ms();
 	db->bulk = db_can_bulk(db->mysql);
 	return db_set_session(db);
 }
@@ -269,6 +273,26 @@ db_open(const struct db_options *o, enum db_status *status)
 	snprintf(db->error, sizeof(db->error), "%s", why.data);
 	buf_free(&why);
 	return db;
+}
+
+/*
+ * For sessions that only read (the pause and wake watchers): whether the
+ * server has turned read-only, asked at most every DB_DEMOTED_EVERY_MS.
+ * A demoted primary that stays up gives such a session no read-only
+ * error to move on, and pauses made on the new primary would never be
+ * seen.  True also when the question fails: the link is gone.
+ */
+bool
+db_demoted(struct db *db)
+{
+	int64_t now = now_ms();
+
+	if (now - db->writable_ms < DB_DEMOTED_EVERY_MS)
+		return false;
+	if (db_check_writable(db) != DB_OK)
+		return true;
+	db->writable_ms = now;
+	return false;
 }
 
 /* The host connected to: "HOST:PORT", or the socket's path. */

@@ -14,6 +14,7 @@ struct db {
 	bool		 bulk;		/* the server takes array binding */
 	bool		 status_known;	/* see db_refresh_status */
 	char		 where[300];	/* "HOST:PORT" or the socket */
+	int64_t		 writable_ms;	/* when last seen writable */
 };
 
 struct db_stmt {

@@ -97,6 +97,11 @@ pause_watch_child(const struct config *cfg, int generation, int fd)
 
 		if (db == NULL)
 			db = db_open(&o, &st);
+		if (st == DB_OK && db_demoted(db)) {
+			log_warnx("%s: %s; moving", db_where(db), db_error(db));
+			db_close(db);
+			db = db_open(&o, &st);
+		}
 		if (st == DB_OK)
 			rc = pause_read(db, table.data, &l);
 		if (rc == 0) {
