@@ -239,6 +239,8 @@ struct queue {
 	struct retry_policy retry;
 	struct sql	 failed;	/* text NULL when absent */
 	int64_t		 idle_ms;
+	bool		 wake_binlog;	/* wake: binlog (wake_binlog.c) */
+	char		*wake_where;	/* "FILE:LINE: queues.email.wake" */
 	long		 max_jobs;	/* 0: never replace the worker */
 	struct lease_policy lease;
 	char		*age_column;	/* status: since when a row waits */
@@ -715,6 +717,13 @@ enum check_verdict {
 };
 
 enum check_verdict check_config(const struct config *, bool explain);
+
+/* ---- wake_binlog.c: wake: binlog, for check.c ---- */
+
+/* What the server lacks to follow its binary log, in words; -1: unknown. */
+int	 wake_binlog_missing(struct db *, struct buf *why);
+/* Warn (never refuse) when a binlog queue would fall back to polling. */
+void	 wake_binlog_check(struct db *, const struct queue *);
 
 /* ---- check_plan.c: the claim's plan, for check.c ---- */
 
