@@ -834,6 +834,8 @@ struct metrics_queue {
 	uint64_t		 pruned_rows;	/* by this daemon's prune runs */
 	int			 workers_up;
 	int			 paused;	/* 1: rowq pause; 0: not */
+	const char		*wake;		/* poll, binlog, binlog-fallback */
+	long long		 binlog_lag_s;	/* -1: not following */
 	long			 ready;		/* -1: unknown */
 	long			 in_progress;	/* -1: unknown */
 	long long		 oldest_age_s;	/* -1: unknown */
@@ -843,6 +845,8 @@ struct metrics_queue {
 };
 
 typedef void	(*metrics_render_fn)(void *ctx, struct buf *);
+/* POST /wake/QUEUE: -1 for a queue the daemon does not run. */
+typedef int	(*metrics_wake_fn)(void *ctx, const char *queue);
 
 struct metrics;
 
@@ -850,7 +854,8 @@ void		 metrics_render(struct buf *, const struct metrics_queue *,
 		    size_t n);
 void		 metrics_render_reloads(struct buf *, uint64_t ok,
 		    uint64_t failed);
-struct metrics	*metrics_start(const char *addr, metrics_render_fn, void *ctx);
+struct metrics	*metrics_start(const char *addr, metrics_render_fn,
+		    metrics_wake_fn, void *ctx);
 int		 metrics_fd(const struct metrics *);
 void		 metrics_run(struct metrics *);
 void		 metrics_stop(struct metrics *);
