@@ -171,14 +171,14 @@ wake_binlog_missing(struct db *db, struct buf *why)
 		return -1;
 	}
 	if (!binlog_granted(&rs, "REPLICATION SLAVE")) {
-		buf_printf(why, "%sthe grant REPLICATION SLAVE ON *.*",
+		buf_printf(why, "%sthe user lacks the grant REPLICATION SLAVE ON *.*",
 		    missing ? "; " : "");
 		missing++;
 	}
 	if (!binlog_granted(&rs, "BINLOG MONITOR") &&
 	    !binlog_granted(&rs, "REPLICATION CLIENT")) {
-		buf_printf(why, "%sthe grant BINLOG MONITOR (or REPLICATION "
-		    "CLIENT) ON *.*", missing ? "; " : "");
+		buf_printf(why, "%sthe user lacks the grant BINLOG MONITOR "
+		    "(or REPLICATION CLIENT) ON *.*", missing ? "; " : "");
 		missing++;
 	}
 	rowset_clear(&rs, ncols);
@@ -536,8 +536,8 @@ binlog_follow(struct binlog_follower *f)
 	if (st != DB_OK)
 		binlog_fallback(f, "cannot connect: %s", db_error(db));
 	else if (wake_binlog_missing(db, &why) != 0)
-		binlog_fallback(f, "the server lacks %s", why.len ? why.data :
-		    "an answer to what it allows");
+		binlog_fallback(f, "cannot follow the binary log: %s", why.len ?
+		    why.data : "the server does not say what it allows");
 	else if (!binlog_derive_tables(f, db))
 		binlog_fallback(f, "no binlog queue names a table");
 	else if (!binlog_position(f, db))
@@ -773,8 +773,8 @@ wake_binlog_check(struct db *db, const struct queue *q)
 		    "(%s): the queue may be polled", q->wake_where,
 		    db_error(db));
 	else if (missing > 0)
-		log_warnx("%s: binlog: the server lacks %s: the queue falls "
-		    "back to polling", q->wake_where, why.data);
+		log_warnx("%s: binlog: cannot follow the binary log: %s: the "
+		    "queue falls back to polling", q->wake_where, why.data);
 	else if (binlog_queue_tables(db, q, 0, t, &nt) == 0)
 		log_warnx("%s: binlog: the select names no table by its "
 		    "columns: the queue falls back to polling", q->wake_where);

@@ -60,7 +60,7 @@ config plain >plain.yaml
 config root >b.yaml
 
 out=$("$ROWQ" -c plain.yaml check 2>&1) || fail "check refused: $out"
-assert_match "queues.a.wake: binlog: the server lacks the grant REPLICATION SLAVE ON \*\.\*; the grant BINLOG MONITOR \(or REPLICATION CLIENT\) ON \*\.\*: the queue falls back to polling" "$out"
+assert_match "queues.a.wake: binlog: cannot follow the binary log: the user lacks the grant REPLICATION SLAVE ON \*\.\*; the user lacks the grant BINLOG MONITOR \(or REPLICATION CLIENT\) ON \*\.\*: the queue falls back to polling" "$out"
 
 rowq_start b.yaml b.log
 on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/b.log"'
