@@ -72,6 +72,7 @@ OBJS =	build/backoff.o \
 	build/status_socket.o \
 	build/supervisor.o \
 	build/turn.o \
+	build/wake_binlog.o \
 	build/wake_socket.o \
 	build/wake_watch.o \
 	build/worker.o

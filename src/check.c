@@ -214,6 +214,7 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	problems += check_statement(db, &q->failed_count);
 	problems += prune_check(db, q);
 	check_session_limits(db, q);
+	wake_binlog_check(db, q);
 	return problems;
 }
 

@@ -300,6 +300,32 @@ config_field_age(struct load *ld, const struct config_item *it, void *dst,
 	q->age_where = config_where(ld, it->key->line, it->path);
 }
 
+/*
+ * wake: how idle workers learn of new rows: poll (the wake watcher's
+ * read every idle, the default) or binlog (that, and the server's binary
+ * log followed as a replica does, wake_binlog.c).
+ */
+static void
+config_field_wake(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	struct queue *q = dst;
+	const char *v;
+	char shown[CONFIG_SHOW_MAX + 8];
+
+	(void)f;
+	if ((v = config_scalar(ld, it, "poll or binlog")) == NULL)
+		return;
+	if (strcmp(v, "binlog") == 0)
+		q->wake_binlog = true;
+	else if (strcmp(v, "poll") != 0) {
+		config_error(ld, it->value->line, it->path, "not poll or "
+		    "binlog: %s", config_show(v, shown, sizeof(shown)));
+		return;
+	}
+	q->wake_where = config_where(ld, it->key->line, it->path);
+}
+
 /* To add a queue key: a field here, a member in struct queue, a default. */
 static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "workers", int, workers, 1, WORKERS_MAX),
@@ -313,6 +339,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "retry", retry, retry, 0, 0),
 	FIELD(struct queue, "failed", statement, failed, 0, 0),
 	FIELD(struct queue, "idle", duration, idle_ms, 0, 0),
+	WHOLE("wake", wake),
 	FIELD(struct queue, "max_jobs", long, max_jobs, 0, INT64_MAX),
 	FIELD(struct queue, "lease", lease, lease, 0, 0),
 	WHOLE("age", age),
@@ -493,6 +520,7 @@ config_queue_free(struct queue *q)
 	sql_free(&q->lease.renew);
 	free(q->age_column);
 	free(q->age_where);
+	free(q->wake_where);
 	sql_free(&q->failed_count);
 	sql_free(&q->failed_select);
 	sql_free(&q->requeue);

@@ -1,6 +1,7 @@
 /*
  * db_private.h: the connection and statement as libmariadb sees them,
- * for db.c and db_bulk.c only, the files that include <mysql.h>.
+ * for db.c and db_bulk.c only, the files that include <mysql.h>, and
+ * wake_binlog.c, which follows the binary log on a connection of db.c's.
  */
 #ifndef ROWQ_DB_PRIVATE_H
 #define ROWQ_DB_PRIVATE_H

@@ -31,8 +31,11 @@
 struct metrics {
 	struct MHD_Daemon	*mhd;
 	metrics_render_fn	 render;
+	metrics_wake_fn		 wake;
 	void			*ctx;
 };
+
+#define WAKE_PREFIX	"/wake/"
 
 /* The functions of libmicrohttpd this file calls, once it is loaded. */
 static struct {
@@ -185,6 +188,26 @@ metrics_histogram(struct buf *b, const char *name, const char *help,
 	}
 }
 
+/* Which wake-up each queue uses now: 1 for it, 0 for the others. */
+static void
+metrics_wake(struct buf *b, const struct metrics_queue *q, size_t n)
+{
+	static const char *const modes[] = { "poll", "binlog",
+	    "binlog-fallback" };
+
+	metrics_head(b, "rowq_wake_mode", "gauge",
+	    "How idle workers learn of rows: poll, binlog, or "
+	    "binlog-fallback (wake: binlog, polled until it can follow).");
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+			buf_puts(b, "rowq_wake_mode{queue=\"");
+			metrics_label(b, q[i].name);
+			buf_printf(b, "\",mode=\"%s\"} %d\n", modes[k],
+			    q[i].wake != NULL && strcmp(q[i].wake,
+			    modes[k]) == 0);
+		}
+}
+
 void
 metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
 {
@@ -200,6 +223,10 @@ metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
 	    "Worker processes running.");
 	GAUGE(paused, "rowq_paused",
 	    "1 while the queue is paused (rowq pause), else 0.");
+	GAUGE(binlog_lag_s, "rowq_wake_binlog_lag_seconds",
+	    "How far the binary log follower is behind the server (wake: "
+	    "binlog, while it follows).");
+	metrics_wake(b, q, n);
 	COUNTER(done, "rowq_rows_done_total",
 	    "Rows finished with the done statement.");
 	COUNTER(retried, "rowq_rows_retried_total",
@@ -238,11 +265,32 @@ metrics_render_reloads(struct buf *b, uint64_t ok, uint64_t failed)
 	    (unsigned long long)failed);
 }
 
+/*
+ * POST /wake/QUEUE: what `rowq wake QUEUE` does (a hint: 202, the read
+ * comes after the answer).  A body is read and dropped; the answer comes
+ * once it is all in.
+ */
+static unsigned
+metrics_wake_answer(struct metrics *m, const char *queue, const char *method,
+    struct buf *b)
+{
+	if (strcmp(method, "POST") != 0) {
+		buf_puts(b, "POST /wake/QUEUE\n");
+		return MHD_HTTP_METHOD_NOT_ALLOWED;
+	}
+	if (m->wake(m->ctx, queue) == -1) {
+		buf_printf(b, "no queue named %s here\n", queue);
+		return MHD_HTTP_NOT_FOUND;
+	}
+	return MHD_HTTP_ACCEPTED;
+}
+
 static enum MHD_Result
 metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
     const char *method, const char *version, const char *upload_data,
     size_t *upload_size, void **con_cls)
 {
+	static int begun;
 	struct metrics *m = cls;
 	struct MHD_Response *resp;
 	struct buf b = { 0 };
@@ -251,14 +299,22 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 
 	(void)version;
 	(void)upload_data;
-	(void)upload_size;
-	(void)con_cls;
-	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+	if (strncmp(url, WAKE_PREFIX, strlen(WAKE_PREFIX)) == 0 &&
+	    strcmp(method, "POST") == 0 && (*con_cls == NULL ||
+	    *upload_size != 0)) {
+		*con_cls = &begun;
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (strncmp(url, WAKE_PREFIX, strlen(WAKE_PREFIX)) == 0)
+		status = metrics_wake_answer(m, url + strlen(WAKE_PREFIX),
+		    method, &b);
+	else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
 		buf_puts(&b, "GET /metrics\n");
 	} else if (strcmp(url, "/metrics") != 0) {
 		status = MHD_HTTP_NOT_FOUND;
-		buf_puts(&b, "rowq serves /metrics\n");
+		buf_puts(&b, "rowq serves /metrics and POST /wake/QUEUE\n");
 	} else
 		m->render(m->ctx, &b);
 	resp = mhd.create_response_from_buffer(b.len, b.data ? b.data : "",
@@ -268,6 +324,10 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 		return MHD_NO;
 	mhd.add_response_header(resp, "Content-Type", status == MHD_HTTP_OK ?
 	    "text/plain; version=0.0.4; charset=utf-8" : "text/plain");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		mhd.add_response_header(resp, "Allow", strncmp(url,
+		    WAKE_PREFIX, strlen(WAKE_PREFIX)) == 0 ? "POST" :
+		    "GET, HEAD");
 	r = mhd.queue_response(conn, status, resp);
 	mhd.destroy_response(resp);
 	return r;
@@ -303,7 +363,8 @@ metrics_address(const char *addr, struct sockaddr_storage *ss)
 }
 
 struct metrics *
-metrics_start(const char *addr, metrics_render_fn render, void *ctx)
+metrics_start(const char *addr, metrics_render_fn render,
+    metrics_wake_fn wake, void *ctx)
 {
 	struct sockaddr_storage ss;
 	struct metrics *m;
@@ -316,6 +377,7 @@ metrics_start(const char *addr, metrics_render_fn render, void *ctx)
 		return NULL;
 	m = xcalloc(1, sizeof(*m));
 	m->render = render;
+	m->wake = wake;
 	m->ctx = ctx;
 	m->mhd = mhd.start_daemon(MHD_USE_EPOLL |
 	    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,

@@ -50,6 +50,7 @@ report_metrics(void *ctx, struct buf *b)
 		m[i].handler_restarts = t.handler_restarts;
 		m[i].workers_up = supervisor_workers_up(s, q);
 		m[i].paused = pause_watch_paused(s, q->name);
+		m[i].wake = wake_binlog_mode(s, q, &m[i].binlog_lag_s);
 		m[i].claim = t.claim;
 		m[i].handler = t.handler;
 		m[i].pruned_rows = prune_daemon_total(s, q->name);
@@ -72,6 +73,16 @@ report_metrics(void *ctx, struct buf *b)
 	metrics_render(b, m, cfg->nqueues);
 	metrics_render_reloads(b, s->reloads_ok, s->reloads_failed);
 	free(m);
+}
+
+/* POST /wake/QUEUE on the metrics listener: as `rowq wake QUEUE`. */
+static int
+report_wake(void *ctx, const char *queue)
+{
+	struct supervisor *s = ctx;
+
+	log_debug("wake for %s (POST /wake)", queue);
+	return s->stopping ? 0 : wake_watch_queue(s, queue);
 }
 
 /* The probe child: ask the database, write the answers, exit. */
@@ -142,7 +153,8 @@ report_start(struct supervisor *s)
 		fatal("mmap");
 	memset(s->probe, 0, sizeof(*s->probe));
 	if (cfg->metrics != NULL)
-		s->metrics = metrics_start(cfg->metrics, report_metrics, s);
+		s->metrics = metrics_start(cfg->metrics, report_metrics,
+		    report_wake, s);
 }
 
 void

@@ -240,6 +240,8 @@ struct queue {
 	struct retry_policy retry;
 	struct sql	 failed;	/* text NULL when absent */
 	int64_t		 idle_ms;
+	bool		 wake_binlog;	/* wake: binlog (wake_binlog.c) */
+	char		*wake_where;	/* "FILE:LINE: queues.email.wake" */
 	long		 max_jobs;	/* 0: never replace the worker */
 	struct lease_policy lease;
 	char		*age_column;	/* status: since when a row waits */
@@ -740,6 +742,13 @@ enum check_verdict {
 
 enum check_verdict check_config(const struct config *, bool explain);
 
+/* ---- wake_binlog.c: wake: binlog, for check.c ---- */
+
+/* What the server lacks to follow its binary log, in words; -1: unknown. */
+int	 wake_binlog_missing(struct db *, struct buf *why);
+/* Warn (never refuse) when a binlog queue would fall back to polling. */
+void	 wake_binlog_check(struct db *, const struct queue *);
+
 /* ---- check_plan.c: the claim's plan, for check.c ---- */
 
 /* Warns of a claim that reads rows it will not return; returns 0. */
@@ -854,6 +863,8 @@ struct metrics_queue {
 	uint64_t		 pruned_rows;	/* by this daemon's prune runs */
 	int			 workers_up;
 	int			 paused;	/* 1: rowq pause; 0: not */
+	const char		*wake;		/* poll, binlog, binlog-fallback */
+	long long		 binlog_lag_s;	/* -1: not following */
 	long			 ready;		/* -1: unknown */
 	long			 in_progress;	/* -1: unknown */
 	long long		 oldest_age_s;	/* -1: unknown */
@@ -863,6 +874,8 @@ struct metrics_queue {
 };
 
 typedef void	(*metrics_render_fn)(void *ctx, struct buf *);
+/* POST /wake/QUEUE: -1 for a queue the daemon does not run. */
+typedef int	(*metrics_wake_fn)(void *ctx, const char *queue);
 
 struct metrics;
 
@@ -870,7 +883,8 @@ void		 metrics_render(struct buf *, const struct metrics_queue *,
 		    size_t n);
 void		 metrics_render_reloads(struct buf *, uint64_t ok,
 		    uint64_t failed);
-struct metrics	*metrics_start(const char *addr, metrics_render_fn, void *ctx);
+struct metrics	*metrics_start(const char *addr, metrics_render_fn,
+		    metrics_wake_fn, void *ctx);
 int		 metrics_fd(const struct metrics *);
 void		 metrics_run(struct metrics *);
 void		 metrics_stop(struct metrics *);

@@ -209,6 +209,19 @@ status_prune_line(const char *queue, const struct line *l)
 	    live_value(l, "prune_error"));
 }
 
+/* How a queue's idle workers are woken, when it is not by polling. */
+static void
+status_wake_line(const char *queue, const struct line *l)
+{
+	printf("  %s wake: %s", queue, live_value(l, "wake"));
+	if (*live_value(l, "binlog_lag"))
+		printf(", %ss behind the server's binary log",
+		    live_value(l, "binlog_lag"));
+	else
+		printf(" (polled until the binary log can be followed)");
+	putchar('\n');
+}
+
 /* Each alert in words, under the table, for the mail a check sends. */
 static void
 status_alerts(const struct status_queue *r, size_t n)
@@ -323,6 +336,9 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 			    live_value(ql, "last_error"));
 		if (ql && *live_value(ql, "prune"))
 			status_prune_line(r[k].q->name, ql);
+		if (ql && *live_value(ql, "wake") &&
+		    strcmp(live_value(ql, "wake"), "poll") != 0)
+			status_wake_line(r[k].q->name, ql);
 	}
 }
 

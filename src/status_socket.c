@@ -227,6 +227,10 @@ status_text(struct supervisor *s, struct buf *b)
 		status_num(b, "reconnects", t.reconnects);
 		status_num(b, "db_retries", t.db_retries);
 		status_field(b, "last_error", t.last_error);
+		long long lag_s;
+		status_field(b, "wake", wake_binlog_mode(s, q, &lag_s));
+		if (lag_s >= 0)
+			status_num(b, "binlog_lag", (unsigned long long)lag_s);
 		prune_daemon_status(s, q->name, b);
 		buf_putc(b, '\n');
 	}

@@ -473,7 +473,8 @@ supervisor_reap(struct supervisor *s)
 		}
 		if (report_reaped(s, pid, status) ||
 		    pause_watch_reaped(s, pid, status) ||
-		    wake_watch_reaped(s, pid, status))
+		    wake_watch_reaped(s, pid, status) ||
+		    wake_binlog_reaped(s, pid, status))
 			continue;
 		for (int i = 0; i < s->nslots; i++) {
 			if (s->slots[i].pid == pid) {
@@ -734,10 +735,11 @@ supervisor_loop(struct supervisor *s)
 		report_tick(s, now, &next);
 		pause_watch_tick(s, now, &next);
 		wake_watch_tick(s, now, &next);
+		wake_binlog_tick(s, now, &next);
 		struct pollfd p[SUPERVISOR_POLL_MAX] = {
 			{ .fd = s->sigfd, .events = POLLIN },
 		};
-		nfds_t np = 1, nreport, npause, nwatch;
+		nfds_t np = 1, nreport, npause, nwatch, nsocket;
 		report_poll_fds(s, p, &np);
 		nreport = np;
 		pause_watch_poll_fds(s, p, &np);
@@ -745,6 +747,8 @@ supervisor_loop(struct supervisor *s)
 		wake_watch_poll_fds(s, p, &np);
 		nwatch = np;
 		wake_socket_poll_fds(s, p, &np);
+		nsocket = np;
+		wake_binlog_poll_fds(s, p, &np);
 		int64_t wait = next - now;
 		if (watchdog > 0 && next_ping - now < wait)
 			wait = next_ping - now;
@@ -757,7 +761,8 @@ supervisor_loop(struct supervisor *s)
 		report_handle(s, p, nreport);
 		pause_watch_handle(s, p + nreport, npause - nreport);
 		wake_watch_handle(s, p + npause, nwatch - npause);
-		wake_socket_handle(s, p + nwatch, np - nwatch);
+		wake_socket_handle(s, p + nwatch, nsocket - nwatch);
+		wake_binlog_handle(s, p + nsocket, np - nsocket);
 	}
 	if (tty)
 		report_progress(s, true);
@@ -797,6 +802,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	if (!opts->drain)
 		pause_watch_start(&s);
 	wake_watch_start(&s);
+	wake_binlog_start(&s);
 	supervisor_fill(&s);
 	s.wake_fd = -1;
 	if (!opts->drain) {
@@ -817,6 +823,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	report_stop(&s);
 	pause_watch_stop(&s);
 	wake_watch_stop(&s);
+	wake_binlog_stop(&s);
 	wake_socket_stop(&s);
 	for (int i = 0; i < s.ngens; i++) {
 		config_free(s.gens[i]->cfg);

@@ -101,9 +101,10 @@ struct shared {
 #define STATUS_CLIENTS_MAX	8
 /*
  * The supervisor's pollfds: the signalfd, the status listener, metrics,
- * the pause watcher, the wake watcher, the wake socket.
+ * the pause watcher, the wake watcher, the wake socket, the binlog
+ * follower.
  */
-#define SUPERVISOR_POLL_MAX	(6 + STATUS_CLIENTS_MAX)
+#define SUPERVISOR_POLL_MAX	(7 + STATUS_CLIENTS_MAX)
 
 /*
  * The queues paused in the pause table, as this daemon's watcher child
@@ -131,6 +132,22 @@ struct wake_state {
 	int		 cmd_fd;	/* queues to read at once; -1: none */
 	int		 generation;	/* whose queues it reads */
 	int64_t		 next_start_ms;
+};
+
+/*
+ * The binlog follower child, for the queues with wake: binlog, as its
+ * last report said (wake_binlog.c).
+ */
+struct binlog_state {
+	pid_t		 pid;		/* the follower; 0: none */
+	int		 fd;		/* its reports; -1: none */
+	int		 generation;	/* whose queues it follows */
+	int64_t		 next_start_ms;
+	bool		 following;	/* it reads the binary log now */
+	long long	 lag_s;		/* behind the server; -1: unknown */
+	char		 file[64];	/* where it has read to */
+	unsigned long	 pos;
+	unsigned char	 watched[QUEUES_MAX / 8];	/* queues it follows */
 };
 
 struct status_client {
@@ -182,6 +199,7 @@ struct supervisor {
 	struct pruner		*pruner;	/* prune_daemon.c */
 	struct pause_state	 pause;
 	struct wake_state	 wake;
+	struct binlog_state	 binlog;
 	int			 wake_fd;	/* `rowq wake`; -1: none */
 	char			*wake_path;
 };
@@ -265,6 +283,18 @@ void	 wake_watch_handle(struct supervisor *, const struct pollfd *,
 	    nfds_t);
 bool	 wake_watch_reaped(struct supervisor *, pid_t, int status);
 int	 wake_watch_queue(struct supervisor *, const char *queue);
+void	 wake_watch_index(struct supervisor *, size_t queue, bool binlog);
+
+/* wake_binlog.c */
+void	 wake_binlog_start(struct supervisor *);
+void	 wake_binlog_stop(struct supervisor *);
+void	 wake_binlog_tick(struct supervisor *, int64_t now, int64_t *next);
+void	 wake_binlog_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
+void	 wake_binlog_handle(struct supervisor *, const struct pollfd *,
+	    nfds_t);
+bool	 wake_binlog_reaped(struct supervisor *, pid_t, int status);
+const char *wake_binlog_mode(const struct supervisor *, const struct queue *,
+	    long long *lag_s);
 
 /* wake_socket.c */
 void	 wake_socket_start(struct supervisor *);

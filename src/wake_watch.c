@@ -53,7 +53,20 @@ struct wake_probe {
 	struct db_stmt	*stmt;
 	int64_t		 due_ms;
 	bool		 failing;	/* said so in the log */
+	int		 echoes;	/* reads again if it finds nothing */
 };
+
+/*
+ * A command: the queue's index, and WAKE_CMD_BINLOG when the binary log
+ * asked.  The server writes a transaction to the binary log before its
+ * engine commits it, so a read at once may not see its rows yet: after a
+ * binlog wake that finds nothing the watcher reads again, WAKE_ECHO_MS
+ * later, then twice that.
+ */
+typedef uint16_t wake_cmd;
+#define WAKE_CMD_BINLOG		0x8000u
+#define WAKE_ECHOES		2
+#define WAKE_ECHO_MS		10
 
 /*
  * Rows read at most: enough to wake every worker of the queue and to
@@ -150,20 +163,26 @@ wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p)
 }
 
 /*
- * The commands from the supervisor: one byte per queue to read at once.
+ * The commands from the supervisor: a queue to read at once.
  * Returns -1 when the supervisor is gone.
  */
 static int
 wake_commands(int fd, const struct config *cfg, struct wake_probe *p,
     int64_t now)
 {
-	unsigned char c[64];
+	wake_cmd c[64];
 	ssize_t n;
 
+	/* Each write is one whole command (smaller than PIPE_BUF). */
 	while ((n = read(fd, c, sizeof(c))) > 0)
-		for (ssize_t i = 0; i < n; i++)
-			if (c[i] < cfg->nqueues)
-				p[c[i]].due_ms = now;
+		for (size_t i = 0; i < (size_t)n / sizeof(c[0]); i++) {
+			size_t q = c[i] & ~WAKE_CMD_BINLOG;
+			if (q >= cfg->nqueues || q >= QUEUES_MAX)
+				continue;
+			p[q].due_ms = now;
+			if (c[i] & WAKE_CMD_BINLOG)
+				p[q].echoes = WAKE_ECHOES;
+		}
 	return n == 0 ? -1 : 0;
 }
 
@@ -196,6 +215,11 @@ wake_watch_child(const struct config *cfg, int generation, int out, int in)
 			    wake_probe_run(db, q, &p[i]) };
 			p[i].due_ms = now + (r.rows < 0 ? WAKE_RETRY_MS :
 			    q->idle_ms);
+			if (r.rows == 0 && p[i].echoes > 0)
+				p[i].due_ms = now + (WAKE_ECHO_MS <<
+				    (WAKE_ECHOES - p[i].echoes--));
+			else
+				p[i].echoes = 0;
 			if (write(out, &r, sizeof(r)) != (ssize_t)sizeof(r))
 				_exit(0);
 			/*
@@ -401,26 +425,54 @@ wake_watch_stop(struct supervisor *s)
 	wake_watch_close(w);
 }
 
+static bool
+wake_has_idle(const struct supervisor *s, const struct queue *q)
+{
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->state == SLOT_RUNNING && sl->gen == s->current &&
+		    sl->queue == q && sl->stats->state == WORKER_IDLE)
+			return true;
+	}
+	return false;
+}
+
 /*
- * A wake from outside (`rowq wake`, POST /wake/QUEUE): the watcher reads
- * the queue at once and wakes as many workers as it finds rows; with no
- * watcher, one idle worker is woken to claim.  Returns -1 for a queue
- * the daemon does not run.
+ * A wake of queue i of the current generation: the watcher reads the
+ * queue at once and wakes as many workers as it finds rows; with no
+ * watcher, one idle worker is woken to claim.  binlog: the binary log
+ * said so (wake_binlog.c), and a queue whose workers are all busy is
+ * not read: they claim again without waiting, and under load the
+ * commits would otherwise cost a read each.
+ */
+void
+wake_watch_index(struct supervisor *s, size_t i, bool binlog)
+{
+	wake_cmd c = (wake_cmd)(i | (binlog ? WAKE_CMD_BINLOG : 0));
+
+	if (i >= s->current->cfg->nqueues || i >= QUEUES_MAX)
+		return;
+	if (binlog && !wake_has_idle(s, &s->current->cfg->queues[i]))
+		return;
+	if (s->wake.pid > 0 && s->wake.cmd_fd != -1 &&
+	    write(s->wake.cmd_fd, &c, sizeof(c)) == (ssize_t)sizeof(c))
+		return;
+	wake_apply(s, i, 1, false);
+}
+
+/*
+ * A wake from outside (`rowq wake`, POST /wake/QUEUE).  Returns -1 for a
+ * queue the daemon does not run.
  */
 int
 wake_watch_queue(struct supervisor *s, const char *name)
 {
 	const struct config *cfg = s->current->cfg;
 
-	for (size_t i = 0; i < cfg->nqueues && i < QUEUES_MAX; i++) {
-		if (strcmp(cfg->queues[i].name, name) != 0)
-			continue;
-		unsigned char c = (unsigned char)i;
-		if (s->wake.pid > 0 && s->wake.cmd_fd != -1 &&
-		    write(s->wake.cmd_fd, &c, 1) == 1)
+	for (size_t i = 0; i < cfg->nqueues && i < QUEUES_MAX; i++)
+		if (strcmp(cfg->queues[i].name, name) == 0) {
+			wake_watch_index(s, i, false);
 			return 0;
-		wake_apply(s, i, 1, false);
-		return 0;
-	}
+		}
 	return -1;
 }

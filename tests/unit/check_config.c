@@ -624,6 +624,27 @@ START_TEST(test_bad_duration)
 }
 END_TEST
 
+/* wake: poll (the default) or binlog, nothing else. */
+START_TEST(test_wake)
+{
+	struct config *cfg = accepted("queues:\n" SMALL_QUEUE("a")
+	    "    wake: binlog\n" SMALL_QUEUE("b") "    wake: poll\n"
+	    SMALL_QUEUE("c"));
+
+	ck_assert(cfg->queues[0].wake_binlog);
+	ck_assert_str_eq(cfg->queues[0].wake_where,
+	    "rowq.yaml:7: queues.a.wake");
+	ck_assert(!cfg->queues[1].wake_binlog);
+	ck_assert(!cfg->queues[2].wake_binlog);
+	config_free(cfg);
+	refused("queues:\n" SMALL_QUEUE("a") "    wake: notify\n",
+	    "rowq.yaml:7: queues.a.wake: not poll or binlog: \"notify\"\n");
+	refused("queues:\n" SMALL_QUEUE("a") "    wake: [binlog]\n",
+	    "rowq.yaml:7: queues.a.wake: expected poll or binlog, not a "
+	    "sequence\n");
+}
+END_TEST
+
 START_TEST(test_duration_ranges)
 {
 	static const char yaml[] =
@@ -1525,6 +1546,7 @@ config_suite(void)
 	tcase_add_test(tc, test_too_many_files);
 	tcase_add_test(tc, test_bad_duration);
 	tcase_add_test(tc, test_duration_ranges);
+	tcase_add_test(tc, test_wake);
 	tcase_add_test(tc, test_lease);
 	tcase_add_test(tc, test_select_limit);
 	tcase_add_test(tc, test_select_for_update);

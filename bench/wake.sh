@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Pickup latency by wake-up: INSERT committed -> the handler reads the
+# row, for SAMPLES rows (200) inserted one at a time at random moments
+# (50-450 ms apart), p50 / p99 / max, for
+#
+#   poll     the default: the wake watcher reads the queue every idle (2s)
+#   wake     idle: 30s, and `rowq wake email` run by the producer after
+#            each INSERT (its start, config read included, is counted)
+#   binlog   idle: 30s, wake: binlog
+#
+# 2 workers, pipe handler bench/okpipe.c (it stamps each row's arrival),
+# on a server of its own with a binary log (ROW), the same for all three.
+# The row carries the server's clock at the INSERT (NOW(6)).
+#
+#	bash bench/wake.sh        prints a Markdown table
+. "$(dirname "$0")/../tests/lib.sh"
+. "$TESTS_DIR/email.sh"
+. "$(dirname "$0")/lib.sh"
+
+BENCH_DIR=$REPO_ROOT/bench
+BIN=$REPO_ROOT/build/bench
+SAMPLES=${BENCH_WAKE_SAMPLES:-200}
+MODES=${BENCH_WAKE_MODES:-"poll wake binlog"}
+
+mkdir -p "$BIN"
+cc -O2 -g -Wall -Wextra -o "$BIN/okpipe" "$BENCH_DIR/okpipe.c"
+[ -x "$ROWQ" ] || fail "no $ROWQ: run make first"
+
+DB_SERVER_OPTS+=(--log-bin --binlog-format=ROW --server-id=1)
+unset ROWQ_TEST_SOCKET
+db_start
+db_create rowq_wake
+W=$ROWQ_TEST_TMP
+cd "$W"
+say() { printf '%s\n' "$*" >&2; }
+
+# measure MODE: prints "MODE p50 p99 max" in ms.
+measure()
+{
+	local mode=$1 idle=30s extra=() i id
+	case $mode in
+	poll) idle=2s ;;
+	binlog) extra=("wake: binlog") ;;
+	esac
+	sql "DROP TABLE IF EXISTS email"
+	email_table 0
+	: >stamps
+	WORKERS=2 IDLE=$idle email_config "$mode.yaml" "[x]" "${extra[@]}"
+	sed -i -e "s|^    exec: .*|    pipe: [$BIN/okpipe, $W/stamps]|" \
+	    -e "s|^stop_timeout:|status_socket: $W/$mode.sock\n&|" "$mode.yaml"
+	rowq_start "$mode.yaml" "$mode.log"
+	wait_until 10 '[ "$(children_of "$ROWQ_PID" | wc -l)" -ge 2 ]' ||
+		fail "rowq run did not start: $(cat "$mode.log")"
+	[ "$mode" != binlog ] || wait_until 10 'grep -q following "$mode.log"' ||
+		fail "wake: binlog does not follow: $(cat "$mode.log")"
+	sleep 3
+	for ((i = 0; i < SAMPLES; i++)); do
+		sleep "0.$((RANDOM % 4 + 0))$((RANDOM % 10))$((RANDOM % 10))"
+		sleep 0.05
+		sql "INSERT INTO email (recipient, subject, body)
+		    VALUES ('late@example.com', ROUND(UNIX_TIMESTAMP(NOW(6)) * 1000000), 'body')"
+		[ "$mode" != wake ] || "$ROWQ" -c "$mode.yaml" wake email
+	done
+	wait_until 30 '[ "$(sql_value "SELECT COUNT(*) FROM email WHERE done_count = 1")" = '"$SAMPLES"' ]' ||
+		fail "$mode: not every row was done once"
+	kill_wait 15 "$ROWQ_PID"
+	sql "SELECT id, subject FROM email" | sort >inserted
+	sort stamps | awk '{ print $2, $1 }' | sort >arrived
+	join inserted arrived | awk '{ print ($3 - $2) / 1000 }' | sort -g >"$mode.latency"
+	[ "$(wc -l <"$mode.latency")" -eq "$SAMPLES" ] ||
+		fail "$mode: $(wc -l <"$mode.latency") samples"
+	awk -v m="$mode" '{ v[NR] = $1 } END {
+	    p50 = v[int((NR + 1) / 2)]; p99 = v[int(NR * 0.99 + 0.999)]
+	    printf "%s %.1f %.1f %.1f\n", m, p50, p99, v[NR] }' "$mode.latency"
+}
+
+for mode in $MODES; do
+	say "bench: pickup latency, $mode, $SAMPLES rows"
+	measure "$mode" >>results
+done
+printf '| wake-up | idle | p50 ms | p99 ms | max ms |\n|---|---|---:|---:|---:|\n'
+while read -r mode p50 p99 max; do
+	case $mode in
+	poll) what="polling (default)"; idle=2s ;;
+	wake) what="\`rowq wake\` after each INSERT"; idle=30s ;;
+	binlog) what="\`wake: binlog\`"; idle=30s ;;
+	esac
+	printf '| %s | %s | %s | %s | %s |\n' "$what" "$idle" "$p50" "$p99" "$max"
+done <results
