@@ -32,12 +32,15 @@ OBJS =	build/backoff.o \
 	build/config.o \
 	build/config_columns.o \
 	build/config_env.o \
+	build/config_hosts.o \
 	build/config_queue.o \
+	build/config_tls.o \
 	build/config_walk.o \
 	build/config_yaml.o \
 	build/cursor.o \
 	build/db.o \
 	build/db_bulk.o \
+	build/db_connect.o \
 	build/db_limits.o \
 	build/duration.o \
 	build/failed.o \

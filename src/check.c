@@ -217,6 +217,32 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	return problems;
 }
 
+/* Which server the check reached over TCP, and how: the TLS cipher. */
+static void
+check_database_link(const struct config *cfg, const struct db *db)
+{
+	static const char *const verify[] = {
+		[TLS_VERIFY_FULL] = "full", [TLS_VERIFY_CA] = "ca",
+		[TLS_VERIFY_OFF] = "off",
+	};
+	const char *cipher = db_cipher(db);
+
+	if (cfg->db.nhosts == 0)
+		return;		/* a unix socket stays on this machine */
+	if (cipher != NULL)
+		log_info("%s: database: %s, TLS cipher %s, verify %s",
+		    cfg->path, db_where(db), cipher,
+		    cfg->db.tls.on ? verify[cfg->db.tls.verify] : "off");
+	else
+		log_info("%s: database: %s, not encrypted", cfg->path,
+		    db_where(db));
+	if (cfg->db.tls.on && cfg->db.tls.verify == TLS_VERIFY_OFF)
+		log_warnx("%s: database.tls.verify: off: the session is "
+		    "encrypted, but whoever answers at %s is taken for the "
+		    "server; give ca: and verify: full", cfg->path,
+		    db_where(db));
+}
+
 /*
  * CHECK_PROBLEMS when a problem is found (each logged with file, line and
  * key), CHECK_UNREACHABLE when the database cannot be reached at all.
@@ -235,6 +261,7 @@ check_config(const struct config *cfg, bool explain)
 		db_close(db);
 		return st == DB_CONFIG ? CHECK_PROBLEMS : CHECK_UNREACHABLE;
 	}
+	check_database_link(cfg, db);
 	for (size_t i = 0; i < cfg->nqueues; i++)
 		problems += check_queue(db, &cfg->queues[i], explain);
 	(void)db_rollback(db);

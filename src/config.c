@@ -103,7 +103,7 @@ config_read_password(struct load *ld, const struct config_item *it,
 
 static const struct config_field db_fields[] = {
 	FIELD(struct db_options, "socket", string, socket, 0, 0),
-	FIELD(struct db_options, "host", string, host, 0, 0),
+	WHOLE("host", hosts),
 	FIELD(struct db_options, "port", unsigned, port, 1, 65535),
 	FIELD(struct db_options, "user", string, user, 0, 0),
 	FIELD(struct db_options, "password_file", path, password_file, 0, 0),
@@ -111,6 +111,7 @@ static const struct config_field db_fields[] = {
 	FIELD(struct db_options, "name", string, name, 0, 0),
 	FIELD(struct db_options, "option_file", path, option_file, 0, 0),
 	FIELD(struct db_options, "option_group", string, option_group, 0, 0),
+	FIELD(struct db_options, "tls", tls, tls, 0, 0),
 };
 
 /* Two keys that exclude each other: report at the second. */
@@ -184,8 +185,14 @@ config_field_database(struct load *ld, const struct config_item *it, void *dst,
 		config_path(path, sizeof(path), it->path, k->value);
 		config_error(ld, k->line, path, "port needs host:");
 	}
-	if (db->host != NULL && db->port == 0)
-		db->port = 3306;
+	config_hosts_port(db);
+	/* The server would take TLS on its socket, but checks no name there. */
+	if ((k = SEEN(db_fields, seen, "tls")) != NULL &&
+	    SEEN(db_fields, seen, "host") == NULL) {
+		config_path(path, sizeof(path), it->path, k->value);
+		config_error(ld, k->line, path, "tls needs host: (a unix "
+		    "socket stays on this machine)");
+	}
 	if (!config_exclusive(ld, it, SEEN(db_fields, seen, "password_file"),
 	    SEEN(db_fields, seen, "credential")))
 		config_db_password(ld, it, db, seen);
@@ -519,7 +526,8 @@ config_free(struct config *cfg)
 	free(cfg->queues);
 	db = &cfg->db;
 	free(db->socket);
-	free(db->host);
+	config_hosts_free(db);
+	config_tls_free(&db->tls);
 	free(db->user);
 	if (db->password != NULL) {
 		explicit_bzero(db->password, strlen(db->password));

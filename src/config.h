@@ -179,6 +179,17 @@ void		 config_user_resolve(struct load *, struct handler_user *,
 void		 config_user_free(struct handler_user *);
 void		 config_env_free(struct env_list *);
 
+/* config_hosts.c: database.host:, one or a list */
+void		 config_field_hosts(struct load *, const struct config_item *,
+		    void *, const struct config_field *);
+void		 config_hosts_port(struct db_options *);
+void		 config_hosts_free(struct db_options *);
+
+/* config_tls.c: database.tls: */
+void		 config_field_tls(struct load *, const struct config_item *,
+		    void *, const struct config_field *);
+void		 config_tls_free(struct db_tls *);
+
 /* config_columns.c: the {column}s of a handler's argument */
 int		 config_placeholder(const char *s, size_t *pos,
 		    const char **name, size_t *len, const char **what);

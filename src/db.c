@@ -14,18 +14,11 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <fcntl.h>
 #include <mysqld_error.h>
 #include <errmsg.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Client timeouts, so that a frozen server cannot hang a worker forever. */
-#define DB_CONNECT_TIMEOUT_S	5
-#define DB_READ_TIMEOUT_S	30
-#define DB_WRITE_TIMEOUT_S	30
-/* A finishing UPDATE waits at most this long for an application's lock. */
-#define DB_LOCK_WAIT_TIMEOUT_S	10
 /* Fetch buffer per column; longer values are fetched a second time. */
 #define DB_FETCH_CHUNK		256
 
@@ -48,6 +41,14 @@ db_classify(unsigned err)
 	case ER_SERVER_SHUTDOWN:
 	case ER_CONNECTION_KILLED:
 	case ER_NEW_ABORTING_CONNECTION:
+		return DB_RECONNECT;
+	/*
+	 * The server turned read-only (a switchover, a demoted primary):
+	 * the transaction's rows stay as they were, and the next connection
+	 * goes to a host that is writable (db_connect.c).
+	 */
+	case ER_OPTION_PREVENTS_STATEMENT:	/* 1290: --read-only */
+	case ER_READ_ONLY_MODE:			/* 1836 */
 		return DB_RECONNECT;
 	default:
 		/* 2000-2999 are the client library's: the link is suspect. */
@@ -78,7 +79,7 @@ db_refresh_status(struct db *db)
 		mysql_free_result(res);
 }
 
-static enum db_status
+enum db_status
 db_fail(struct db *db, unsigned err, const char *msg)
 {
 	enum db_status st = db_classify(err);
@@ -113,7 +114,7 @@ db_in_transaction(const struct db *db)
 	return (status & SERVER_STATUS_IN_TRANS) != 0;
 }
 
-static enum db_status
+enum db_status
 db_fail_mysql(struct db *db)
 {
 	return db_fail(db, mysql_errno(db->mysql), mysql_error(db->mysql));
@@ -153,36 +154,6 @@ db_denied(const struct db *db)
 	    db->errnum == ER_SPECIFIC_ACCESS_DENIED_ERROR;
 }
 
-/* libmariadb does not promise SOCK_CLOEXEC: a handler must not get the link. */
-static void
-db_cloexec(struct db *db)
-{
-	int fd = (int)mysql_get_socket(db->mysql);
-
-	if (fd >= 0)
-		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-}
-
-static void
-db_set_options(MYSQL *m, const struct db_options *o)
-{
-	unsigned int connect_timeout = DB_CONNECT_TIMEOUT_S;
-	unsigned int read_timeout = DB_READ_TIMEOUT_S;
-	unsigned int write_timeout = DB_WRITE_TIMEOUT_S;
-	my_bool off = 0;
-
-	mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
-	mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &read_timeout);
-	mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &write_timeout);
-	mysql_optionsv(m, MYSQL_OPT_RECONNECT, &off);
-	mysql_optionsv(m, MYSQL_OPT_LOCAL_INFILE, &off);
-	mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-	if (o->option_file)
-		mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, o->option_file);
-	if (o->option_group)
-		mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, o->option_group);
-}
-
 /*
  * The supervisor initialises libmariadb, and through it OpenSSL, before it
  * forks the first worker, though it never connects itself: a worker that
@@ -197,65 +168,6 @@ db_library_init(void)
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		log_warnx("cannot initialise libmariadb; each worker will try "
 		    "on its own");
-}
-
-/* MariaDB (not MySQL) 10.2 and later: COM_STMT_BULK_EXECUTE. */
-static bool
-db_can_bulk(MYSQL *m)
-{
-	unsigned long caps = 0, ext = 0;
-
-	if (mariadb_get_infov(m, MARIADB_CONNECTION_SERVER_CAPABILITIES,
-	    &caps) != 0 || mariadb_get_infov(m,
-	    MARIADB_CONNECTION_EXTENDED_SERVER_CAPABILITIES, &ext) != 0)
-		return false;
-	return (caps & CLIENT_MYSQL) == 0 &&
-	    (ext & (MARIADB_CLIENT_STMT_BULK_OPERATIONS >> 32)) != 0;
-}
-
-/*
- * CLIENT_MULTI_STATEMENTS lets db_select send COMMIT and the next claim in
- * one round trip.  Values are still only ever bound to prepared
- * statements, never spliced into text; what runs as text is the
- * operator's own select, which sql.c refuses when text follows its ';'
- * (a ';' that sql.c's tokenizer cannot see, in a versioned comment
- * or under NO_BACKSLASH_ESCAPES, would split it: the operator's SQL all
- * the same).
- */
-struct db *
-db_open(const struct db_options *o, enum db_status *status)
-{
-	struct db *db = xcalloc(1, sizeof(*db));
-	static const char session[] =
-	    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
-	char lockwait[64];
-
-	db->mysql = mysql_init(NULL);
-	if (db->mysql == NULL)
-		fatalx("mysql_init: out of memory");
-	db_set_options(db->mysql, o);
-	if (mysql_real_connect(db->mysql, o->socket ? NULL : o->host, o->user,
-	    o->password, o->name, o->socket ? 0 : o->port, o->socket,
-	    CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS) == NULL) {
-		*status = db_fail_mysql(db);
-		/* Any failure to connect is a reconnect, unless it is the config. */
-		if (*status != DB_CONFIG)
-			*status = DB_RECONNECT;
-		return db;
-	}
-	db_cloexec(db);
-	db->status_known = true;
-	db->bulk = db_can_bulk(db->mysql);
-	snprintf(lockwait, sizeof(lockwait),
-	    "SET SESSION innodb_lock_wait_timeout = %d", DB_LOCK_WAIT_TIMEOUT_S);
-	if (mysql_query(db->mysql, session) != 0 ||
-	    mysql_query(db->mysql, lockwait) != 0 ||
-	    mysql_autocommit(db->mysql, 0) != 0) {
-		*status = db_fail_mysql(db);
-		return db;
-	}
-	*status = DB_OK;
-	return db;
 }
 
 /*

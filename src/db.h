@@ -48,6 +48,9 @@ struct db_stmt;
 
 void		 db_library_init(void);	/* before forking workers */
 struct db	*db_open(const struct db_options *, enum db_status *);
+void		 db_announce_hosts(void);	/* log each host used */
+const char	*db_where(const struct db *);	/* "HOST:PORT" */
+const char	*db_cipher(const struct db *);	/* NULL: not TLS */
 void		 db_close(struct db *);
 const char	*db_error(const struct db *);	/* last error, for messages */
 unsigned	 db_errno(const struct db *);

@@ -13,6 +13,7 @@ struct db {
 	unsigned	 errnum;
 	bool		 bulk;		/* the server takes array binding */
 	bool		 status_known;	/* see db_refresh_status */
+	char		 where[300];	/* "HOST:PORT" or the socket */
 };
 
 struct db_stmt {
@@ -32,5 +33,7 @@ struct db_stmt {
 };
 
 enum db_status	 db_fail_stmt(struct db_stmt *);
+enum db_status	 db_fail(struct db *, unsigned err, const char *msg);
+enum db_status	 db_fail_mysql(struct db *);
 
 #endif /* ROWQ_DB_PRIVATE_H */

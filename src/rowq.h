@@ -43,6 +43,7 @@
 #define BATCH_MAX		1000
 #define ARGV_MAX		256
 #define PASSWORD_MAX		4096
+#define DB_HOSTS_MAX		16		/* database.host: entries */
 #define HANDLER_OUTPUT_MAX	(64 * 1024)	/* stdout kept for :output */
 #define HANDLER_ERROR_MAX	(4 * 1024)	/* stderr tail kept for :error */
 #define HANDLER_LOG_LINE_MAX	1024		/* longer stderr lines are split */
@@ -253,10 +254,33 @@ struct queue {
 	struct prune_policy prune;
 };
 
+/* One server of database.host: (config_hosts.c). */
+struct db_host {
+	char		*name;		/* a name or an address, no brackets */
+	unsigned	 port;
+};
+
+/* How database.tls: checks the server (config_tls.c). */
+enum tls_verify {
+	TLS_VERIFY_FULL,	/* the chain to ca: and the server's name */
+	TLS_VERIFY_CA,		/* the chain only: any name */
+	TLS_VERIFY_OFF,		/* encrypted, but anyone may answer */
+};
+
+struct db_tls {
+	bool		 on;		/* tls: given: never plain text */
+	char		*ca;
+	char		*cert;
+	char		*key;
+	enum tls_verify	 verify;
+};
+
 struct db_options {
 	char		*socket;
-	char		*host;
-	unsigned	 port;
+	struct db_host	*hosts;		/* tried in order: the first writable */
+	size_t		 nhosts;
+	unsigned	 port;		/* for hosts without their own */
+	struct db_tls	 tls;
 	char		*user;
 	char		*password;	/* read from password_file or credential */
 	char		*password_file;

@@ -178,6 +178,12 @@ struct status_queue {
 	const struct pause_entry *pause; /* NULL: not paused */
 };
 
+/* The server status read from, and the TLS cipher: "" when none. */
+struct status_link {
+	char	where[300];
+	char	cipher[128];
+};
+
 static void
 status_age(char *out, size_t len, long long s)
 {
@@ -230,7 +236,8 @@ status_alerts(const struct status_queue *r, size_t n)
 }
 
 static void
-status_table(const struct status_queue *r, size_t n, const struct live *lv)
+status_table(const struct status_queue *r, size_t n, const struct live *lv,
+    const struct status_link *link)
 {
 	size_t i = 0;
 	const struct line *d = live_find(lv, "daemon", NULL, &i);
@@ -282,6 +289,10 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv)
 		    r[k].pause->since, ago, *r[k].pause->reason ? ": " : "",
 		    r[k].pause->reason);
 	}
+	if (link->where[0] != '\0')
+		printf("\ndatabase: %s, %s%s\n", link->where,
+		    link->cipher[0] ? "TLS cipher " : "not encrypted",
+		    link->cipher);
 	if (d == NULL) {
 		printf("\ndaemon: not answering (%s)\n", lv->error);
 		return;
@@ -356,7 +367,8 @@ json_live_line(struct buf *b, const struct line *l)
 }
 
 static void
-status_json(const struct status_queue *r, size_t n, const struct live *lv)
+status_json(const struct status_queue *r, size_t n, const struct live *lv,
+    const struct status_link *link)
 {
 	struct buf b = { 0 };
 	size_t i = 0;
@@ -425,6 +437,16 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv)
 		json_string(&b, lv->error, strlen(lv->error));
 		buf_putc(&b, '}');
 	}
+	if (link->where[0] != '\0') {
+		bool firstd = true;
+		buf_puts(&b, ",\"database\":{");
+		json_kv_str(&b, "host", link->where, &firstd);
+		if (link->cipher[0])
+			json_kv_str(&b, "tls_cipher", link->cipher, &firstd);
+		else
+			json_kv_num(&b, "tls_cipher", NULL, &firstd);
+		buf_putc(&b, '}');
+	}
 	buf_puts(&b, "}\n");
 	fputs(b.data, stdout);
 	buf_free(&b);
@@ -442,6 +464,7 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	struct status_queue *r;
 	struct live lv = { 0 };
 	struct pause_list paused = { 0 };
+	struct status_link link = { 0 };
 	struct db *db;
 	enum db_status st;
 	size_t n = 0;
@@ -471,6 +494,9 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		    db_error(db));
 		rc = ROWQ_EXIT_FAILURE;
 	} else {
+		snprintf(link.where, sizeof(link.where), "%s", db_where(db));
+		snprintf(link.cipher, sizeof(link.cipher), "%s",
+		    db_cipher(db) ? db_cipher(db) : "");
 		if (pause_read(db, pause_table(cfg), &paused) == -1) {
 			log_error("%s: pause_table: cannot read %s: %s", path,
 			    pause_table(cfg), db_error(db));
@@ -501,9 +527,9 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		    &r[k].in_progress);
 	}
 	if (json)
-		status_json(r, n, &lv);
+		status_json(r, n, &lv, &link);
 	else
-		status_table(r, n, &lv);
+		status_table(r, n, &lv, &link);
 	fflush(stdout);
 	live_free(&lv);
 out:

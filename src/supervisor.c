@@ -790,6 +790,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	proc_title("rowq: supervisor");
 	/* Before the first fork, so that every worker starts with it done. */
 	db_library_init();
+	db_announce_hosts();	/* each child logs the host it uses */
 	s.status_fd = -1;
 	s.pause.fd = -1;
 	generation_start(&s, cfg);

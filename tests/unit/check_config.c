@@ -206,7 +206,7 @@ START_TEST(test_example)
 	cfg = accepted(example);
 	ck_assert_str_eq(cfg->path, "rowq.yaml");
 	ck_assert_str_eq(cfg->db.socket, "/run/mysqld/mysqld.sock");
-	ck_assert_ptr_null(cfg->db.host);
+	ck_assert_uint_eq(cfg->db.nhosts, 0);
 	ck_assert_str_eq(cfg->db.user, "rowq");
 	ck_assert_str_eq(cfg->db.password, "s3cret");
 	ck_assert_str_eq(cfg->db.password_file, "db.password");
@@ -275,7 +275,7 @@ START_TEST(test_defaults)
 
 	ck_assert_int_eq(cfg->stop_timeout_ms, 30000);
 	ck_assert_ptr_null(cfg->db.socket);
-	ck_assert_ptr_null(cfg->db.host);
+	ck_assert_uint_eq(cfg->db.nhosts, 0);
 	ck_assert_ptr_null(cfg->db.password);
 	ck_assert_int_eq(q->workers, 1);
 	ck_assert_int_eq(q->batch, 1);
@@ -1150,8 +1150,10 @@ START_TEST(test_database)
 	    "  name: shop\n"
 	    "  option_group: rowq\n"
 	    "queues:\n" SMALL_QUEUE("q"));
-	ck_assert_str_eq(cfg->db.host, "db1.example.com");
-	ck_assert_uint_eq(cfg->db.port, 3306);
+	ck_assert_uint_eq(cfg->db.nhosts, 1);
+	ck_assert_str_eq(cfg->db.hosts[0].name, "db1.example.com");
+	ck_assert_uint_eq(cfg->db.hosts[0].port, 3306);
+	ck_assert(!cfg->db.tls.on);
 	ck_assert_str_eq(cfg->db.option_group, "rowq");
 	config_free(cfg);
 	put("my.cnf", "[rowq]\nport=3307\n");
@@ -1180,6 +1182,86 @@ START_TEST(test_database)
 	    "rowq.yaml:2: database.port: port needs host:\n");
 	refused("database:\n  port: 70000\nqueues:\n" SMALL_QUEUE("q"),
 	    "rowq.yaml:2: database.port: must be from 1 to 65535, not 70000\n");
+}
+END_TEST
+
+/* host: as a list, each with a port of its own or port:'s. */
+START_TEST(test_database_hosts)
+{
+	struct config *cfg;
+
+	cfg = accepted(
+	    "database:\n"
+	    "  host: [db1.example.com, \"10.0.0.2:3307\", \"[fd00::3]:3308\",\n"
+	    "         \"fd00::4\"]\n"
+	    "  port: 3310\n"
+	    "queues:\n" SMALL_QUEUE("q"));
+	ck_assert_uint_eq(cfg->db.nhosts, 4);
+	ck_assert_str_eq(cfg->db.hosts[0].name, "db1.example.com");
+	ck_assert_uint_eq(cfg->db.hosts[0].port, 3310);
+	ck_assert_str_eq(cfg->db.hosts[1].name, "10.0.0.2");
+	ck_assert_uint_eq(cfg->db.hosts[1].port, 3307);
+	ck_assert_str_eq(cfg->db.hosts[2].name, "fd00::3");
+	ck_assert_uint_eq(cfg->db.hosts[2].port, 3308);
+	ck_assert_str_eq(cfg->db.hosts[3].name, "fd00::4");
+	ck_assert_uint_eq(cfg->db.hosts[3].port, 3310);
+	config_free(cfg);
+	refused("database:\n  host: []\nqueues:\n" SMALL_QUEUE("q"),
+	    "rowq.yaml:2: database.host: an empty list: name at least one "
+	    "host\n");
+	refused("database:\n  host: [a, \"b:99999\"]\nqueues:\n"
+	    SMALL_QUEUE("q"), "rowq.yaml:2: database.host[1]: not a port "
+	    "(1 to 65535) after the host's colon: \"b:99999\"\n");
+	refused("database:\n  host: \"[fd00::1\"\nqueues:\n" SMALL_QUEUE("q"),
+	    "rowq.yaml:2: database.host: not a host, HOST:PORT or "
+	    "[ADDRESS]:PORT: \"[fd00::1\"\n");
+}
+END_TEST
+
+/* tls: its files there, verify one of three, full by default. */
+START_TEST(test_database_tls)
+{
+	struct config *cfg;
+	char *log;
+
+	put("ca.pem", "x");
+	put("c.pem", "x");
+	put("k.pem", "x");
+	cfg = accepted(
+	    "database:\n"
+	    "  host: db1\n"
+	    "  tls: {ca: ca.pem, cert: c.pem, key: k.pem}\n"
+	    "queues:\n" SMALL_QUEUE("q"));
+	ck_assert(cfg->db.tls.on);
+	ck_assert_int_eq(cfg->db.tls.verify, TLS_VERIFY_FULL);
+	ck_assert_str_eq(cfg->db.tls.ca, "ca.pem");
+	ck_assert_str_eq(cfg->db.tls.key, "k.pem");
+	config_free(cfg);
+	cfg = accepted("database:\n  host: db1\n  tls: {verify: off}\n"
+	    "queues:\n" SMALL_QUEUE("q"));
+	ck_assert_int_eq(cfg->db.tls.verify, TLS_VERIFY_OFF);
+	config_free(cfg);
+	put("rowq.yaml",
+	    "database:\n"
+	    "  socket: /run/mysqld/mysqld.sock\n"
+	    "  tls:\n"
+	    "    ca: nowhere.pem\n"
+	    "    key: k.pem\n"
+	    "    verify: maybe\n"
+	    "queues:\n" SMALL_QUEUE("q"));
+	ck_assert_ptr_null(load("rowq.yaml", &log));
+	ck_assert_has(log, "rowq.yaml:6: database.tls.verify: expected full, "
+	    "ca or off, not \"maybe\"\n");
+	ck_assert_has(log, "rowq.yaml:4: database.tls.ca: nowhere.pem: No such "
+	    "file or directory\n");
+	ck_assert_has(log, "rowq.yaml:5: database.tls.key: key needs cert: ");
+	ck_assert_has(log, "rowq.yaml:3: database.tls: tls needs host: ");
+	ck_assert_uint_eq(count_lines(log), 4);
+	free(log);
+	refused("database:\n  host: db1\n  tls: {verify: ca}\nqueues:\n"
+	    SMALL_QUEUE("q"), "rowq.yaml:3: database.tls: verify: ca needs "
+	    "ca: (the CA that signed the server's certificate); verify: off "
+	    "encrypts without checking\n");
 }
 END_TEST
 
@@ -1470,6 +1552,8 @@ config_suite(void)
 	tcase_add_test(tc, test_syntax_errors);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_database);
+	tcase_add_test(tc, test_database_hosts);
+	tcase_add_test(tc, test_database_tls);
 	tcase_add_test(tc, test_password_file);
 	tcase_add_test(tc, test_password_errors);
 	tcase_add_test(tc, test_credential);
