@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One host's link cut while its workers hold rows (3 hosts × 2 workers,
-# over TCP, each host a network namespace of its own): the server ends
+# over TCP with TLS, each host a network namespace of its own): the server ends
 # the cut host's idle transactions after the queue's session bound
 # (timeout + kill grace + margin, db_limits.c), the other hosts do the
 # rows, and no row is done twice in the database; its handler may have
@@ -14,6 +14,8 @@
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/servers.sh"
 . "$TESTS_DIR/netns.sh"
+. "$TESTS_DIR/tls.sh"
+. "$TESTS_DIR/tcp.sh"
 . "$TESTS_DIR/hosts.sh"
 . "$TESTS_DIR/torture/common.sh"
 hosts_db_start
@@ -87,7 +89,7 @@ figure "seconds from the restore until h1 had done 4 new rows" \
     "$((($(now_us) - restored_at) / 1000000))"
 kill -0 "${rowq_pid[h1]}" || fail "h1's supervisor is gone"
 # What its operator reads: the lost link, then the database back.
-assert_match "queues.email.done for key [0-9]+: Lost connection to server" "$(cat h1.rowq)" "h1's log of the cut"
+assert_match "queues\\.email\\.done for key [0-9]+: .*\\(20[0-9]{2}\\)" "$(cat h1.rowq)" "h1's log of the cut"
 assert_match "email/[12]: database back after" "$(cat h1.rowq)" "h1's log of the restore"
 assert_exactly_once $((rows + 4))
 assert_eq 4 "$(tail -n 4 h1.log | cut -d' ' -f1 | awk -v r=$rows '$1 > r' | wc -l)" "new rows done by h1"

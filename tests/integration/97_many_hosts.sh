@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 3 hosts × 4 workers, each host a network namespace of its own with one
-# `rowq run`, the server in another, reached over TCP: 20,000 rows, every
+# `rowq run`, the server in another, reached over TCP with TLS (verify:
+# full, a client certificate): 20,000 rows, every
 # row done exactly once (no key twice in the handlers' logs, done_count 1
 # everywhere), each host's share reported.  Only the database's row locks
 # coordinate the hosts.
@@ -8,6 +9,8 @@
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/servers.sh"
 . "$TESTS_DIR/netns.sh"
+. "$TESTS_DIR/tls.sh"
+. "$TESTS_DIR/tcp.sh"
 . "$TESTS_DIR/hosts.sh"
 . "$TESTS_DIR/torture/common.sh"
 hosts_db_start
@@ -34,9 +37,11 @@ done
 wait_all_final 60 || fail "rows still waiting after 60 s: $(email_count "status = 'waiting'")"
 figure "seconds for $rows rows on 3 hosts x 4 workers" \
     "$(awk -v us=$(($(now_us) - start)) 'BEGIN { printf "%.1f", us / 1e6 }')"
-# Each host's workers came over TCP from the host's own address.
+# Each host's workers came over TCP from the host's own address, with TLS.
 for h in $hosts; do
 	assert_ge "$(host_sessions "${addr[$h]}")" 4 "sessions from $h (${addr[$h]})"
+	assert_eq 4 "$(lines "$h.rowq" '^[-0-9 :.]+ email/[1-4]: connected to 10\.91\.0\.1:3306, TLS ')" \
+	    "$h's workers connected with TLS"
 done
 for h in $hosts; do
 	stop_rowq "${rowq_pid[$h]}"
