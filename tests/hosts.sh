@@ -44,7 +44,7 @@ host_add()
 # host_config FILE EXEC [KEY: VALUE...]: email_config's queue, the
 # database reached over TCP with TLS, the server's certificate checked
 # against its address.  EXEC given as `pipe: [...]` makes the handler a
-# pipe handler.
+# pipe handler.  Its status socket is FILE with .sock for .yaml.
 host_config()
 {
 	local file=$1 exec=$2
@@ -53,6 +53,8 @@ host_config()
 	[ "$exec" = "${exec#pipe: }" ] ||
 	    sed -i 's|^    exec: |    pipe: |' "$file"
 	tcp_config "$file" "$HOSTS_DB_ADDR:3306" "tls: {ca: $HOSTS_TLS/ca.pem, cert: $HOSTS_TLS/client.pem, key: $HOSTS_TLS/client-key.pem, verify: full}"
+	# Not /run/rowq/NAME.sock, which another test's h1.yaml may hold.
+	sed -i "s|^queues:|status_socket: ${file%.yaml}.sock\nqueues:|" "$file"
 }
 
 # host_rowq_start NAME CONFIG LOG: `rowq run` in NAME's namespace, in the
