@@ -48,11 +48,14 @@ db_cloexec(struct db *db)
 }
 
 /*
- * TLS, and nothing less once asked for.  libmariadb 3.3 falls back to
- * plain text when the server offers no TLS unless MYSQL_OPT_SSL_ENFORCE
- * is set, and checks the server's name only under
- * MYSQL_OPT_SSL_VERIFY_SERVER_CERT (off by default); with a CA it checks
- * the chain in any case.  verify: off gives it no CA: the session is
+ * TLS, and nothing less once asked for.  libmariadb 3.3 checks the
+ * server's name only under MYSQL_OPT_SSL_VERIFY_SERVER_CERT (off by
+ * default), and with a CA it checks the chain in any case.  It refuses a
+ * server that offers no TLS before logging in only under that same
+ * option: MYSQL_OPT_SSL_ENFORCE alone still falls back to plain text.
+ * So under verify: ca and off db_connect_one refuses such a session
+ * after the login, before any statement (the man page says what that
+ * leaves open).  verify: off gives the library no CA: the session is
  * encrypted, but anyone may answer.
  */
 static void
@@ -192,8 +195,8 @@ db_connect_one(struct db *db, const struct db_options *o,
 	db->status_known = true;
 	/* Belt and braces: no session in plain text once TLS is asked for. */
 	if (o->tls.on && mysql_get_ssl_cipher(db->mysql) == NULL)
-		return db_fail(db, 0, "the server did not encrypt the session "
-		    "(tls: is set)"), DB_RECONNECT;
+		return db_fail(db, 0, "the server offers no TLS, and tls: "
+		    "allows no plain text"), DB_RECONNECT;
 	if ((st = db_check_writable(db)) != DB_OK)
 		return st;
 	db->bulk = db_can_bulk(db->mysql);
@@ -221,7 +224,12 @@ db_tell_host(const struct db *db)
 static const char *
 db_tls_hint(const struct db *db, const struct db_options *o)
 {
-	if (!o->tls.on || db->errnum != CR_SSL_CONNECTION_ERROR)
+	unsigned long caps = 0;
+
+	/* No hint for a server without TLS: the library says so itself. */
+	if (!o->tls.on || db->errnum != CR_SSL_CONNECTION_ERROR ||
+	    mariadb_get_infov(db->mysql, MARIADB_CONNECTION_SERVER_CAPABILITIES,
+	    &caps) != 0 || (caps & CLIENT_SSL) == 0)
 		return "";
 	switch (o->tls.verify) {
 	case TLS_VERIFY_FULL:

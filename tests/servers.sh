@@ -103,6 +103,31 @@ server_restart()
 	fi
 }
 
+# server_replicate REPLICA PRIMARY PORT: REPLICA (started with a
+# --server-id of its own) replicates PRIMARY (started with --log-bin and
+# listening on 127.0.0.1:PORT) over TCP, by GTID, from the start of
+# PRIMARY's binary log, as user repl.
+server_replicate()
+{
+	local replica=$1 primary=$2 port=$3
+	server_sql "$primary" "CREATE USER IF NOT EXISTS repl@'%'
+	    IDENTIFIED BY 'repl-pw'; GRANT REPLICATION SLAVE ON *.* TO repl@'%'"
+	server_sql "$replica" "CHANGE MASTER TO MASTER_HOST = '127.0.0.1',
+	    MASTER_PORT = $port, MASTER_USER = 'repl',
+	    MASTER_PASSWORD = 'repl-pw', MASTER_CONNECT_RETRY = 1,
+	    MASTER_USE_GTID = slave_pos; START SLAVE"
+}
+
+# server_caught_up REPLICA PRIMARY: wait (30 s at most) until REPLICA has
+# applied all that PRIMARY has written.
+server_caught_up()
+{
+	local pos
+	pos=$(server_value "$2" 'SELECT @@gtid_binlog_pos')
+	[ "$(server_value "$1" "SELECT MASTER_GTID_WAIT('$pos', 30)")" = 0 ] ||
+	    fail "server $1 did not catch up with $2 ($pos) in 30 s"
+}
+
 # server_stop NAME: shut NAME down cleanly (SIGKILL if it ignores that).
 server_stop()
 {

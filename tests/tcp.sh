@@ -41,3 +41,27 @@ tcp_config()
 	    { print }' "$file" >"$tmp"
 	mv "$tmp" "$file"
 }
+
+# tcp_pair: servers p (primary, binary log) and r (its replica,
+# read_only) on 127.0.0.1, ports $P_PORT and $R_PORT; user rowq and the
+# email table with $1 rows on p, replicated to r.
+tcp_pair()
+{
+	P_PORT=$(free_port)
+	R_PORT=$(free_port)
+	server_start p --bind-address=127.0.0.1 --port="$P_PORT" --server-id=1 \
+	    --log-bin --binlog-format=ROW
+	server_start r --bind-address=127.0.0.1 --port="$R_PORT" --server-id=2 \
+	    --read-only
+	server_replicate r p "$P_PORT"
+	tcp_user p
+	ROWQ_TEST_SOCKET=$(server_sock p) email_table "$1"
+	server_caught_up r p
+}
+
+# tcp_done SERVER: how many rows of email are sent on SERVER.
+tcp_done()
+{
+	server_value "$1" "SELECT COUNT(*) FROM email WHERE status = 'sent'" \
+	    "$ROWQ_TEST_DB"
+}
