@@ -75,3 +75,7 @@ assert_le "$(cut -d' ' -f1 "$log" | sort | uniq -d | wc -l)" 10 "rows run twice"
     fail "pause on r: $(cat "$ROWQ_TEST_TMP/pause.out")"
 wait_until 15 'grep -q "email: paused in" "$ROWQ_TEST_TMP/run.log"' ||
     fail "the daemon did not see a pause made on r after the switchover"
+# The wake watcher, reading p's stale rows, would wake workers for rows
+# long done; it moves to r as well.
+wait_until 15 'grep -q "wake watch: moved from $p to $r" "$ROWQ_TEST_TMP/run.log"' ||
+    fail "the wake watcher stayed on the demoted primary"
