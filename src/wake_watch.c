@@ -205,6 +205,12 @@ wake_watch_child(const struct config *cfg, int generation, int out, int in)
 	for (;;) {
 		int64_t now = now_ms(), next = now + WAKE_RETRY_MS;
 
+		/* It only reads: a demoted primary gives it no 1290. */
+		if (db != NULL && db_demoted(db)) {
+			log_warnx("%s: %s; moving", db_where(db), db_error(db));
+			wake_disconnect(db, p, nq);
+			db = NULL;
+		}
 		if (db == NULL)
 			db = wake_connect(cfg, p, &failing);
 		for (size_t i = 0; i < nq && db != NULL; i++) {
