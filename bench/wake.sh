@@ -6,6 +6,9 @@
 #   poll     the default: the wake watcher reads the queue every idle (2s)
 #   wake     idle: 30s, and `rowq wake email` run by the producer after
 #            each INSERT (its start, config read included, is counted)
+#   dgram    idle: 30s, and the producer sends the datagram `rowq wake`
+#            sends itself (bench/wakedgram.c, one process for the run),
+#            as a long-running producer would
 #   binlog   idle: 30s, wake: binlog
 #
 # 2 workers, pipe handler bench/okpipe.c (it stamps each row's arrival),
@@ -20,10 +23,11 @@
 BENCH_DIR=$REPO_ROOT/bench
 BIN=$REPO_ROOT/build/bench
 SAMPLES=${BENCH_WAKE_SAMPLES:-200}
-MODES=${BENCH_WAKE_MODES:-"poll wake binlog"}
+MODES=${BENCH_WAKE_MODES:-"poll wake dgram binlog"}
 
 mkdir -p "$BIN"
 cc -O2 -g -Wall -Wextra -o "$BIN/okpipe" "$BENCH_DIR/okpipe.c"
+cc -O2 -g -Wall -Wextra -o "$BIN/wakedgram" "$BENCH_DIR/wakedgram.c"
 [ -x "$ROWQ" ] || fail "no $ROWQ: run make first"
 
 DB_SERVER_OPTS+=(--log-bin --binlog-format=ROW --server-id=1)
@@ -54,13 +58,18 @@ measure()
 	[ "$mode" != binlog ] || wait_until 10 'grep -q following "$mode.log"' ||
 		fail "wake: binlog does not follow: $(cat "$mode.log")"
 	sleep 3
+	if [ "$mode" = dgram ]; then
+		exec 7> >(exec "$BIN/wakedgram" "$W/$mode.wake")
+	fi
 	for ((i = 0; i < SAMPLES; i++)); do
 		sleep "0.$((RANDOM % 4 + 0))$((RANDOM % 10))$((RANDOM % 10))"
 		sleep 0.05
 		sql "INSERT INTO email (recipient, subject, body)
 		    VALUES ('late@example.com', ROUND(UNIX_TIMESTAMP(NOW(6)) * 1000000), 'body')"
 		[ "$mode" != wake ] || "$ROWQ" -c "$mode.yaml" wake email
+		[ "$mode" != dgram ] || echo email >&7
 	done
+	[ "$mode" != dgram ] || exec 7>&-
 	wait_until 30 '[ "$(sql_value "SELECT COUNT(*) FROM email WHERE done_count = 1")" = '"$SAMPLES"' ]' ||
 		fail "$mode: not every row was done once"
 	kill_wait 15 "$ROWQ_PID"
@@ -83,6 +92,7 @@ while read -r mode p50 p99 max; do
 	case $mode in
 	poll) what="polling (default)"; idle=2s ;;
 	wake) what="\`rowq wake\` after each INSERT"; idle=30s ;;
+	dgram) what="the same datagram, sent by the producer itself"; idle=30s ;;
 	binlog) what="\`wake: binlog\`"; idle=30s ;;
 	esac
 	printf '| %s | %s | %s | %s | %s |\n' "$what" "$idle" "$p50" "$p99" "$max"

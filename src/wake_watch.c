@@ -467,8 +467,11 @@ wake_watch_index(struct supervisor *s, size_t i, bool binlog)
 }
 
 /*
- * A wake from outside (`rowq wake`, POST /wake/QUEUE).  Returns -1 for a
- * queue the daemon does not run.
+ * A wake from outside (`rowq wake`, POST /wake/QUEUE).  The producer
+ * says a row is there: one idle worker is woken at once, without the
+ * watcher's read first (a wrong wake costs that worker one empty claim),
+ * and the watcher reads the queue to wake as many more as it finds rows.
+ * Returns -1 for a queue the daemon does not run.
  */
 int
 wake_watch_queue(struct supervisor *s, const char *name)
@@ -477,6 +480,8 @@ wake_watch_queue(struct supervisor *s, const char *name)
 
 	for (size_t i = 0; i < cfg->nqueues && i < QUEUES_MAX; i++)
 		if (strcmp(cfg->queues[i].name, name) == 0) {
+			if (!s->stopping)
+				wake_apply(s, i, 1, false);
 			wake_watch_index(s, i, false);
 			return 0;
 		}
