@@ -519,8 +519,12 @@ worker_turn_transaction(struct worker *w)
 	for (int i = 0; i < n && !aborted && t->handled < w->q->batch; i++) {
 		if (!turn_row_workable(w, (size_t)i))
 			continue;
-		/* Rows ok'd in bulk send nothing: look at the link first. */
-		if (db_link_closed(w->db))
+		/*
+		 * Rows ok'd in bulk send nothing: look at the link before
+		 * each handler but the turn's first, whose claim has just
+		 * answered on it (a system call a row at batch 1).
+		 */
+		if (t->handled > 0 && db_link_closed(w->db))
 			return worker_link_lost(w);
 		st = worker_row(w, &t->rows.rows[i], &aborted);
 		if (st != DB_OK) {
