@@ -46,6 +46,7 @@ OBJS =	build/backoff.o \
 	build/duration.o \
 	build/failed.o \
 	build/finish.o \
+	build/finish_text.o \
 	build/handler.o \
 	build/identity.o \
 	build/json.o \

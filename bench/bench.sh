@@ -73,6 +73,9 @@ HELD_LIMIT_S=$((QUICK == 1 ? 30 : 60))
 # BENCH_CONTENDERS_ONLY=1: print the contenders' medians and stop, leaving
 # bench/README.md as it is (to compare two builds of rowq by hand).
 CONTENDERS_ONLY=${BENCH_CONTENDERS_ONLY:-0}
+# BENCH_ROWQ_BEFORE=PATH: another build of rowq, contender rowq1b (add it
+# to BENCH_CONTENDERS), measured in the same rounds as rowq1.
+ROWQ_BEFORE=${BENCH_ROWQ_BEFORE:-}
 
 label()
 {
@@ -84,6 +87,7 @@ label()
 	raw10) echo "raw loop, 10 rows/transaction" ;;
 	php) echo "PHP worker of the article" ;;
 	rowq1) echo "rowq, pipe handler, batch 1" ;;
+	rowq1b) echo "rowq, pipe handler, batch 1, BENCH_ROWQ_BEFORE" ;;
 	rowq10) echo "rowq, pipe handler, batch 10" ;;
 	rawx) echo "raw loop + posix_spawn /bin/true" ;;
 	rowqx) echo "rowq, exec /bin/true" ;;
@@ -94,7 +98,7 @@ label()
 baseline()
 {
 	case $1 in
-	raw10 | php | rowq1 | rawc | rawrr | bean) echo raw1 ;;
+	raw10 | php | rowq1 | rowq1b | rawc | rawrr | bean) echo raw1 ;;
 	rowq10) echo raw10 ;;
 	rowqx) echo rawx ;;
 	*) echo "" ;;
@@ -173,6 +177,7 @@ contender_run()
 	raw10) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 10 ;;
 	rawx) "$BIN/rawloop" -S "$ROWQ_TEST_SOCKET" -D "$ROWQ_TEST_DB" -w "$n" -b 1 -x /bin/true ;;
 	rowq1) "$ROWQ" -c pipe1.yaml drain email -w "$n" ;;
+	rowq1b) "$ROWQ_BEFORE" -c pipe1.yaml drain email -w "$n" ;;
 	rowq10) "$ROWQ" -c pipe10.yaml drain email -w "$n" ;;
 	rowqx) "$ROWQ" -c exec.yaml drain email -w "$n" ;;
 	php)
@@ -269,7 +274,7 @@ measure()
 	t0=$(now_us)
 	TIMEFORMAT='%3U %3S'
 	if [ "$limit" -gt 0 ]; then
-		{ time timeout -s TERM "$limit" bash -c "$(declare -f contender_run); $(declare -p BIN ROWQ); contender_run $c $n" \
+		{ time timeout -s TERM "$limit" bash -c "$(declare -f contender_run); $(declare -p BIN ROWQ ROWQ_BEFORE); contender_run $c $n" \
 		    >"run.$c.log" 2>&1; } 2>time.out || status=$?
 		[ "$status" -eq 0 ] || [ "$status" -eq 124 ] ||
 		    fail "$c$tag with $n workers failed: $(tail -5 "run.$c.log")"

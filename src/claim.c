@@ -187,32 +187,82 @@ claim_time(struct worker *w, int64_t us, enum claim_kind kind)
 }
 
 /*
+ * What rides in front of a claim, in the same round trip, until it has
+ * been sent once: the held row's `done` as text (finish_text.c), and the
+ * last turn's COMMIT; and, in ahead, how far the server got with them.
+ */
+struct claim_front {
+	struct db_ahead	 ahead;
+	bool		 sent;
+};
+
+/* The front's text, when it is still to go. */
+static void
+claim_front_text(struct worker *w, const struct claim_front *f,
+    struct buf *b)
+{
+	if (f->sent)
+		return;
+	if (f->ahead.finish) {
+		buf_append(b, w->turn.held_sql.data, w->turn.held_sql.len);
+		buf_puts(b, ";\n");
+	}
+	if (f->ahead.commit)
+		buf_puts(b, COMMIT_FIRST);
+}
+
+/* Send a claim's text, which carries the front if it has not gone yet. */
+static enum db_status
+claim_send(struct worker *w, struct claim_front *f, const char *sql)
+{
+	struct db_ahead gone = { 0 };
+	enum db_status st = db_select(w->db, sql, f->sent ? &gone : &f->ahead,
+	    w->cols, w->ncols, &w->turn.rows);
+
+	f->sent = true;
+	return st;
+}
+
+/*
  * The cursor claim from key, after it or at it (cursor.c), written in
- * place behind the COMMIT of the last turn when it is still to be sent
- * (*commit_first, cleared once sent), and followed by the savepoint a
- * bulk done may go back to.
+ * place behind the front, and followed by the savepoint a bulk done may
+ * go back to.
  */
 static enum db_status
 claim_from(struct worker *w, enum cursor_from from, const char *key,
-    int limit, bool *commit_first, bool *committed)
+    int limit, struct claim_front *f)
 {
-	struct buf *b = &w->cursor_sql;
-	bool first = *commit_first, sent = false;
-	enum db_status st;
+	struct buf *b = &w->claim_text;
 
 	buf_reset(b);
-	if (first)
-		buf_puts(b, COMMIT_FIRST);
+	claim_front_text(w, f, b);
 	cursor_claim_sql(b, &w->cursor, from, key, limit);
 	if (w->bulk_done)
 		buf_printf(b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
-	st = db_select(w->db, b->data, first, w->cols, w->ncols,
-	    &w->turn.rows, &sent);
-	if (sent) {
-		*committed = true;
-		*commit_first = false;
+	return claim_send(w, f, b->data);
+}
+
+/*
+ * The select's own claim, kept as text behind "COMMIT;\n" (claim_sql_for);
+ * a held `done` goes in front of that.
+ */
+static enum db_status
+claim_select(struct worker *w, int limit, struct claim_front *f)
+{
+	const char *sql;
+
+	if (limit != w->claim_limit)
+		claim_sql_for(w, limit);
+	sql = w->claim_sql + (f->ahead.commit ? 0 : strlen(COMMIT_FIRST));
+	if (f->ahead.finish) {
+		buf_reset(&w->claim_text);
+		buf_append(&w->claim_text, w->turn.held_sql.data,
+		    w->turn.held_sql.len);
+		buf_puts(&w->claim_text, ";\n");
+		buf_puts(&w->claim_text, sql);
+		sql = w->claim_text.data;
 	}
-	return st;
+	return claim_send(w, f, sql);
 }
 
 /*
@@ -256,8 +306,8 @@ claim_cursor_moved(struct worker *w, enum cursor_from from)
  * or at the start, from the first waiting row.  *fallback says which ran.
  */
 static enum db_status
-claim_by_cursor(struct worker *w, int limit, bool *commit_first,
-    bool *committed, bool *fallback)
+claim_by_cursor(struct worker *w, int limit, struct claim_front *f,
+    bool *fallback)
 {
 	char key[CURSOR_KEY_MAX];
 	enum db_status st;
@@ -265,7 +315,7 @@ claim_by_cursor(struct worker *w, int limit, bool *commit_first,
 	*fallback = false;
 	if (!cursor_fallback_due(&w->cursor_at, now_ms())) {
 		st = claim_from(w, CURSOR_AFTER, w->cursor_at.last,
-		    limit, commit_first, committed);
+		    limit, f);
 		if (st != DB_OK)
 			return st;
 		claim_cursor_moved(w, CURSOR_AFTER);
@@ -279,49 +329,71 @@ claim_by_cursor(struct worker *w, int limit, bool *commit_first,
 		cursor_claimed(&w->cursor_at, CURSOR_AT, NULL, 0, now_ms());
 		return DB_OK;
 	}
-	st = claim_from(w, CURSOR_AT, key, limit, commit_first,
-	    committed);
+	st = claim_from(w, CURSOR_AT, key, limit, f);
 	if (st == DB_OK)
 		claim_cursor_moved(w, CURSOR_AT);
 	return st;
 }
 
 /*
+ * The claim came back with the held row's `done` in front (f): counted;
+ * or refused, and settled (the row marked failed instead, the transaction
+ * still open), and then *again is set: the COMMIT and the claim, which the
+ * server did not run after it, go once more.  Returns DB_OK, or the
+ * status that ends the turn.
+ */
+static enum db_status
+claim_held_done(struct worker *w, const struct claim_front *f,
+    enum db_status st, bool *again)
+{
+	*again = false;
+	if (!f->sent || !f->ahead.finish)
+		return DB_OK;
+	st = finish_held(w, &f->ahead, st);
+	*again = !f->ahead.finished && st == DB_OK;
+	return st;
+}
+
+/*
  * Claim a batch, committing the last turn's rows in the same round trip
- * when they are still uncommitted.  Returns rows claimed, or -1 after a
- * database error.
+ * when they are still uncommitted, behind the held row's `done` when
+ * there is one.  Returns rows claimed, or -1 after a database error.
  */
 int
 claim_batch(struct worker *w)
 {
 	int limit = turn_next_limit(w);
-	bool commit_first = w->turn.uncommitted, with_commit = commit_first;
-	bool committed = false, fallback = false;
-	enum db_status st;
+	struct claim_front f = { .ahead = { .finish = w->turn.holding,
+	    .commit = w->turn.uncommitted } };
+	bool with_commit = f.ahead.commit, fallback = false, again;
+	enum db_status st, held;
 	struct timespec t0, t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	turn_begin(w);
-	w->turn.limit = limit;
-	if (w->cursor_on) {
-		st = claim_by_cursor(w, limit, &commit_first, &committed,
-		    &fallback);
-	} else {
-		if (limit != w->claim_limit)
-			claim_sql_for(w, limit);
-		st = db_select(w->db, w->claim_sql + (commit_first ? 0 :
-		    strlen(COMMIT_FIRST)), commit_first, w->cols, w->ncols,
-		    &w->turn.rows, &committed);
-	}
+	do {
+		turn_begin(w);
+		w->turn.limit = limit;
+		if (w->cursor_on)
+			st = claim_by_cursor(w, limit, &f, &fallback);
+		else
+			st = claim_select(w, limit, &f);
+		if ((held = claim_held_done(w, &f, st, &again)) != DB_OK) {
+			worker_db_failed(w, held, w->failing);
+			turn_rolled_back(w);
+			return -1;
+		}
+		if (again)
+			f = (struct claim_front){ .ahead = { .commit = true } };
+	} while (again);
 	/*
 	 * The last turn's rows count once their COMMIT went through; an
 	 * empty fallback leaves it for worker_commit.
 	 */
-	if (committed)
+	if (f.ahead.committed)
 		turn_committed(w);
 	if (st != DB_OK) {
-		worker_db_failed(w, st, with_commit && !committed ? "commit" :
-		    "claim");
+		worker_db_failed(w, st, with_commit && !f.ahead.committed ?
+		    "commit" : "claim");
 		turn_rolled_back(w);
 		return -1;
 	}

@@ -299,15 +299,24 @@ rowset_add(struct rowset *rs, size_t ncols)
 	return r;
 }
 
+/* A row's values; a row taken out of its rowset (value NULL) has none. */
+void
+row_free(struct row *r, size_t ncols)
+{
+	if (r->value != NULL)
+		for (size_t c = 0; c < ncols; c++)
+			free(r->value[c]);
+	free(r->value);
+	free(r->len);
+	r->value = NULL;
+	r->len = NULL;
+}
+
 void
 rowset_clear(struct rowset *rs, size_t ncols)
 {
-	for (size_t i = 0; i < rs->nrows; i++) {
-		for (size_t c = 0; c < ncols; c++)
-			free(rs->rows[i].value[c]);
-		free(rs->rows[i].value);
-		free(rs->rows[i].len);
-	}
+	for (size_t i = 0; i < rs->nrows; i++)
+		row_free(&rs->rows[i], ncols);
 	rs->nrows = 0;
 }
 
@@ -458,26 +467,32 @@ db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols)
 /*
  * Run a select that takes no parameters, as text, and copy its rows into
  * rs; their columns must be cols, those the select had when prepared.
- * With commit_first, sql starts with "COMMIT;" and the select follows in
- * the same round trip: the transaction that finished the last rows ends
- * and the next one opens with the select.  Statements that return no rows
- * may follow the select.  The server runs nothing after a statement that
- * fails, so *committed says whether the COMMIT went through, and the
- * error is the first statement's that failed.
+ * What ahead asks for comes first in sql, in the same round trip: a
+ * finishing statement (the last turn's `done`, as text), then "COMMIT;",
+ * so that the transaction that finished the last rows ends and the next
+ * one opens with the select.  Statements that return no rows may follow
+ * the select.  The server runs nothing after a statement that fails, so
+ * ahead says how far it got (the finishing statement ran, the COMMIT went
+ * through), and the error is the first failed statement's.
  */
 enum db_status
-db_select(struct db *db, const char *sql, bool commit_first,
-    const struct column *cols, size_t ncols, struct rowset *rs,
-    bool *committed)
+db_select(struct db *db, const char *sql, struct db_ahead *ahead,
+    const struct column *cols, size_t ncols, struct rowset *rs)
 {
 	MYSQL_RES *res;
 	enum db_status st = DB_OK;
 
-	*committed = false;
 	if (mysql_query(db->mysql, sql) != 0)
 		return db_fail_mysql(db);
-	if (commit_first) {
-		*committed = true;
+	if (ahead->finish) {
+		ahead->finished = true;
+		ahead->affected = (unsigned long long)
+		    mysql_affected_rows(db->mysql);
+		if (mysql_next_result(db->mysql) != 0)
+			return db_fail_mysql(db);
+	}
+	if (ahead->commit) {
+		ahead->committed = true;
 		if (mysql_next_result(db->mysql) != 0)
 			return db_fail_mysql(db);
 	}

@@ -65,9 +65,20 @@ enum db_status	 db_query(struct db *, const char *sql, struct rowset *,
 enum db_status	 db_run(struct db *, const char *sql);
 enum db_status	 db_run_count(struct db *, const char *sql,
 		    unsigned long long *affected);
-enum db_status	 db_select(struct db *, const char *sql, bool commit_first,
-		    const struct column *, size_t ncols, struct rowset *,
-		    bool *committed);
+/*
+ * What a claim's text carries in front of its select, in the same round
+ * trip (db_select), and how far the server got with it: it runs nothing
+ * after a statement that fails.
+ */
+struct db_ahead {
+	bool		 finish;	/* a finishing statement comes first */
+	bool		 commit;	/* then COMMIT */
+	bool		 finished;	/* set when the finishing statement ran */
+	unsigned long long affected;	/* set: the rows it changed */
+	bool		 committed;	/* set when the COMMIT went through */
+};
+enum db_status	 db_select(struct db *, const char *sql, struct db_ahead *,
+		    const struct column *, size_t ncols, struct rowset *);
 struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
 void		 db_stmt_free(struct db_stmt *);
 size_t		 db_stmt_nparams(const struct db_stmt *);
@@ -81,6 +92,7 @@ bool		 db_stmt_bulk_possible(const struct db_stmt *,
 enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
 		    size_t nrows, unsigned long long *affected);
 void		 rowset_clear(struct rowset *, size_t ncols);
+void		 row_free(struct row *, size_t ncols);
 /*
  * Whether a transaction is open, as the last statement left it.  After a
  * failed statement: false when the error rolled back the whole

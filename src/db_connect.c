@@ -159,13 +159,15 @@ db_set_session(struct db *db)
 }
 
 /*
- * CLIENT_MULTI_STATEMENTS lets db_select send COMMIT and the next claim in
- * one round trip.  Values are still only ever bound to prepared
- * statements, never spliced into text; what runs as text is the
- * operator's own select, which sql.c refuses when text follows its ';'
- * (a ';' that sql.c's tokenizer cannot see, in a versioned comment
- * or under NO_BACKSLASH_ESCAPES, would split it: the operator's SQL all
- * the same).
+ * CLIENT_MULTI_STATEMENTS lets db_select send the last row's `done`,
+ * COMMIT and the next claim in one round trip.  What runs as text is the
+ * operator's own SQL, which sql.c refuses when text follows its ';' (a
+ * ';' that sql.c's tokenizer cannot see, in a versioned comment or under
+ * NO_BACKSLASH_ESCAPES, would split it: the operator's SQL all the same),
+ * and values only where they can be written exactly: a cursor's key as
+ * digits, and the values that EXECUTE gives the `done` prepared by SQL
+ * (finish_text.c): integers as digits, bytes as X'hex'.  Every other
+ * value is bound to a prepared statement, never spliced.
  */
 static enum db_status
 db_connect_one(struct db *db, const struct db_options *o,

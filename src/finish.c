@@ -17,6 +17,7 @@ finish_unbind(struct bound *b)
 	free(b->source);
 	free(b->column);
 	free(b->values);
+	free(b->text);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -113,7 +114,7 @@ finish_value(struct value *v, const struct column *col, const char *s,
  * caller has made sure the turn's layout is the connection's
  * (turn_layout_current), which the column numbers were bound for.
  */
-static void
+void
 finish_values(struct worker *w, const struct bound *b, const struct row *row,
     int attempt, int64_t delay_ms, struct value *values)
 {
@@ -272,22 +273,16 @@ finish_remember(struct worker *w, const struct row *row, const char *where)
 }
 
 /*
- * A finishing statement: one that changes no row is an error to see, and
- * the row is not counted as finished.
+ * A finishing statement ran: one that changed no row is an error to see,
+ * and the row is not counted as finished.
  */
-static enum db_status
-finish_one(struct worker *w, struct bound *b, const struct row *row,
-    int attempt, int64_t delay_ms, const char *key)
+static void
+finish_counted(struct worker *w, struct bound *b, unsigned long long affected,
+    const char *key)
 {
-	unsigned long long affected;
-	enum db_status st;
-
-	st = finish_exec(w, b, row, attempt, delay_ms, &affected);
-	if (st != DB_OK)
-		return st;
 	if (affected > 0) {
 		finish_count(w, b, 1);
-		return DB_OK;
+		return;
 	}
 	if (w->q->lease.enabled)
 		log_error("%s changed no row for key %s: the lease was lost, "
@@ -298,7 +293,19 @@ finish_one(struct worker *w, struct bound *b, const struct row *row,
 		    "was", b->sql->where, key);
 	if (w->args->stats)
 		w->args->stats->errors++;
-	return DB_OK;
+}
+
+static enum db_status
+finish_one(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, const char *key)
+{
+	unsigned long long affected;
+	enum db_status st;
+
+	st = finish_exec(w, b, row, attempt, delay_ms, &affected);
+	if (st == DB_OK)
+		finish_counted(w, b, affected, key);
+	return st;
 }
 
 /*
@@ -321,24 +328,38 @@ finish_failed_instead(struct worker *w, struct bound *b,
 	return finish_one(w, &w->failed, row, attempt, 0, key);
 }
 
+/* Run a row's finishing statement, and settle what it came to. */
+enum db_status
+finish_row(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms)
+{
+	unsigned long long affected = 0;
+	enum db_status st = finish_exec(w, b, row, attempt, delay_ms,
+	    &affected);
+
+	return finish_settle(w, b, row, attempt, st, affected);
+}
+
 /*
- * Run a row's finishing statement; when the database refuses it for this
- * row alone, mark the row failed instead.  Some errors roll back the
+ * What a row's finishing statement came to (st, and the rows it changed,
+ * whether it ran prepared or as text in front of a claim): the row is
+ * counted; or, when the database refused the statement for this row
+ * alone, the row is marked failed instead.  Some errors roll back the
  * whole transaction, not the statement (a full lock table, 1206): then
  * the turn's locks are gone and nothing more of it may run, so the status
  * ends the turn.  Returns DB_OK, or the status that ends the turn.
  */
 enum db_status
-finish_row(struct worker *w, struct bound *b, const struct row *row,
-    int attempt, int64_t delay_ms)
+finish_settle(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, enum db_status st, unsigned long long affected)
 {
 	struct buf key = { 0 };
 	struct bound *used = b;
-	enum db_status st;
 
 	turn_key_text(w, row, &key);
-	st = finish_one(w, b, row, attempt, delay_ms, key.data);
-	if (st == DB_FATAL && !w->q->lease.enabled &&
+	if (st == DB_OK)
+		finish_counted(w, b, affected, key.data);
+	else if (st == DB_FATAL && !w->q->lease.enabled &&
 	    !db_in_transaction(w->db)) {
 		log_error("%s for key %s: %s; the server rolled back the whole "
 		    "transaction, so the turn's other rows go back to the "

@@ -140,17 +140,19 @@ recent_key_hash(const char *key, size_t len)
 	return recent_hash(key, len, 0);
 }
 
-/* A hash of all a row's values, NULLs and lengths included. */
+/*
+ * A hash of all a row's values, NULLs and lengths included: each value
+ * behind a mark, 0 for NULL or its length plus one, hashed as bytes (the
+ * hashes never leave the process, and this runs for rows finished).
+ */
 uint64_t
 recent_row_hash(size_t ncols, const struct row *row)
 {
 	uint64_t h = 0;
 
 	for (size_t c = 0; c < ncols; c++) {
-		char mark[24];
-		int n = snprintf(mark, sizeof(mark), "%c%zu|",
-		    row->value[c] ? 'v' : 'n', row->value[c] ? row->len[c] : 0);
-		h = recent_hash(mark, (size_t)n, h);
+		uint64_t mark = row->value[c] ? (uint64_t)row->len[c] + 1 : 0;
+		h = recent_hash((const char *)&mark, sizeof(mark), h);
 		if (row->value[c] != NULL)
 			h = recent_hash(row->value[c], row->len[c], h);
 	}
@@ -169,10 +171,16 @@ recent_returned(struct recent *r, size_t ncols,
 {
 	for (size_t i = 0; r != NULL && i < rows->nrows; i++) {
 		const struct row *row = &rows->rows[i];
+		const struct recent_entry *e;
+		uint64_t key;
 		if (row->value[key_index] == NULL)
 			continue;
-		*where = recent_match(r, recent_key_hash(row->value[key_index],
-		    row->len[key_index]), recent_row_hash(ncols, row),
+		key = recent_key_hash(row->value[key_index],
+		    row->len[key_index]);
+		/* The whole row is hashed only for a key finished lately. */
+		if ((e = recent_find(r, key)) == NULL || !e->committed)
+			continue;
+		*where = recent_match(r, key, recent_row_hash(ncols, row),
 		    now, window_ms);
 		if (*where != NULL)
 			return (int)i;

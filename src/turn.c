@@ -43,6 +43,8 @@ turn_forget_pending(struct worker *w)
 
 	t->pending_done = t->pending_retried = t->pending_failed = 0;
 	t->uncommitted = false;
+	/* A held `done` goes with the transaction: its row is waiting again. */
+	turn_release_held(w);
 	if (w->recent != NULL)
 		recent_rollback(w->recent);
 	/* The rows it claimed are waiting again, behind the cursor. */
@@ -114,9 +116,39 @@ turn_abandon(struct worker *w)
 	w->turn.link_lost = true;
 }
 
+/*
+ * Batch 1: the i-th row's `done` (written in held_sql) rides on the next
+ * claim.  The row is taken out of the turn's rows, whose next claim frees
+ * them, and kept until the `done` is settled (turn_release_held).
+ */
+void
+turn_hold(struct worker *w, size_t i, int attempt)
+{
+	struct turn *t = &w->turn;
+
+	t->held = t->rows.rows[i];
+	t->rows.rows[i] = (struct row){ NULL, NULL };
+	t->held_attempt = attempt;
+	t->holding = true;
+}
+
+void
+turn_release_held(struct worker *w)
+{
+	struct turn *t = &w->turn;
+
+	if (!t->holding)
+		return;
+	row_free(&t->held, t->ncols);
+	t->holding = false;
+}
+
 void
 turn_free(struct turn *t)
 {
+	if (t->holding)
+		row_free(&t->held, t->ncols);
+	buf_free(&t->held_sql);
 	turn_clear_rows(t);
 	free(t->rows.rows);
 	memset(t, 0, sizeof(*t));

@@ -155,6 +155,7 @@ worker_connect(struct worker *w)
 	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK)
 		return r;
 	w->bulk_done = finish_batches_done(w);
+	finish_text_bind(w, &w->done);
 	return CONNECT_OK;
 }
 
@@ -224,12 +225,21 @@ worker_db_failed(struct worker *w, enum db_status st, const char *what)
 	}
 }
 
-/* Commit, and only then count the rows it finished. */
+/*
+ * Commit, and only then count the rows it finished; a `done` held for
+ * the next claim runs first, prepared, when no claim follows.
+ */
 int
 worker_commit(struct worker *w)
 {
-	enum db_status st = db_commit(w->db);
+	enum db_status st = w->turn.holding ? finish_held_now(w) : DB_OK;
 
+	if (st != DB_OK) {
+		worker_db_failed(w, st, w->failing);
+		turn_rolled_back(w);
+		return -1;
+	}
+	st = db_commit(w->db);
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "commit");
 		turn_rolled_back(w);
@@ -460,6 +470,9 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		/* Finished with the batch's other ok rows, at the end. */
 		w->turn.ok_row[w->turn.noks] = (int)(row - w->turn.rows.rows);
 		w->turn.ok_attempt[w->turn.noks++] = attempt;
+	} else if (b == &w->done && finish_text_hold(w, row, attempt)) {
+		/* Finished in front of the next claim (finish_text.c). */
+		turn_hold(w, (size_t)(row - w->turn.rows.rows), attempt);
 	} else {
 		st = finish_row(w, b, row, attempt, delay_ms);
 		w->turn.finished_alone = true;
@@ -506,8 +519,12 @@ worker_turn_transaction(struct worker *w)
 	for (int i = 0; i < n && !aborted && t->handled < w->q->batch; i++) {
 		if (!turn_row_workable(w, (size_t)i))
 			continue;
-		/* Rows ok'd in bulk send nothing: look at the link first. */
-		if (db_link_closed(w->db))
+		/*
+		 * Rows ok'd in bulk send nothing: look at the link before
+		 * each handler but the turn's first, whose claim has just
+		 * answered on it (a system call a row at batch 1).
+		 */
+		if (t->handled > 0 && db_link_closed(w->db))
 			return worker_link_lost(w);
 		st = worker_row(w, &t->rows.rows[i], &aborted);
 		if (st != DB_OK) {
@@ -605,7 +622,7 @@ worker_free(struct worker *w)
 	worker_disconnect(w);
 	turn_free(&w->turn);
 	cursor_free(&w->cursor);
-	buf_free(&w->cursor_sql);
+	buf_free(&w->claim_text);
 	recent_free(w->recent);
 	free(w->path);
 	handler_env_free(w->pipe.envp);

@@ -5,6 +5,7 @@
  *   claim.c	the claim: the select's, or by the primary key from a cursor
  *   turn.c	one turn's rows and the transaction's pending outcomes
  *   finish.c	a row's outcome: bind, values, decide, finish, bulk done
+ *   finish_text.c	batch 1: the row's done sent with the next claim
  *   lease.c	lease mode: lease, renew, finish in short transactions
  *   recent.c	rows finished lately, to notice one coming straight back
  */
@@ -32,6 +33,8 @@ struct bound {
 	enum param_source	*source;
 	int			*column;	/* in the connection's layout */
 	struct value		*values;
+	/* "EXECUTE rowq_done" when it can go in front of a claim (finish_text.c). */
+	char			*text;
 };
 
 /* A row claimed again this soon after it was finished never left. */
@@ -98,6 +101,15 @@ struct turn {
 	bool		 finished_alone; /* a row finished on its own */
 	bool		 uncommitted;	/* rows finished, COMMIT not sent */
 	bool		 link_lost;	/* the connection went during it */
+	/*
+	 * Batch 1: the ok row whose `done` rides, as text, in front of the
+	 * COMMIT and the next claim (finish_text.c); taken out of rows, so
+	 * that the next claim's turn_begin keeps it.
+	 */
+	bool		 holding;
+	struct row	 held;
+	int		 held_attempt;
+	struct buf	 held_sql;	/* its `done`, as text */
 	/* Counted when the transaction that finished them commits. */
 	uint64_t	 pending_done, pending_retried, pending_failed;
 };
@@ -122,7 +134,7 @@ struct worker {
 	bool			 cursor_on;	/* confirmed on this connection */
 	struct db_stmt		*cursor_start;	/* the fallback's first key */
 	struct cursor_state	 cursor_at;
-	struct buf		 cursor_sql;
+	struct buf		 claim_text;	/* as sent, with what rides on it */
 	struct bound		 done, retry, failed, lease, renew;
 	/* The connection's layout: the prepared claim's columns. */
 	const struct column	*cols;
@@ -182,6 +194,8 @@ void	 turn_committed(struct worker *);
 void	 turn_rolled_back(struct worker *);
 void	 turn_abandon(struct worker *);
 void	 turn_free(struct turn *);
+void	 turn_hold(struct worker *, size_t i, int attempt);
+void	 turn_release_held(struct worker *);
 bool	 turn_layout_current(const struct worker *);
 const char *turn_key(const struct worker *, const struct row *, size_t *len);
 void	 turn_key_text(const struct worker *, const struct row *,
@@ -202,7 +216,19 @@ enum db_status finish_exec(struct worker *, struct bound *,
 	    unsigned long long *affected);
 enum db_status finish_row(struct worker *, struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms);
+enum db_status finish_settle(struct worker *, struct bound *,
+	    const struct row *, int attempt, enum db_status,
+	    unsigned long long affected);
+void	 finish_values(struct worker *, const struct bound *,
+	    const struct row *, int attempt, int64_t delay_ms, struct value *);
 enum db_status finish_oks(struct worker *);
+
+/* finish_text.c */
+void	 finish_text_bind(struct worker *, struct bound *);
+bool	 finish_text_hold(struct worker *, const struct row *, int attempt);
+enum db_status finish_held(struct worker *, const struct db_ahead *,
+	    enum db_status);
+enum db_status finish_held_now(struct worker *);
 
 /* lease.c */
 int	 lease_turn(struct worker *);
