@@ -355,6 +355,30 @@ claim_held_done(struct worker *w, const struct claim_front *f,
 }
 
 /*
+ * The claim, or what went in front of it, failed before the server ran
+ * the held row's `done` (the link was lost while sending): the log names
+ * that row too, as every line about a row does.
+ */
+static void
+claim_failed(struct worker *w, const struct claim_front *f,
+    enum db_status st, const char *what)
+{
+	struct buf ctx = { 0 };
+
+	if (f->ahead.finish && w->turn.holding) {
+		struct buf key = { 0 };
+		turn_key_text(w, &w->turn.held, &key);
+		buf_printf(&ctx, "%s for key %s, %s", w->done.sql->where,
+		    key.data, what);
+		buf_free(&key);
+	} else
+		buf_puts(&ctx, what);
+	worker_db_failed(w, st, ctx.data);
+	buf_free(&ctx);
+	turn_rolled_back(w);
+}
+
+/*
  * Claim a batch, committing the last turn's rows in the same round trip
  * when they are still uncommitted, behind the held row's `done` when
  * there is one.  Returns rows claimed, or -1 after a database error.
@@ -392,9 +416,8 @@ claim_batch(struct worker *w)
 	if (f.ahead.committed)
 		turn_committed(w);
 	if (st != DB_OK) {
-		worker_db_failed(w, st, with_commit && !f.ahead.committed ?
+		claim_failed(w, &f, st, with_commit && !f.ahead.committed ?
 		    "commit" : "claim");
-		turn_rolled_back(w);
 		return -1;
 	}
 	(void)clock_gettime(CLOCK_MONOTONIC, &t1);
