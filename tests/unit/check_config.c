@@ -369,6 +369,51 @@ START_TEST(test_retry_max_attempts_needs_failed)
 }
 END_TEST
 
+START_TEST(test_statement_returns_rows)
+{
+	/* A finishing statement that returns rows would be read as the next
+	 * claim's result where it travels in front of one. */
+	refused(
+	    "queues:\n"
+	    "  email:\n"
+	    "    select: SELECT id FROM email\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: DELETE FROM email WHERE id = :id RETURNING id\n"
+	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
+	    "rowq.yaml:5: queues.email.done: the statement returns rows "
+	    "(RETURNING): rowq reads none from a finishing statement; "
+	    "leave RETURNING out\n");
+	refused(
+	    "queues:\n"
+	    "  email:\n"
+	    "    select: SELECT id FROM email\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: SELECT id FROM email WHERE id = :id\n"
+	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
+	    "rowq.yaml:5: queues.email.done: a SELECT returns rows, and "
+	    "changes none: done, failed, retry.update, lease and requeue "
+	    "statements are UPDATE, DELETE, INSERT, REPLACE or CALL\n");
+	/* A column or string of that name is no clause. */
+	{
+		struct config *cfg;
+		char *log;
+
+		put("rowq.yaml",
+		    "queues:\n"
+		    "  email:\n"
+		    "    select: SELECT id FROM email\n"
+		    "    exec: [/bin/true]\n"
+		    "    done: UPDATE email SET `returning` = 'RETURNING' "
+		    "WHERE id = :id\n"
+		    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n");
+		cfg = load("rowq.yaml", &log);
+		ck_assert_msg(cfg != NULL, "refused:\n%s", log);
+		config_free(cfg);
+		free(log);
+	}
+}
+END_TEST
+
 START_TEST(test_retry_required_and_ranges)
 {
 	static const char yaml[] =
@@ -1535,6 +1580,7 @@ config_suite(void)
 	tcase_add_test(tc, test_retry_default_attempts);
 	tcase_add_test(tc, test_retry_max_attempts_needs_failed);
 	tcase_add_test(tc, test_retry_required_and_ranges);
+	tcase_add_test(tc, test_statement_returns_rows);
 	tcase_add_test(tc, test_unknown_keys);
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_duplicate_queue);
