@@ -50,7 +50,8 @@ config_field_statement(struct load *ld, const struct config_item *it, void *dst,
 	if (s == NULL)
 		return;
 	q->where = config_where(ld, it->key->line, it->path);
-	if (sql_compile(q, s, err, sizeof(err)) == -1)
+	if (sql_check_no_rows(s, err, sizeof(err)) == -1 ||
+	    sql_compile(q, s, err, sizeof(err)) == -1)
 		config_error(ld, it->value->line, it->path, "%s", err);
 }
 

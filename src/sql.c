@@ -191,6 +191,43 @@ sql_word_is(const char *s, size_t len, const char *word)
 }
 
 /*
+ * A finishing statement (done, failed, retry.update, lease, requeue)
+ * must return no rows: rowq reads none, and where one travels in front
+ * of the next claim (batch 1) its rows would be taken for the claim's.
+ * A `returning` in backquotes or quotes is a name or a string, not the
+ * clause.
+ */
+int
+sql_check_no_rows(const char *text, char *err, size_t errlen)
+{
+	static const char *const readers[] = { "SELECT", "WITH", "SHOW",
+	    "EXPLAIN", "VALUES", "TABLE", NULL };
+	struct sql_token *t = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (sql_tokenize(text, &t, &n, err, errlen) != 0)
+		return -1;
+	for (size_t k = 0; n > 0 && readers[k] != NULL && rc == 0; k++)
+		if (sql_token_is(text, &t[0], readers[k])) {
+			snprintf(err, errlen, "a %s returns rows, and changes "
+			    "none: done, failed, retry.update, lease and "
+			    "requeue statements are UPDATE, DELETE, INSERT, "
+			    "REPLACE or CALL", readers[k]);
+			rc = -1;
+		}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if (sql_token_is(text, &t[i], "RETURNING")) {
+			snprintf(err, errlen, "the statement returns rows "
+			    "(RETURNING): rowq reads none from a finishing "
+			    "statement; leave RETURNING out");
+			rc = -1;
+		}
+	free(t);
+	return rc;
+}
+
+/*
  * The select is written without LIMIT or a locking clause, since rowq adds
  * `LIMIT n FOR UPDATE SKIP LOCKED` itself.  Only the top level is checked:
  * a LIMIT inside a subquery is the user's business.
