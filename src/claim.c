@@ -161,7 +161,8 @@ static void
 claim_time(struct worker *w, int64_t us, enum claim_kind kind)
 {
 	static const char *const kinds[CLAIM_KINDS] = {
-		"", " (that claim had the last rows' COMMIT in front)",
+		"", " (that claim had the last rows' COMMIT, and at batch 1 "
+		    "the last row's done, in front)",
 		" (that claim fell back to the first waiting row)",
 	};
 	int64_t *mean = &w->claim_mean_us[kind];

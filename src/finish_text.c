@@ -38,7 +38,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* Longer bytes than this go bound, not as hex in the claim's text. */
 #define FINISH_TEXT_BYTES_MAX	1024
