@@ -667,6 +667,10 @@ spawn_rate=$(median rawx 1 6)
 # bench/prune.sh's section, kept from the README this one replaces.
 prune_section=$(sed -n '/^<!-- bench\/prune.sh: begin -->$/,/^<!-- bench\/prune.sh: end -->$/p' \
     "$BENCH_DIR/README.md" 2>/dev/null || true)
+# The same for the pickup latencies of bench/wake.sh, written by hand from
+# its table.
+wake_section=$(sed -n '/^<!-- bench\/wake.sh: begin -->$/,/^<!-- bench\/wake.sh: end -->$/p' \
+    "$BENCH_DIR/README.md" 2>/dev/null || true)
 {
 	cat <<EOF
 # rowq benchmark
@@ -770,6 +774,7 @@ $spawn_rate rows/s here.
 EOF
 	cat "$BENCH_DIR/analysis.md"
 	[ -z "$prune_section" ] || printf '\n%s\n' "$prune_section"
+	[ -z "$wake_section" ] || printf '\n%s\n' "$wake_section"
 } >"$BENCH_DIR/README.md"
 cp results.tsv "$BENCH_DIR/results.tsv"
 
