@@ -235,6 +235,36 @@ trap _lib_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# ---- the runners' report -----------------------------------------------
+
+# report_test NAME STATUS TOOK LOG [figures]: one line for a test that
+# ended with STATUS (0 ok, 77 skipped, else failed, 124/137 timed out
+# after $timeout_s), its log when it failed, its "figure:" lines when
+# asked; counts it in passed, skipped or failed.
+report_test()
+{
+	local name=$1 status=$2 took=$3 log=$4
+	case $status in
+	0)
+		echo "ok   $name $took"
+		[ "${5:-}" != figures ] ||
+		    grep '^figure: ' "$log" | sed 's/^figure: /    /'
+		passed=$((passed + 1))
+		;;
+	77)
+		echo "skip $name $took: $(tail -n 1 "$log")"
+		skipped=$((skipped + 1))
+		;;
+	*)
+		[ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
+		    echo "(timed out after $timeout_s s)" >>"$log"
+		echo "FAIL $name $took"
+		sed 's/^/    /' "$log"
+		failed=$((failed + 1))
+		;;
+	esac
+}
+
 # ---- the database server ----------------------------------------------
 
 _lib_ping()

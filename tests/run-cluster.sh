@@ -50,24 +50,7 @@ for t in "${tests[@]}"; do
 	wait "$pid" || status=$?
 	untrack_pid "$pid"
 	took="($((SECONDS - start)) s)"
-	case $status in
-	0)
-		echo "ok   $name $took"
-		grep '^figure: ' "$dir.log" | sed 's/^figure: /    /'
-		passed=$((passed + 1))
-		;;
-	77)
-		echo "skip $name $took: $(tail -n 1 "$dir.log")"
-		skipped=$((skipped + 1))
-		;;
-	*)
-		[ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
-		    echo "(timed out after $timeout_s s)" >>"$dir.log"
-		echo "FAIL $name $took"
-		sed 's/^/    /' "$dir.log"
-		failed=$((failed + 1))
-		;;
-	esac
+	report_test "$name" "$status" "$took" "$dir.log" figures
 	rm -rf "$dir" "$dir.log"
 done
 

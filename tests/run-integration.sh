@@ -101,23 +101,7 @@ reap()
 	took="($((SECONDS - running_start[$pid])) s)"
 	unset "running_name[$pid]" "running_start[$pid]"
 
-	case $status in
-	0)
-		echo "ok   $name $took"
-		passed=$((passed + 1))
-		;;
-	77)
-		echo "skip $name $took: $(tail -n 1 "$dir.log")"
-		skipped=$((skipped + 1))
-		;;
-	*)
-		[ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
-		    echo "(timed out after $timeout_s s)" >>"$dir.log"
-		echo "FAIL $name $took"
-		sed 's/^/    /' "$dir.log"
-		failed=$((failed + 1))
-		;;
-	esac
+	report_test "$name" "$status" "$took" "$dir.log"
 	rm -rf "$dir" "$dir.log"
 	mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot \
 	    -e "DROP DATABASE \`t_${name//[^A-Za-z0-9_]/_}\`" || true
