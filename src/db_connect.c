@@ -262,6 +262,8 @@ db_open(const struct db_options *o, enum db_status *status)
 	struct buf why = { 0 };
 	size_t n = o->nhosts > 0 ? o->nhosts : 1;
 
+	db->can_move = n > 1;
+
 	for (size_t i = 0; i < n; i++) {
 		*status = db_connect_one(db, o, o->nhosts ? &o->hosts[i] : NULL);
 		if (*status == DB_OK) {
@@ -282,14 +284,15 @@ db_open(const struct db_options *o, enum db_status *status)
  * server has turned read-only, asked at most every DB_DEMOTED_EVERY_MS.
  * A demoted primary that stays up gives such a session no read-only
  * error to move on, and pauses made on the new primary would never be
- * seen.  True also when the question fails: the link is gone.
+ * seen.  True also when the question fails: the link is gone.  With one
+ * host there is nowhere to move, and nothing is asked.
  */
 bool
 db_demoted(struct db *db)
 {
 	int64_t now = now_ms();
 
-	if (now - db->writable_ms < DB_DEMOTED_EVERY_MS)
+	if (!db->can_move || now - db->writable_ms < DB_DEMOTED_EVERY_MS)
 		return false;
 	if (db_check_writable(db) != DB_OK)
 		return true;

@@ -16,6 +16,7 @@ struct db {
 	bool		 status_known;	/* see db_refresh_status */
 	char		 where[300];	/* "HOST:PORT" or the socket */
 	int64_t		 writable_ms;	/* when last seen writable */
+	bool		 can_move;	/* host: lists another host */
 };
 
 struct db_stmt {
