@@ -703,7 +703,7 @@ $(table)
 Cost per row at ${WORKERS_LIST%% *} worker (medians): statements are the server's
 \`Questions\` counter over the run, divided by the rows (start-up included;
 rowq sends the last row's done, its COMMIT and the next claim in one round trip, and they count
-as two);
+as three);
 client CPU is user + system time of the contender and all its processes
 (rowq: supervisor, worker, handler); server CPU is mariadbd's.
 
