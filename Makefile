@@ -48,6 +48,7 @@ OBJS =	build/backoff.o \
 	build/finish.o \
 	build/finish_text.o \
 	build/handler.o \
+	build/helper_child.o \
 	build/identity.o \
 	build/json.o \
 	build/lease.o \

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,7 +136,7 @@ pause_watch_fork(struct supervisor *s)
 
 	if (pipe2(fds, O_CLOEXEC) == -1) {
 		log_warn("pipe for the pause watcher");
-		s->pause.next_start_ms = now_ms() + PAUSE_RESTART_MS;
+		s->pause.child.next_start_ms = now_ms() + PAUSE_RESTART_MS;
 		return;
 	}
 	pid = fork();
@@ -145,7 +144,7 @@ pause_watch_fork(struct supervisor *s)
 		log_warn("fork for the pause watcher");
 		close(fds[0]);
 		close(fds[1]);
-		s->pause.next_start_ms = now_ms() + PAUSE_RESTART_MS;
+		s->pause.child.next_start_ms = now_ms() + PAUSE_RESTART_MS;
 		return;
 	}
 	if (pid == 0) {
@@ -160,15 +159,15 @@ pause_watch_fork(struct supervisor *s)
 	}
 	close(fds[1]);
 	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	s->pause.pid = pid;
-	s->pause.fd = fds[0];
-	s->pause.generation = s->current->number;
+	s->pause.child.pid = pid;
+	s->pause.child.fd = fds[0];
+	s->pause.child.generation = s->current->number;
 }
 
 void
 pause_watch_start(struct supervisor *s)
 {
-	s->pause.fd = -1;
+	s->pause.child.fd = -1;
 	s->pause.wait_until_ms = now_ms() + PAUSE_FIRST_WAIT_MS;
 	pause_watch_fork(s);
 }
@@ -270,36 +269,30 @@ pause_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 	bool got = false;
 	ssize_t n;
 
-	if (np == 0 || s->pause.fd == -1 || p[0].revents == 0)
+	if (np == 0 || s->pause.child.fd == -1 || p[0].revents == 0)
 		return;
 	/* Only the newest reading matters. */
-	while ((n = read(s->pause.fd, &r, sizeof(r))) == (ssize_t)sizeof(r))
+	while ((n = read(s->pause.child.fd, &r, sizeof(r))) == (ssize_t)sizeof(r))
 		got = true;
 	if (got && r.generation == s->current->number && !s->stopping)
 		pause_apply(s, &r);
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
-		close(s->pause.fd);
-		s->pause.fd = -1;
+		close(s->pause.child.fd);
+		s->pause.child.fd = -1;
 	}
 }
 
 void
 pause_watch_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
-	if (s->pause.fd != -1)
-		p[(*np)++] = (struct pollfd){ .fd = s->pause.fd,
-		    .events = POLLIN };
+	helper_child_poll_fd(&s->pause.child, p, np);
 }
 
 bool
 pause_watch_reaped(struct supervisor *s, pid_t pid, int status)
 {
 	(void)status;
-	if (pid == 0 || pid != s->pause.pid)
-		return false;
-	s->pause.pid = 0;
-	s->pause.next_start_ms = now_ms() + PAUSE_RESTART_MS;
-	return true;
+	return helper_child_reaped(&s->pause.child, pid, PAUSE_RESTART_MS);
 }
 
 /*
@@ -314,18 +307,13 @@ pause_watch_tick(struct supervisor *s, int64_t now, int64_t *next)
 
 	if (s->opts->drain || s->stopping)
 		return;
-	if (p->pid != 0 && p->generation != s->current->number) {
-		(void)kill(p->pid, SIGKILL);
-		p->generation = s->current->number;
+	helper_child_retire(&p->child, s->current->number);
+	if (p->child.pid == 0 && p->child.fd != -1) {
+		close(p->child.fd);
+		p->child.fd = -1;
 	}
-	if (p->pid == 0 && p->fd != -1) {
-		close(p->fd);
-		p->fd = -1;
-	}
-	if (p->pid == 0 && now >= p->next_start_ms)
+	if (helper_child_due(&p->child, now, next))
 		pause_watch_fork(s);
-	else if (p->pid == 0 && p->next_start_ms < *next)
-		*next = p->next_start_ms;
 	if (!p->known && now >= p->wait_until_ms) {
 		log_warnx("no reading of the pause table %s within %ds: "
 		    "starting the workers", pause_table(s->current->cfg),
@@ -341,14 +329,10 @@ pause_watch_stop(struct supervisor *s)
 {
 	struct pause_state *p = &s->pause;
 
-	if (p->pid > 0) {
-		(void)kill(p->pid, SIGKILL);
-		(void)waitpid(p->pid, NULL, 0);
-		p->pid = 0;
-	}
-	if (p->fd != -1)
-		close(p->fd);
-	p->fd = -1;
+	helper_child_kill(&p->child);
+	if (p->child.fd != -1)
+		close(p->child.fd);
+	p->child.fd = -1;
 	for (size_t i = 0; i < p->n; i++)
 		free(p->paused[i]);
 	p->n = 0;

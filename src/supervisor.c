@@ -797,7 +797,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	db_library_init();
 	db_announce_hosts();	/* each child logs the host it uses */
 	s.status_fd = -1;
-	s.pause.fd = -1;
+	s.pause.child.fd = -1;
 	generation_start(&s, cfg);
 	if (!opts->drain)
 		pause_watch_start(&s);

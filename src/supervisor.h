@@ -107,15 +107,24 @@ struct shared {
 #define SUPERVISOR_POLL_MAX	(7 + STATUS_CLIENTS_MAX)
 
 /*
+ * A helper child of the supervisor that reports on a pipe and starts
+ * again when it dies (helper_child.c): the pause and wake watchers and
+ * the binlog follower.
+ */
+struct helper_child {
+	pid_t		 pid;		/* 0: none */
+	int		 fd;		/* its reports; -1: none */
+	int		 generation;	/* whose queues it serves */
+	int64_t		 next_start_ms;	/* not before, after it died */
+};
+
+/*
  * The queues paused in the pause table, as this daemon's watcher child
  * last read them (pause_watch.c).  Kept by name, so that a reload's new
  * generation knows them too.
  */
 struct pause_state {
-	pid_t		 pid;		/* the watcher; 0: none */
-	int		 fd;		/* its readings; -1: none */
-	int		 generation;	/* whose queues it reads */
-	int64_t		 next_start_ms;
+	struct helper_child child;	/* the watcher and its readings */
 	bool		 known;		/* a reading came, or we stopped waiting */
 	int64_t		 wait_until_ms;	/* workers wait this long for one */
 	size_t		 n;
@@ -127,11 +136,8 @@ struct pause_state {
  * and has the supervisor wake idle workers (wake_watch.c).
  */
 struct wake_state {
-	pid_t		 pid;		/* the watcher; 0: none */
-	int		 fd;		/* its readings; -1: none */
+	struct helper_child child;	/* the watcher and its readings */
 	int		 cmd_fd;	/* queues to read at once; -1: none */
-	int		 generation;	/* whose queues it reads */
-	int64_t		 next_start_ms;
 };
 
 /*
@@ -139,10 +145,7 @@ struct wake_state {
  * last report said (wake_binlog.c).
  */
 struct binlog_state {
-	pid_t		 pid;		/* the follower; 0: none */
-	int		 fd;		/* its reports; -1: none */
-	int		 generation;	/* whose queues it follows */
-	int64_t		 next_start_ms;
+	struct helper_child child;	/* the follower and its reports */
 	bool		 following;	/* it reads the binary log now */
 	long long	 lag_s;		/* behind the server; -1: unknown */
 	char		 file[64];	/* where it has read to */
@@ -262,6 +265,15 @@ int	 supervisor_running(const struct supervisor *, bool *pending);
 void	 report_status(struct supervisor *);
 void	 report_progress(struct supervisor *, bool final);
 void	 report_summary(struct supervisor *);
+
+/* helper_child.c */
+void	 helper_child_poll_fd(const struct helper_child *, struct pollfd *,
+	    nfds_t *);
+bool	 helper_child_reaped(struct helper_child *, pid_t, int64_t restart_ms);
+void	 helper_child_retire(struct helper_child *, int generation);
+bool	 helper_child_due(const struct helper_child *, int64_t now,
+	    int64_t *next);
+void	 helper_child_kill(struct helper_child *);
 
 /* pause_watch.c */
 void	 pause_watch_start(struct supervisor *);

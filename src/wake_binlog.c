@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -602,7 +601,7 @@ binlog_fork(struct supervisor *s)
 	pid_t pid, parent = getpid();
 	int up[2];
 
-	b->next_start_ms = now_ms() + BINLOG_RESTART_MS;
+	b->child.next_start_ms = now_ms() + BINLOG_RESTART_MS;
 	if (pipe2(up, O_CLOEXEC) == -1) {
 		log_warn("pipe for the binlog follower");
 		return;
@@ -622,9 +621,9 @@ binlog_fork(struct supervisor *s)
 	}
 	close(up[1]);
 	(void)fcntl(up[0], F_SETFL, O_NONBLOCK);
-	b->pid = pid;
-	b->fd = up[0];
-	b->generation = s->current->number;
+	b->child.pid = pid;
+	b->child.fd = up[0];
+	b->child.generation = s->current->number;
 	b->following = false;
 	b->lag_s = -1;
 }
@@ -632,7 +631,7 @@ binlog_fork(struct supervisor *s)
 void
 wake_binlog_start(struct supervisor *s)
 {
-	s->binlog.fd = -1;
+	s->binlog.child.fd = -1;
 	if (!s->opts->drain && binlog_wanted(s->current->cfg))
 		binlog_fork(s);
 }
@@ -640,9 +639,9 @@ wake_binlog_start(struct supervisor *s)
 static void
 binlog_close(struct binlog_state *b)
 {
-	if (b->fd != -1)
-		close(b->fd);
-	b->fd = -1;
+	if (b->child.fd != -1)
+		close(b->child.fd);
+	b->child.fd = -1;
 	b->following = false;
 }
 
@@ -651,11 +650,7 @@ wake_binlog_stop(struct supervisor *s)
 {
 	struct binlog_state *b = &s->binlog;
 
-	if (b->pid > 0) {
-		(void)kill(b->pid, SIGKILL);
-		(void)waitpid(b->pid, NULL, 0);
-		b->pid = 0;
-	}
+	helper_child_kill(&b->child);
 	binlog_close(b);
 }
 
@@ -663,11 +658,7 @@ bool
 wake_binlog_reaped(struct supervisor *s, pid_t pid, int status)
 {
 	(void)status;
-	if (pid == 0 || pid != s->binlog.pid)
-		return false;
-	s->binlog.pid = 0;
-	s->binlog.next_start_ms = now_ms() + BINLOG_RESTART_MS;
-	return true;
+	return helper_child_reaped(&s->binlog.child, pid, BINLOG_RESTART_MS);
 }
 
 /*
@@ -681,26 +672,18 @@ wake_binlog_tick(struct supervisor *s, int64_t now, int64_t *next)
 
 	if (s->opts->drain || s->stopping)
 		return;
-	if (b->pid != 0 && b->generation != s->current->number) {
-		(void)kill(b->pid, SIGKILL);
-		b->generation = s->current->number;
-	}
-	if (b->pid == 0 && b->fd != -1)
+	helper_child_retire(&b->child, s->current->number);
+	if (b->child.pid == 0 && b->child.fd != -1)
 		binlog_close(b);
-	if (b->pid != 0 || !binlog_wanted(s->current->cfg))
-		return;
-	if (now >= b->next_start_ms)
+	if (binlog_wanted(s->current->cfg) &&
+	    helper_child_due(&b->child, now, next))
 		binlog_fork(s);
-	else if (b->next_start_ms < *next)
-		*next = b->next_start_ms;
 }
 
 void
 wake_binlog_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
-	if (s->binlog.fd != -1)
-		p[(*np)++] = (struct pollfd){ .fd = s->binlog.fd,
-		    .events = POLLIN };
+	helper_child_poll_fd(&s->binlog.child, p, np);
 }
 
 void
@@ -710,9 +693,9 @@ wake_binlog_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 	struct binlog_report r;
 	ssize_t n;
 
-	if (np == 0 || b->fd == -1 || p[0].revents == 0)
+	if (np == 0 || b->child.fd == -1 || p[0].revents == 0)
 		return;
-	while ((n = read(b->fd, &r, sizeof(r))) == (ssize_t)sizeof(r)) {
+	while ((n = read(b->child.fd, &r, sizeof(r))) == (ssize_t)sizeof(r)) {
 		if (r.generation != s->current->number || s->stopping)
 			continue;
 		if (r.kind == BINLOG_WAKE && r.queue >= 0 &&
@@ -748,8 +731,8 @@ wake_binlog_mode(const struct supervisor *s, const struct queue *q,
 	*lag_s = -1;
 	if (!q->wake_binlog)
 		return "poll";
-	if (i >= cfg->nqueues || i >= QUEUES_MAX || b->pid == 0 ||
-	    !b->following || b->generation != s->current->number ||
+	if (i >= cfg->nqueues || i >= QUEUES_MAX || b->child.pid == 0 ||
+	    !b->following || b->child.generation != s->current->number ||
 	    !BIT_ISSET(b->watched, i))
 		return "binlog-fallback";
 	*lag_s = b->lag_s;

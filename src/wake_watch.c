@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* A watcher that died starts again this long after. */
@@ -260,14 +259,14 @@ wake_watch_fork(struct supervisor *s)
 
 	if (pipe2(up, O_CLOEXEC) == -1) {
 		log_warn("pipe for the wake watcher");
-		w->next_start_ms = now_ms() + WAKE_RESTART_MS;
+		w->child.next_start_ms = now_ms() + WAKE_RESTART_MS;
 		return;
 	}
 	if (pipe2(down, O_CLOEXEC) == -1) {
 		log_warn("pipe for the wake watcher");
 		close(up[0]);
 		close(up[1]);
-		w->next_start_ms = now_ms() + WAKE_RESTART_MS;
+		w->child.next_start_ms = now_ms() + WAKE_RESTART_MS;
 		return;
 	}
 	pid = fork();
@@ -277,7 +276,7 @@ wake_watch_fork(struct supervisor *s)
 		close(up[1]);
 		close(down[0]);
 		close(down[1]);
-		w->next_start_ms = now_ms() + WAKE_RESTART_MS;
+		w->child.next_start_ms = now_ms() + WAKE_RESTART_MS;
 		return;
 	}
 	if (pid == 0) {
@@ -296,16 +295,16 @@ wake_watch_fork(struct supervisor *s)
 	close(down[0]);
 	(void)fcntl(up[0], F_SETFL, O_NONBLOCK);
 	(void)fcntl(down[1], F_SETFL, O_NONBLOCK);
-	w->pid = pid;
-	w->fd = up[0];
+	w->child.pid = pid;
+	w->child.fd = up[0];
 	w->cmd_fd = down[1];
-	w->generation = s->current->number;
+	w->child.generation = s->current->number;
 }
 
 void
 wake_watch_start(struct supervisor *s)
 {
-	s->wake.fd = s->wake.cmd_fd = -1;
+	s->wake.child.fd = s->wake.cmd_fd = -1;
 	if (!s->opts->drain)
 		wake_watch_fork(s);
 }
@@ -354,45 +353,39 @@ wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 	struct wake_reading r;
 	ssize_t n;
 
-	if (np == 0 || s->wake.fd == -1 || p[0].revents == 0)
+	if (np == 0 || s->wake.child.fd == -1 || p[0].revents == 0)
 		return;
-	while ((n = read(s->wake.fd, &r, sizeof(r))) == (ssize_t)sizeof(r))
+	while ((n = read(s->wake.child.fd, &r, sizeof(r))) == (ssize_t)sizeof(r))
 		if (r.generation == s->current->number && !s->stopping &&
 		    r.queue >= 0 && (size_t)r.queue < s->current->cfg->nqueues)
 			wake_apply(s, (size_t)r.queue, r.rows, true);
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
-		close(s->wake.fd);
-		s->wake.fd = -1;
+		close(s->wake.child.fd);
+		s->wake.child.fd = -1;
 	}
 }
 
 void
 wake_watch_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
-	if (s->wake.fd != -1)
-		p[(*np)++] = (struct pollfd){ .fd = s->wake.fd,
-		    .events = POLLIN };
+	helper_child_poll_fd(&s->wake.child, p, np);
 }
 
 bool
 wake_watch_reaped(struct supervisor *s, pid_t pid, int status)
 {
 	(void)status;
-	if (pid == 0 || pid != s->wake.pid)
-		return false;
-	s->wake.pid = 0;
-	s->wake.next_start_ms = now_ms() + WAKE_RESTART_MS;
-	return true;
+	return helper_child_reaped(&s->wake.child, pid, WAKE_RESTART_MS);
 }
 
 static void
 wake_watch_close(struct wake_state *w)
 {
-	if (w->fd != -1)
-		close(w->fd);
+	if (w->child.fd != -1)
+		close(w->child.fd);
 	if (w->cmd_fd != -1)
 		close(w->cmd_fd);
-	w->fd = w->cmd_fd = -1;
+	w->child.fd = w->cmd_fd = -1;
 }
 
 /*
@@ -406,16 +399,11 @@ wake_watch_tick(struct supervisor *s, int64_t now, int64_t *next)
 
 	if (s->opts->drain || s->stopping)
 		return;
-	if (w->pid != 0 && w->generation != s->current->number) {
-		(void)kill(w->pid, SIGKILL);
-		w->generation = s->current->number;
-	}
-	if (w->pid == 0 && (w->fd != -1 || w->cmd_fd != -1))
+	helper_child_retire(&w->child, s->current->number);
+	if (w->child.pid == 0 && (w->child.fd != -1 || w->cmd_fd != -1))
 		wake_watch_close(w);
-	if (w->pid == 0 && now >= w->next_start_ms)
+	if (helper_child_due(&w->child, now, next))
 		wake_watch_fork(s);
-	else if (w->pid == 0 && w->next_start_ms < *next)
-		*next = w->next_start_ms;
 }
 
 void
@@ -423,11 +411,7 @@ wake_watch_stop(struct supervisor *s)
 {
 	struct wake_state *w = &s->wake;
 
-	if (w->pid > 0) {
-		(void)kill(w->pid, SIGKILL);
-		(void)waitpid(w->pid, NULL, 0);
-		w->pid = 0;
-	}
+	helper_child_kill(&w->child);
 	wake_watch_close(w);
 }
 
@@ -460,7 +444,7 @@ wake_watch_index(struct supervisor *s, size_t i, bool binlog)
 		return;
 	if (binlog && !wake_has_idle(s, &s->current->cfg->queues[i]))
 		return;
-	if (s->wake.pid > 0 && s->wake.cmd_fd != -1 &&
+	if (s->wake.child.pid > 0 && s->wake.cmd_fd != -1 &&
 	    write(s->wake.cmd_fd, &c, sizeof(c)) == (ssize_t)sizeof(c))
 		return;
 	wake_apply(s, i, 1, false);

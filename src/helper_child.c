@@ -1,0 +1,68 @@
+/*
+ * helper_child.c: the supervisor's side of a helper child that reports
+ * on a pipe (the pause and wake watchers, the binlog follower): polling
+ * its pipe, noticing its death and when it may start again, replacing it
+ * after a reload, and stopping it.  What it reads and what its reports
+ * mean stay with each (pause_watch.c, wake_watch.c, wake_binlog.c).
+ */
+#include "rowq.h"
+#include "supervisor.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+void
+helper_child_poll_fd(const struct helper_child *h, struct pollfd *p,
+    nfds_t *np)
+{
+	if (h->fd != -1)
+		p[(*np)++] = (struct pollfd){ .fd = h->fd, .events = POLLIN };
+}
+
+/* Whether pid was this child; if so it may start again after restart_ms. */
+bool
+helper_child_reaped(struct helper_child *h, pid_t pid, int64_t restart_ms)
+{
+	if (pid == 0 || pid != h->pid)
+		return false;
+	h->pid = 0;
+	h->next_start_ms = now_ms() + restart_ms;
+	return true;
+}
+
+/*
+ * After a reload: a child serving an older generation's queues is
+ * killed, and started again for this one once it is reaped.
+ */
+void
+helper_child_retire(struct helper_child *h, int generation)
+{
+	if (h->pid != 0 && h->generation != generation) {
+		(void)kill(h->pid, SIGKILL);
+		h->generation = generation;
+	}
+}
+
+/* Whether none runs and one may start now; else when it may, in *next. */
+bool
+helper_child_due(const struct helper_child *h, int64_t now, int64_t *next)
+{
+	if (h->pid != 0)
+		return false;
+	if (now >= h->next_start_ms)
+		return true;
+	if (h->next_start_ms < *next)
+		*next = h->next_start_ms;
+	return false;
+}
+
+/* Stop it at once and wait for it: it holds nothing worth a grace. */
+void
+helper_child_kill(struct helper_child *h)
+{
+	if (h->pid > 0) {
+		(void)kill(h->pid, SIGKILL);
+		(void)waitpid(h->pid, NULL, 0);
+		h->pid = 0;
+	}
+}
