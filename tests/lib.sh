@@ -379,7 +379,14 @@ sql_value()
 {
 	local out
 	out=$(sql "$1") || fail "query failed: $1"
-	[[ $out != *$'\n'* && $out != *$'\t'* && -n $out ]] ||
-	    fail "expected one value from: $1; got: '$out'"
-	printf '%s\n' "$out"
+	one_value "$out" "$1"
+}
+
+# one_value OUT QUERY: print OUT, a query's output, if it is exactly one
+# row of one column; else fail, naming QUERY.
+one_value()
+{
+	[[ $1 != *$'\n'* && $1 != *$'\t'* && -n $1 ]] ||
+	    fail "expected one value from: $2; got: '$1'"
+	printf '%s\n' "$1"
 }

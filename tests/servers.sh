@@ -53,9 +53,7 @@ server_value()
 {
 	local out
 	out=$(server_sql "$@") || fail "query on server $1 failed: $2"
-	[[ $out != *$'\n'* && $out != *$'\t'* && -n $out ]] ||
-	    fail "expected one value from server $1: $2; got: '$out'"
-	printf '%s\n' "$out"
+	one_value "$out" "server $1: $2"
 }
 
 # server_start NAME [MARIADBD-OPTION...]: create a data directory (a copy
