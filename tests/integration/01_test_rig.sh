@@ -44,3 +44,12 @@ assert_eq back "$(h1_sql "SELECT 'back'")" "h1 after the link is restored"
 server_kill9 a
 server_restart a
 assert_eq 42 "$(server_value a 'SELECT 42')" "server a after kill -9"
+
+# A server with no options of the test's own; one_value names the query.
+server_start plain
+assert_eq 7 "$(server_value plain 'SELECT 7')" "server plain"
+if (server_value plain 'SELECT 1, 2') 2>two.err; then
+	fail "server_value took two columns"
+fi
+assert_match "expected one value from: server plain: SELECT 1, 2; got" \
+    "$(cat two.err)" "server_value's message"
