@@ -79,7 +79,8 @@ server_start()
 		cat "$dir/install.log" >&2
 		fail "mariadb-install-db failed for server $name"
 	fi
-	_srv_opts[$name]="$(printf '%q ' "$@")"
+	_srv_opts[$name]=
+	[ $# -eq 0 ] || _srv_opts[$name]="$(printf '%q ' "$@")"
 	_srv_ns[$name]=${SERVER_NETNS:-}
 	server_restart "$name"
 }
