@@ -72,20 +72,28 @@ sql "INSERT INTO email (recipient, subject, body)
 table "SELECT status, COUNT(*) AS emails FROM email GROUP BY status"
 
 step "The demo configuration: config/rowq.yaml with these changes"
-# The database section points at the throwaway server, the handler is the
-# example in config/handlers, retries come sooner so that the demo ends
-# quickly, and the webhooks queue (include:) is left out: it needs the
-# network.
-awk -v sock="$ROWQ_TEST_SOCKET" -v db="$DEMO_DB" '
+# The database section points at the throwaway server, the status socket
+# and the handler's outbox are in the demo's directory (a handler sees only
+# the environment that env: names), the handler is the example in
+# config/handlers, retries come sooner so that the demo ends quickly, and
+# the webhooks queue (include:) is left out: it needs the network.
+awk -v sock="$ROWQ_TEST_SOCKET" -v db="$DEMO_DB" \
+    -v status="$ROWQ_TEST_TMP/rowq.sock" -v outbox="$SEND_EMAIL_OUTBOX" '
 	/^database:/ {
 		print
 		print "  socket: " sock
 		print "  user: root"
 		print "  name: " db
+		print "status_socket: " status
 		skip = 1
 		next
 	}
 	skip && /^  / { next }
+	/^    exec: / {
+		print
+		print "    env: [{SEND_EMAIL_OUTBOX: " outbox "}]"
+		next
+	}
 	{ skip = 0; print }' "$CONFIG_DIR/rowq.yaml" |
     sed -e "s|/usr/local/bin/send-email|$CONFIG_DIR/handlers/send-email|" \
 	-e '/^include:/d' \
