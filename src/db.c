@@ -79,17 +79,24 @@ db_refresh_status(struct db *db)
 		mysql_free_result(res);
 }
 
-enum db_status
-db_fail(struct db *db, unsigned err, const char *msg)
+/* The error, classified and kept for db_error; nothing sent. */
+static enum db_status
+db_note_error(struct db *db, unsigned err, const char *msg)
 {
-	enum db_status st = db_classify(err);
-
 	db->errnum = err;
 	/* 0: rowq's own finding, with no server error number to give. */
 	if (err == 0)
 		snprintf(db->error, sizeof(db->error), "%s", msg);
 	else
 		snprintf(db->error, sizeof(db->error), "%s (%u)", msg, err);
+	return db_classify(err);
+}
+
+enum db_status
+db_fail(struct db *db, unsigned err, const char *msg)
+{
+	enum db_status st = db_note_error(db, err, msg);
+
 	/* The server answered (not 0, not the client library's 2000s). */
 	if ((st == DB_RETRY || st == DB_FATAL) && err != 0 &&
 	    (err < 2000 || err >= 3000))
@@ -562,7 +569,12 @@ db_prepare(struct db *db, const char *sql, enum db_status *status)
 		return NULL;
 	}
 	if (mysql_stmt_prepare(s->stmt, sql, (unsigned long)strlen(sql)) != 0) {
-		*status = db_fail_stmt(s);
+		/*
+		 * A prepare runs nothing, so a refused one leaves the
+		 * transaction as it was: no statement to find that out.
+		 */
+		*status = db_note_error(db, mysql_stmt_errno(s->stmt),
+		    mysql_stmt_error(s->stmt));
 		db_stmt_free(s);
 		return NULL;
 	}

@@ -1,9 +1,9 @@
 /*
  * helper_child.c: the supervisor's side of a helper child that reports
- * on a pipe (the pause and wake watchers, the binlog follower): polling
+ * on a pipe (the wake watcher, the binlog follower): polling
  * its pipe, noticing its death and when it may start again, replacing it
  * after a reload, and stopping it.  What it reads and what its reports
- * mean stay with each (pause_watch.c, wake_watch.c, wake_binlog.c).
+ * mean stay with each (wake_watch.c, wake_binlog.c).
  */
 #include "rowq.h"
 #include "supervisor.h"

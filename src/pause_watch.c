@@ -1,10 +1,15 @@
 /*
- * pause_watch.c: the daemon's side of a pause (pause.c).  A watcher
- * child keeps one connection and reads the pause table once a second;
- * each reading comes to the supervisor as one message on a pipe, which
- * its loop polls.  So a pause costs no query per claim, and no database
- * call ever blocks the supervisor: a watcher that hangs only delays the
- * pause.
+ * pause_watch.c: the daemon's side of a pause (pause.c).  The wake
+ * watcher child (wake_watch.c) reads the pause table for the daemon, on
+ * the connection it reads the queues with: each time it reads a queue, in
+ * the same statement (the queue's probe and the pause table as one
+ * UNION), and by itself when no queue was read for PAUSE_EVERY_MS.  So an
+ * idle daemon pays no statement of its own for pauses beyond one a second
+ * at most, a busy one none per claim, and no database call ever blocks the
+ * supervisor: a watcher that hangs only delays the pause.  While the
+ * table does not exist, the watcher looks for it by preparing its read
+ * (a prepare runs nothing) every PAUSE_EVERY_MS, and tells the
+ * supervisor that nothing is paused.
  *
  * A queue that becomes paused has its workers retired as a reload
  * retires old ones: each finishes its current row, commits and exits,
@@ -17,44 +22,26 @@
 #include "db.h"
 #include "supervisor.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <time.h>
-#include <unistd.h>
 
-#define PAUSE_EVERY_MS		1000
 #define PAUSE_FIRST_WAIT_MS	3000
-/* A watcher that died starts again this long after. */
-#define PAUSE_RESTART_MS	1000
-
-/* One reading, written whole to the pipe (smaller than PIPE_BUF). */
-struct pause_reading {
-	int		 generation;
-	unsigned char	 paused[QUEUES_MAX];	/* by queue index */
-};
 
 /*
- * The watcher's session has no default database, so that the process
- * list tells it apart from the workers' sessions (each in the queue's
- * database); the table is named with its database.  Without database:
- * (an option file chooses it) the session is a worker's look-alike.
+ * The pause table's name for the watcher's session, which has moved to
+ * information_schema (wake_watch.c): with its database, unless it names
+ * one itself or the configuration names none (an option file chooses
+ * it, and the session stays there).
  */
 static void
-pause_watch_session(const struct config *cfg, struct db_options *o,
-    struct buf *table)
+pause_probe_table(const struct config *cfg, struct buf *table)
 {
 	const char *t = pause_table(cfg);
 
-	*o = cfg->db;
 	if (cfg->db.name == NULL || strchr(t, '.') != NULL) {
 		buf_puts(table, t);
 		return;
 	}
-	o->name = NULL;
 	buf_putc(table, '`');
 	for (const char *c = cfg->db.name; *c != '\0'; c++) {
 		if (*c == '`')
@@ -64,112 +51,163 @@ pause_watch_session(const struct config *cfg, struct db_options *o,
 	buf_printf(table, "`.%s", t);
 }
 
-static void
-pause_sleep_ms(int64_t ms)
+void
+pause_probe_init(struct pause_probe *pp, const struct config *cfg)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
+	memset(pp, 0, sizeof(*pp));
+	pp->cfg = cfg;
+	pause_probe_table(cfg, &pp->table);
+	buf_printf(&pp->read, "SELECT queue FROM %s", pp->table.data);
 }
 
 /*
- * The watcher: read, tell, sleep, for ever.  A failure is logged when it
- * begins, not every second; the connection is made again after any.
- * It exits when the supervisor no longer reads (the pipe is gone).
+ * On a new connection: prepare the table's own read, which also finds
+ * out whether it is there.  -1: the database failed otherwise (logged
+ * when it begins), and the connection is suspect.
  */
-static _Noreturn void
-pause_watch_child(const struct config *cfg, int generation, int fd)
+int
+pause_probe_prepare(struct db *db, struct pause_probe *pp)
 {
-	struct db *db = NULL;
-	struct db_options o;
-	struct buf table = { 0 };
-	bool failing = false;
+	enum db_status st;
 
-	log_procinit("pause watch");
-	proc_title("rowq: pause watch");
-	pause_watch_session(cfg, &o, &table);
-	for (;;) {
-		struct pause_list l;
-		enum db_status st = DB_OK;
-		int rc = -1;
-
-		if (db == NULL)
-			db = db_open(&o, &st);
-		if (st == DB_OK && db_demoted(db)) {
-			log_warnx("%s: %s; moving", db_where(db), db_error(db));
-			db_close(db);
-			db = db_open(&o, &st);
-		}
-		if (st == DB_OK)
-			rc = pause_read(db, table.data, &l);
-		if (rc == 0) {
-			struct pause_reading r = { .generation = generation };
-			for (size_t i = 0; i < cfg->nqueues && i < QUEUES_MAX;
-			    i++)
-				r.paused[i] = pause_find(&l,
-				    cfg->queues[i].name) != NULL;
-			pause_list_free(&l);
-			if (failing)
-				log_info("reading %s again", table.data);
-			failing = false;
-			if (write(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
-				_exit(0);
-		} else {
-			if (!failing)
-				log_warnx("cannot read the pause table %s: %s; "
-				    "pauses stay as last read",
-				    table.data, db_error(db));
-			failing = true;
-			db_close(db);
-			db = NULL;
-		}
-		pause_sleep_ms(PAUSE_EVERY_MS);
+	db_stmt_free(pp->stmt);
+	pp->stmt = db_prepare(db, pp->read.data, &st);
+	if (pp->stmt != NULL || db_no_such_table(db)) {
+		if (pp->stmt != NULL && pp->missing)
+			log_info("found the pause table %s", pp->table.data);
+		pp->missing = pp->stmt == NULL;
+		return 0;
 	}
+	pause_probe_failed(db, pp);
+	return -1;
 }
 
-static void
-pause_watch_fork(struct supervisor *s)
+/*
+ * A queue's probe with the pause table's rows after its own, in out: the
+ * probe's rows come as NULL, the paused queues by name (never NULL).
+ * Empty when the table is not there: the probe alone, then.
+ */
+void
+pause_probe_fold(const struct pause_probe *pp, const char *probe,
+    struct buf *out)
 {
-	pid_t pid, parent = getpid();
-	int fds[2];
-
-	if (pipe2(fds, O_CLOEXEC) == -1) {
-		log_warn("pipe for the pause watcher");
-		s->pause.child.next_start_ms = now_ms() + PAUSE_RESTART_MS;
+	buf_reset(out);
+	if (pp->stmt == NULL)
 		return;
-	}
-	pid = fork();
-	if (pid == -1) {
-		log_warn("fork for the pause watcher");
-		close(fds[0]);
-		close(fds[1]);
-		s->pause.child.next_start_ms = now_ms() + PAUSE_RESTART_MS;
-		return;
-	}
-	if (pid == 0) {
-		/*
-		 * The write end goes to descriptor 0, the one below those
-		 * proc_close_inherited closes; the watcher reads nothing.
-		 */
-		if (dup2(fds[1], 0) == -1)
-			_exit(1);
-		proc_helper_child(parent);
-		pause_watch_child(s->current->cfg, s->current->number, 0);
-	}
-	close(fds[1]);
-	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	s->pause.child.pid = pid;
-	s->pause.child.fd = fds[0];
-	s->pause.child.generation = s->current->number;
+	buf_printf(out, "SELECT NULL FROM (\n%s\n) AS rowq_probe\n"
+	    "UNION ALL SELECT queue FROM %s", probe, pp->table.data);
 }
+
+/* A reading from the names among rows (NULLs are a queue's probe's). */
+void
+pause_probe_names(struct pause_probe *pp, const struct rowset *rs,
+    int64_t now, struct watch_reading *r)
+{
+	const struct config *cfg = pp->cfg;
+
+	r->pause_read = true;
+	memset(r->paused, 0, sizeof(r->paused));
+	for (size_t k = 0; k < rs->nrows; k++) {
+		const char *name = rs->rows[k].value[0];
+		for (size_t i = 0; name != NULL && i < cfg->nqueues &&
+		    i < QUEUES_MAX; i++)
+			if (strcmp(cfg->queues[i].name, name) == 0)
+				r->paused[i] = 1;
+	}
+	if (pp->failing)
+		log_info("reading %s again", pp->table.data);
+	pp->failing = false;
+	pp->due_ms = now + PAUSE_EVERY_MS;
+}
+
+/*
+ * A read of the table failed: dropped (nothing is paused then, and the
+ * watcher looks for it again), or the database failed (logged when it
+ * begins; the last reading stays).
+ */
+void
+pause_probe_failed(struct db *db, struct pause_probe *pp)
+{
+	if (db_no_such_table(db)) {
+		if (!pp->missing)
+			log_info("the pause table %s is gone: nothing is "
+			    "paused", pp->table.data);
+		pp->missing = true;
+		db_stmt_free(pp->stmt);
+		pp->stmt = NULL;
+		return;
+	}
+	if (!pp->failing)
+		log_warnx("cannot read the pause table %s: %s; pauses stay "
+		    "as last read", pp->table.data, db_error(db));
+	pp->failing = true;
+}
+
+/*
+ * The table's own read, when no queue's probe brought it for
+ * PAUSE_EVERY_MS (r->pause_read says whether this did).  While it is
+ * missing, a prepare looks for it, which runs nothing.
+ */
+enum pause_probe_end
+pause_probe_run(struct db *db, struct pause_probe *pp, int64_t now,
+    struct watch_reading *r)
+{
+	struct rowset rs = { 0 };
+	size_t ncols = 0;
+	bool missing = pp->missing;
+	enum pause_probe_end end = PAUSE_PROBE_READ;
+
+	r->pause_read = false;
+	if (now < pp->due_ms)
+		return PAUSE_PROBE_READ;
+	pp->due_ms = now + PAUSE_EVERY_MS;
+	if (pp->stmt == NULL) {
+		if (pause_probe_prepare(db, pp) == -1)
+			return db_link_closed(db) ? PAUSE_PROBE_LINK :
+			    PAUSE_PROBE_READ;
+		if (pp->missing) {
+			/* Nothing is paused where there is no table. */
+			r->pause_read = true;
+			memset(r->paused, 0, sizeof(r->paused));
+			return PAUSE_PROBE_READ;
+		}
+	}
+	(void)db_stmt_columns(pp->stmt, &ncols);
+	if (db_stmt_fetch_all(pp->stmt, NULL, 0, &rs) == DB_OK)
+		pause_probe_names(pp, &rs, now, r);
+	else {
+		pause_probe_failed(db, pp);
+		if (db_link_closed(db))
+			end = PAUSE_PROBE_LINK;
+	}
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	if (end == PAUSE_PROBE_READ && pp->missing != missing)
+		end = PAUSE_PROBE_CHANGED;
+	return end;
+}
+
+void
+pause_probe_close(struct pause_probe *pp)
+{
+	db_stmt_free(pp->stmt);
+	pp->stmt = NULL;
+}
+
+void
+pause_probe_free(struct pause_probe *pp)
+{
+	pause_probe_close(pp);
+	buf_free(&pp->table);
+	buf_free(&pp->read);
+}
+
+/* ---- the supervisor's side ---- */
 
 void
 pause_watch_start(struct supervisor *s)
 {
-	s->pause.child.fd = -1;
 	s->pause.wait_until_ms = now_ms() + PAUSE_FIRST_WAIT_MS;
-	pause_watch_fork(s);
 }
 
 bool
@@ -238,7 +276,7 @@ pause_resume(struct supervisor *s, size_t index)
  * the names it found paused (a queue a reload removed is forgotten).
  */
 static void
-pause_apply(struct supervisor *s, const struct pause_reading *r)
+pause_apply(struct supervisor *s, const struct watch_reading *r)
 {
 	const struct config *cfg = s->current->cfg;
 	struct pause_state *p = &s->pause;
@@ -262,65 +300,32 @@ pause_apply(struct supervisor *s, const struct pause_reading *r)
 			p->paused[p->n++] = xstrdup(cfg->queues[i].name);
 }
 
-void
-pause_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
-{
-	struct pause_reading r;
-	bool got = false;
-	ssize_t n;
-
-	if (np == 0 || s->pause.child.fd == -1 || p[0].revents == 0)
-		return;
-	/* Only the newest reading matters. */
-	while ((n = read(s->pause.child.fd, &r, sizeof(r))) == (ssize_t)sizeof(r))
-		got = true;
-	if (got && r.generation == s->current->number && !s->stopping)
-		pause_apply(s, &r);
-	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
-		close(s->pause.child.fd);
-		s->pause.child.fd = -1;
-	}
-}
-
-void
-pause_watch_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
-{
-	helper_child_poll_fd(&s->pause.child, p, np);
-}
-
-bool
-pause_watch_reaped(struct supervisor *s, pid_t pid, int status)
-{
-	(void)status;
-	return helper_child_reaped(&s->pause.child, pid, PAUSE_RESTART_MS);
-}
-
 /*
- * Start the watcher when it is due; after a reload, replace the one that
- * reads the old generation's queues (and maybe another table).  Stop
- * waiting for a first reading when it is late.
+ * A reading of the current generation, from the wake watcher: act on
+ * what changed.
  */
+void
+pause_watch_reading(struct supervisor *s, const struct watch_reading *r)
+{
+	if (r->pause_read && r->generation == s->current->number &&
+	    !s->stopping)
+		pause_apply(s, r);
+}
+
+/* Stop waiting for a first reading when it is late. */
 void
 pause_watch_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	struct pause_state *p = &s->pause;
 
-	if (s->opts->drain || s->stopping)
+	if (s->opts->drain || s->stopping || p->known)
 		return;
-	helper_child_retire(&p->child, s->current->number);
-	if (p->child.pid == 0 && p->child.fd != -1) {
-		close(p->child.fd);
-		p->child.fd = -1;
-	}
-	if (helper_child_due(&p->child, now, next))
-		pause_watch_fork(s);
-	if (!p->known && now >= p->wait_until_ms) {
+	if (now >= p->wait_until_ms) {
 		log_warnx("no reading of the pause table %s within %ds: "
 		    "starting the workers", pause_table(s->current->cfg),
 		    PAUSE_FIRST_WAIT_MS / 1000);
 		p->known = true;
-	}
-	if (!p->known && p->wait_until_ms < *next)
+	} else if (p->wait_until_ms < *next)
 		*next = p->wait_until_ms;
 }
 
@@ -329,10 +334,6 @@ pause_watch_stop(struct supervisor *s)
 {
 	struct pause_state *p = &s->pause;
 
-	helper_child_kill(&p->child);
-	if (p->child.fd != -1)
-		close(p->child.fd);
-	p->child.fd = -1;
 	for (size_t i = 0; i < p->n; i++)
 		free(p->paused[i]);
 	p->n = 0;

@@ -472,7 +472,6 @@ supervisor_reap(struct supervisor *s)
 			continue;
 		}
 		if (report_reaped(s, pid, status) ||
-		    pause_watch_reaped(s, pid, status) ||
 		    wake_watch_reaped(s, pid, status) ||
 		    wake_binlog_reaped(s, pid, status))
 			continue;
@@ -739,11 +738,9 @@ supervisor_loop(struct supervisor *s)
 		struct pollfd p[SUPERVISOR_POLL_MAX] = {
 			{ .fd = s->sigfd, .events = POLLIN },
 		};
-		nfds_t np = 1, nreport, npause, nwatch, nsocket;
+		nfds_t np = 1, nreport, nwatch, nsocket;
 		report_poll_fds(s, p, &np);
 		nreport = np;
-		pause_watch_poll_fds(s, p, &np);
-		npause = np;
 		wake_watch_poll_fds(s, p, &np);
 		nwatch = np;
 		wake_socket_poll_fds(s, p, &np);
@@ -759,8 +756,7 @@ supervisor_loop(struct supervisor *s)
 			log_warn("poll");
 		supervisor_read_signals(s);
 		report_handle(s, p, nreport);
-		pause_watch_handle(s, p + nreport, npause - nreport);
-		wake_watch_handle(s, p + npause, nwatch - npause);
+		wake_watch_handle(s, p + nreport, nwatch - nreport);
 		wake_socket_handle(s, p + nwatch, nsocket - nwatch);
 		wake_binlog_handle(s, p + nsocket, np - nsocket);
 	}
@@ -797,7 +793,6 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	db_library_init();
 	db_announce_hosts();	/* each child logs the host it uses */
 	s.status_fd = -1;
-	s.pause.child.fd = -1;
 	generation_start(&s, cfg);
 	if (!opts->drain)
 		pause_watch_start(&s);

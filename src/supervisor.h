@@ -101,15 +101,14 @@ struct shared {
 #define STATUS_CLIENTS_MAX	8
 /*
  * The supervisor's pollfds: the signalfd, the status listener, metrics,
- * the pause watcher, the wake watcher, the wake socket, the binlog
- * follower.
+ * the wake watcher, the wake socket, the binlog follower.
  */
-#define SUPERVISOR_POLL_MAX	(7 + STATUS_CLIENTS_MAX)
+#define SUPERVISOR_POLL_MAX	(6 + STATUS_CLIENTS_MAX)
 
 /*
  * A helper child of the supervisor that reports on a pipe and starts
- * again when it dies (helper_child.c): the pause and wake watchers and
- * the binlog follower.
+ * again when it dies (helper_child.c): the wake watcher and the binlog
+ * follower.
  */
 struct helper_child {
 	pid_t		 pid;		/* 0: none */
@@ -119,12 +118,11 @@ struct helper_child {
 };
 
 /*
- * The queues paused in the pause table, as this daemon's watcher child
- * last read them (pause_watch.c).  Kept by name, so that a reload's new
+ * The queues paused in the pause table, as the wake watcher child last
+ * read them (pause_watch.c).  Kept by name, so that a reload's new
  * generation knows them too.
  */
 struct pause_state {
-	struct helper_child child;	/* the watcher and its readings */
 	bool		 known;		/* a reading came, or we stopped waiting */
 	int64_t		 wait_until_ms;	/* workers wait this long for one */
 	size_t		 n;
@@ -132,8 +130,42 @@ struct pause_state {
 };
 
 /*
+ * One reading of the wake watcher, written whole to its pipe (smaller
+ * than PIPE_BUF): a queue's rows, the pause table, or both from one
+ * statement.
+ */
+struct watch_reading {
+	int		 generation;
+	int		 queue;		/* index in the generation's config; -1: none */
+	int		 rows;		/* found, up to the probe's LIMIT; -1: failed */
+	bool		 pause_read;	/* paused[] is a reading of the pause table */
+	unsigned char	 paused[QUEUES_MAX];	/* by queue index */
+};
+
+/* The pause table is read this often, at least. */
+#define PAUSE_EVERY_MS		1000
+
+/* The wake watcher child's reads of the pause table (pause_watch.c). */
+struct pause_probe {
+	const struct config *cfg;
+	struct buf	 table;		/* its name, with the database */
+	struct buf	 read;		/* SELECT queue FROM it */
+	struct db_stmt	*stmt;		/* read prepared; NULL: missing or failed */
+	bool		 missing;	/* the server says there is no such table */
+	bool		 failing;	/* said so in the log */
+	int64_t		 due_ms;	/* the next read of its own */
+};
+
+enum pause_probe_end {
+	PAUSE_PROBE_READ,	/* read, or nothing was due, or failed (logged) */
+	PAUSE_PROBE_CHANGED,	/* it appeared or went: prepare the probes again */
+	PAUSE_PROBE_LINK,	/* the link failed: connect again */
+};
+
+/*
  * The wake watcher child, which reads every queue's select every `idle`
- * and has the supervisor wake idle workers (wake_watch.c).
+ * and the pause table, and has the supervisor wake idle workers and
+ * retire a paused queue's (wake_watch.c).
  */
 struct wake_state {
 	struct helper_child child;	/* the watcher and its readings */
@@ -275,14 +307,24 @@ bool	 helper_child_due(const struct helper_child *, int64_t now,
 	    int64_t *next);
 void	 helper_child_kill(struct helper_child *);
 
-/* pause_watch.c */
+/* pause_watch.c: the wake watcher child's reads of the pause table */
+struct rowset;
+void	 pause_probe_init(struct pause_probe *, const struct config *);
+int	 pause_probe_prepare(struct db *, struct pause_probe *);
+void	 pause_probe_fold(const struct pause_probe *, const char *probe,
+	    struct buf *out);
+void	 pause_probe_names(struct pause_probe *, const struct rowset *,
+	    int64_t now, struct watch_reading *);
+void	 pause_probe_failed(struct db *, struct pause_probe *);
+enum pause_probe_end pause_probe_run(struct db *, struct pause_probe *,
+	    int64_t now, struct watch_reading *);
+void	 pause_probe_close(struct pause_probe *);
+void	 pause_probe_free(struct pause_probe *);
+/* pause_watch.c: the supervisor's side */
 void	 pause_watch_start(struct supervisor *);
 void	 pause_watch_stop(struct supervisor *);
 void	 pause_watch_tick(struct supervisor *, int64_t now, int64_t *next);
-void	 pause_watch_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
-void	 pause_watch_handle(struct supervisor *, const struct pollfd *,
-	    nfds_t);
-bool	 pause_watch_reaped(struct supervisor *, pid_t, int status);
+void	 pause_watch_reading(struct supervisor *, const struct watch_reading *);
 bool	 pause_watch_known(const struct supervisor *);
 bool	 pause_watch_paused(const struct supervisor *, const char *queue);
 

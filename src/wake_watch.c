@@ -20,6 +20,10 @@
  *
  * `rowq wake QUEUE` (status_socket.c) and POST /wake/QUEUE (metrics.c)
  * ask the watcher to read the queue at once (wake_watch_queue).
+ *
+ * The watcher also reads the pause table for the daemon (pause_watch.c),
+ * inside each queue's read when it can, so that an idle daemon costs one
+ * statement per queue per `idle`, plus one a second at most for pauses.
  */
 #include "rowq.h"
 #include "db.h"
@@ -40,16 +44,10 @@
 /* A queue whose probe could not be prepared: try again this often. */
 #define WAKE_PREPARE_AGAIN_MS	30000
 
-/* One reading, written whole to the pipe (smaller than PIPE_BUF). */
-struct wake_reading {
-	int		 generation;
-	int		 queue;		/* index in the generation's config */
-	int		 rows;		/* found, up to the probe's LIMIT; -1: failed */
-};
-
 /* The watcher's view of one queue. */
 struct wake_probe {
 	struct db_stmt	*stmt;
+	bool		 folded;	/* the pause table's rows come too */
 	int64_t		 due_ms;
 	bool		 failing;	/* said so in the log */
 	int		 echoes;	/* reads again if it finds nothing */
@@ -80,13 +78,40 @@ wake_probe_limit(const struct queue *q)
 }
 
 static void
-wake_disconnect(struct db *db, struct wake_probe *p, size_t nqueues)
+wake_disconnect(struct db *db, struct wake_probe *p, size_t nqueues,
+    struct pause_probe *pp)
 {
 	for (size_t i = 0; i < nqueues && i < QUEUES_MAX; i++) {
 		db_stmt_free(p[i].stmt);
 		p[i].stmt = NULL;
 	}
+	pause_probe_close(pp);
 	db_close(db);
+}
+
+/*
+ * Queue i's probe, with the pause table's read folded in when the table
+ * is there and the fold prepares (a select whose columns share a name
+ * cannot be a derived table: its probe goes alone).
+ */
+static struct db_stmt *
+wake_probe_prepare(struct db *db, const struct queue *q,
+    struct wake_probe *p, const struct pause_probe *pp, enum db_status *st)
+{
+	struct buf sql = { 0 }, folded = { 0 };
+	struct db_stmt *stmt = NULL;
+
+	buf_printf(&sql, "%s\nLIMIT %d", q->select.positional,
+	    wake_probe_limit(q));
+	pause_probe_fold(pp, sql.data, &folded);
+	if (folded.len > 0)
+		stmt = db_prepare(db, folded.data, st);
+	p->folded = stmt != NULL;
+	if (stmt == NULL)
+		stmt = db_prepare(db, sql.data, st);
+	buf_free(&sql);
+	buf_free(&folded);
+	return stmt;
 }
 
 /*
@@ -98,23 +123,23 @@ wake_disconnect(struct db *db, struct wake_probe *p, size_t nqueues)
  * prepared in).  NULL: the database failed, logged when it begins.
  */
 static struct db *
-wake_connect(const struct config *cfg, struct wake_probe *p, bool *failing)
+wake_connect(const struct config *cfg, struct wake_probe *p,
+    struct pause_probe *pp, bool *failing)
 {
 	enum db_status st;
 	struct db *db = db_open(&cfg->db, &st);
-	struct buf sql = { 0 };
 
 	if (st == DB_OK)
 		st = db_run(db, "SET autocommit = 1");
+	if (st == DB_OK && pause_probe_prepare(db, pp) == -1 &&
+	    db_link_closed(db))
+		st = DB_RECONNECT;
 	for (size_t i = 0; st == DB_OK && i < cfg->nqueues && i < QUEUES_MAX;
 	    i++) {
 		const struct queue *q = &cfg->queues[i];
 		enum db_status pst;
-		buf_reset(&sql);
-		buf_printf(&sql, "%s\nLIMIT %d", q->select.positional,
-		    wake_probe_limit(q));
 		/* A queue whose probe fails is polled by its workers. */
-		p[i].stmt = db_prepare(db, sql.data, &pst);
+		p[i].stmt = wake_probe_prepare(db, q, &p[i], pp, &pst);
 		if (p[i].stmt == NULL && !p[i].failing)
 			log_warnx("%s: cannot watch the queue (its workers "
 			    "poll): %s", q->where, db_error(db));
@@ -124,7 +149,6 @@ wake_connect(const struct config *cfg, struct wake_probe *p, bool *failing)
 	}
 	if (st == DB_OK)
 		st = db_run(db, "USE information_schema");
-	buf_free(&sql);
 	if (st == DB_OK) {
 		if (*failing)
 			log_info("watching the queues again");
@@ -135,30 +159,46 @@ wake_connect(const struct config *cfg, struct wake_probe *p, bool *failing)
 		log_warnx("cannot connect to watch the queues (the workers "
 		    "poll): %s", db_error(db));
 	*failing = true;
-	wake_disconnect(db, p, cfg->nqueues);
+	wake_disconnect(db, p, cfg->nqueues, pp);
 	return NULL;
 }
 
-/* How many rows queue i's select finds now; -1: it failed. */
-static int
-wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p)
+/*
+ * How many rows queue i's select finds now, in r->rows (-1: it failed);
+ * a folded probe brings the pause table's reading too.  A folded probe
+ * that finds no table (the pause table dropped, or the queue's own)
+ * returns false: the probes are prepared again.
+ */
+static bool
+wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
+    struct pause_probe *pp, int64_t now, struct watch_reading *r)
 {
 	struct rowset rs = { 0 };
 	size_t ncols = 0;
-	int rows = -1;
+	bool again = true;
 
+	r->rows = -1;
+	r->pause_read = false;
 	if (p->stmt == NULL)
-		return -1;
+		return true;
 	(void)db_stmt_columns(p->stmt, &ncols);
-	if (db_stmt_fetch_all(p->stmt, NULL, 0, &rs) == DB_OK)
-		rows = (int)rs.nrows;
+	if (db_stmt_fetch_all(p->stmt, NULL, 0, &rs) == DB_OK) {
+		r->rows = (int)rs.nrows;
+		if (p->folded) {
+			pause_probe_names(pp, &rs, now, r);
+			r->rows = 0;
+			for (size_t k = 0; k < rs.nrows; k++)
+				r->rows += rs.rows[k].value[0] == NULL;
+		}
+	} else if (p->folded && db_no_such_table(db))
+		again = false;
 	else if (!p->failing)
 		log_warnx("%s: cannot watch the queue (its workers poll): %s",
 		    q->where, db_error(db));
-	p->failing = rows < 0;
+	p->failing = r->rows < 0 && again;
 	rowset_clear(&rs, ncols);
 	free(rs.rows);
-	return rows;
+	return again;
 }
 
 /*
@@ -194,6 +234,7 @@ static _Noreturn void
 wake_watch_child(const struct config *cfg, int generation, int out, int in)
 {
 	struct wake_probe p[QUEUES_MAX] = { 0 };
+	struct pause_probe pp;
 	size_t nq = cfg->nqueues < QUEUES_MAX ? cfg->nqueues : QUEUES_MAX;
 	struct db *db = NULL;
 	bool failing = false;
@@ -201,23 +242,26 @@ wake_watch_child(const struct config *cfg, int generation, int out, int in)
 
 	log_procinit("wake watch");
 	proc_title("rowq: wake watch");
+	pause_probe_init(&pp, cfg);
 	for (;;) {
 		int64_t now = now_ms(), next = now + WAKE_RETRY_MS;
+		bool again = true;
 
 		/* It only reads: a demoted primary gives it no 1290. */
 		if (db != NULL && db_demoted(db)) {
 			log_warnx("%s: %s; moving", db_where(db), db_error(db));
-			wake_disconnect(db, p, nq);
+			wake_disconnect(db, p, nq, &pp);
 			db = NULL;
 		}
 		if (db == NULL)
-			db = wake_connect(cfg, p, &failing);
-		for (size_t i = 0; i < nq && db != NULL; i++) {
+			db = wake_connect(cfg, p, &pp, &failing);
+		for (size_t i = 0; i < nq && db != NULL && again; i++) {
 			const struct queue *q = &cfg->queues[i];
+			struct watch_reading r = { .generation = generation,
+			    .queue = (int)i, .rows = -1 };
 			if (p[i].due_ms > now)
 				continue;
-			struct wake_reading r = { generation, (int)i,
-			    wake_probe_run(db, q, &p[i]) };
+			again = wake_probe_run(db, q, &p[i], &pp, now, &r);
 			p[i].due_ms = now + (r.rows < 0 ? WAKE_RETRY_MS :
 			    q->idle_ms);
 			if (r.rows == 0 && p[i].echoes > 0)
@@ -234,14 +278,31 @@ wake_watch_child(const struct config *cfg, int generation, int out, int in)
 			 */
 			if ((r.rows < 0 && db_link_closed(db)) ||
 			    (p[i].stmt == NULL && now >= prepare_again)) {
-				wake_disconnect(db, p, nq);
-				db = NULL;
+				again = false;
 				prepare_again = now + WAKE_PREPARE_AGAIN_MS;
 			}
+		}
+		if (db != NULL && again) {
+			struct watch_reading r = { .generation = generation,
+			    .queue = -1, .rows = -1 };
+			enum pause_probe_end end = pause_probe_run(db, &pp,
+			    now_ms(), &r);
+			if (r.pause_read &&
+			    write(out, &r, sizeof(r)) != (ssize_t)sizeof(r))
+				_exit(0);
+			again = end == PAUSE_PROBE_READ;
+		}
+		if (db != NULL && !again) {
+			/* Connect again now, and prepare every probe anew. */
+			wake_disconnect(db, p, nq, &pp);
+			db = NULL;
+			continue;
 		}
 		for (size_t i = 0; i < nq && db != NULL; i++)
 			if (p[i].due_ms < next)
 				next = p[i].due_ms;
+		if (db != NULL && pp.due_ms < next)
+			next = pp.due_ms;
 		struct pollfd pfd = { .fd = in, .events = POLLIN };
 		int64_t wait = next - now_ms();
 		if (poll(&pfd, 1, (int)(wait < 0 ? 0 : wait)) > 0 &&
@@ -350,15 +411,19 @@ wake_apply(struct supervisor *s, size_t index, int rows, bool vouch)
 void
 wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 {
-	struct wake_reading r;
+	struct watch_reading r;
 	ssize_t n;
 
 	if (np == 0 || s->wake.child.fd == -1 || p[0].revents == 0)
 		return;
-	while ((n = read(s->wake.child.fd, &r, sizeof(r))) == (ssize_t)sizeof(r))
-		if (r.generation == s->current->number && !s->stopping &&
-		    r.queue >= 0 && (size_t)r.queue < s->current->cfg->nqueues)
+	while ((n = read(s->wake.child.fd, &r, sizeof(r))) == (ssize_t)sizeof(r)) {
+		if (r.generation != s->current->number || s->stopping)
+			continue;
+		pause_watch_reading(s, &r);
+		if (r.queue >= 0 &&
+		    (size_t)r.queue < s->current->cfg->nqueues)
 			wake_apply(s, (size_t)r.queue, r.rows, true);
+	}
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
 		close(s->wake.child.fd);
 		s->wake.child.fd = -1;

@@ -89,6 +89,6 @@ children_of()
 	for f in /proc/"$1"/task/*/children; do
 		[ -r "$f" ] && tr ' ' '\n' <"$f"
 	done | grep -v '^$' | while read -r p; do
-		not_pause_watch "$p" && echo "$p"
+		not_watcher "$p" && echo "$p"
 	done || true
 }

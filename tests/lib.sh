@@ -350,12 +350,13 @@ db_create()
 	export ROWQ_TEST_DB
 }
 
-# not_pause_watch PID: PID is not one of a supervisor's watchers (pause
-# and wake), the children of `rowq run` that are neither workers nor probes.
-not_pause_watch()
+# not_watcher PID: PID is not the supervisor's wake watcher (which reads
+# the pause table too), a child of `rowq run` that is neither a worker nor
+# a probe.
+not_watcher()
 {
 	case "$(cat "/proc/$1/comm" 2>/dev/null)" in
-	"pause watch"|"wake watch") return 1 ;;
+	"wake watch") return 1 ;;
 	esac
 }
 

@@ -35,7 +35,7 @@ kids()
 		c=()
 		read -r -a c <"$f" 2>/dev/null || true
 		for p in "${c[@]}"; do
-			if not_pause_watch "$p"; then KIDS+=("$p"); fi
+			if not_watcher "$p"; then KIDS+=("$p"); fi
 		done
 	done
 }

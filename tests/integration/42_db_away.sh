@@ -75,10 +75,10 @@ phase()
 	after=$(wc -l <rowq.log)
 	events=$(tail -n +$((before + 1)) rowq.log | head -n $((after - before)))
 	echo "$events" | sed "s/^/    $name: /"
-	# Per worker, and per watcher (the pause and the wake watcher have a
-	# connection each): what went wrong, that it is still wrong once a
-	# minute, and that it is fixed.
-	budget=$(((workers + 2) * (3 + ${2:-0} / 60)))
+	# Per worker, and for the wake watcher (which reads the pause table
+	# too, on its one connection): what went wrong, that it is still
+	# wrong once a minute, and that it is fixed.
+	budget=$(((workers + 1) * (3 + ${2:-0} / 60)))
 	assert_le "$(echo "$events" | grep -c . || true)" "$budget" "$name: log lines about it"
 	figure "$name: log lines" "$(echo "$events" | grep -c . || true)"
 }

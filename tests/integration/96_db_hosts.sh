@@ -68,9 +68,10 @@ assert_match "email/1: moved from $p to $r" "$(cat "$ROWQ_TEST_TMP/run.log")" \
 # Rows run again are those whose turn the 1290 cut short: a batch each.
 assert_le "$(cut -d' ' -f1 "$log" | sort | uniq -d | wc -l)" 10 "rows run twice"
 
-# The pause watcher only reads, so it gets no 1290 from p, which stays up
-# read-only: it must still move to r, or a pause made there (where
-# `rowq pause` now goes) would never reach this daemon.
+# The wake watcher, which reads the pause table, only reads, so it gets no
+# 1290 from p, which stays up read-only: it must still move to r, or a
+# pause made there (where `rowq pause` now goes) would never reach this
+# daemon.
 "$ROWQ" -c "$cfg" pause email >"$ROWQ_TEST_TMP/pause.out" 2>&1 ||
     fail "pause on r: $(cat "$ROWQ_TEST_TMP/pause.out")"
 wait_until 15 'grep -q "email: paused in" "$ROWQ_TEST_TMP/run.log"' ||
