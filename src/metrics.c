@@ -37,12 +37,25 @@ struct metrics {
 
 #define WAKE_PREFIX	"/wake/"
 
+/*
+ * Clients served at once, and how long one may stay idle or send its
+ * request: a scrape takes milliseconds, and a client that connects and
+ * sends nothing (a crashed scraper, a port scanner) must not hold a slot
+ * for longer.  Past the limit, connections wait in the listen backlog
+ * until a slot frees.  The timeouts run only when MHD_run is called at
+ * the time MHD_get_timeout names (metrics_timeout_ms), not only when the
+ * listener is readable.
+ */
+#define METRICS_CLIENTS_MAX		16
+#define METRICS_CLIENT_TIMEOUT_S	5
+
 /* The functions of libmicrohttpd this file calls, once it is loaded. */
 static struct {
 	void	*handle;
 	__typeof__(MHD_start_daemon)			*start_daemon;
 	__typeof__(MHD_stop_daemon)			*stop_daemon;
 	__typeof__(MHD_run)				*run;
+	__typeof__(MHD_get_timeout)			*get_timeout;
 	__typeof__(MHD_get_daemon_info)			*get_daemon_info;
 	__typeof__(MHD_create_response_from_buffer)	*create_response_from_buffer;
 	__typeof__(MHD_add_response_header)		*add_response_header;
@@ -87,6 +100,7 @@ mhd_load(void)
 	MHD_RESOLVE(h, start_daemon, "MHD_start_daemon", &ok);
 	MHD_RESOLVE(h, stop_daemon, "MHD_stop_daemon", &ok);
 	MHD_RESOLVE(h, run, "MHD_run", &ok);
+	MHD_RESOLVE(h, get_timeout, "MHD_get_timeout", &ok);
 	MHD_RESOLVE(h, get_daemon_info, "MHD_get_daemon_info", &ok);
 	MHD_RESOLVE(h, create_response_from_buffer,
 	    "MHD_create_response_from_buffer", &ok);
@@ -383,8 +397,8 @@ metrics_start(const char *addr, metrics_render_fn render,
 	    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
 	    metrics_answer, m,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)16,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CLIENTS_MAX,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_CLIENT_TIMEOUT_S,
 	    MHD_OPTION_END);
 	if (m->mhd == NULL) {
 		log_error("metrics: cannot listen on %s: %s", addr,
@@ -410,6 +424,29 @@ void
 metrics_run(struct metrics *m)
 {
 	(void)mhd.run(m->mhd);
+}
+
+/*
+ * Clients past their timeout: one run closes them, the next frees their
+ * slots, and only the one after listens again (the library stops
+ * listening at its limit), accepting those that waited in the backlog.
+ */
+void
+metrics_expire(struct metrics *m)
+{
+	for (int i = 0; i < 3; i++)
+		(void)mhd.run(m->mhd);
+}
+
+/* In how many ms metrics_expire must run for the clients' timeouts; -1: none. */
+int64_t
+metrics_timeout_ms(const struct metrics *m)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	if (mhd.get_timeout(m->mhd, &ms) != MHD_YES)
+		return -1;
+	return ms > INT32_MAX ? INT32_MAX : (int64_t)ms;
 }
 
 void

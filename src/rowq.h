@@ -888,6 +888,8 @@ struct metrics	*metrics_start(const char *addr, metrics_render_fn,
 		    metrics_wake_fn, void *ctx);
 int		 metrics_fd(const struct metrics *);
 void		 metrics_run(struct metrics *);
+void		 metrics_expire(struct metrics *);
+int64_t		 metrics_timeout_ms(const struct metrics *);
 void		 metrics_stop(struct metrics *);
 int		 metrics_write_textfile(const char *path, const struct buf *);
 
