@@ -121,6 +121,14 @@ status=0
 "$ROWQ" -c pw.yaml check >wrong.out 2>&1 || status=$?
 assert_eq 78 "$status" "exit status of check with a wrong password (access denied is a configuration error)"
 assert_match "Access denied for user 'rowqsec'" "$(cat wrong.out)" "wrong password: message"
+line=$(grep -n 'password_file:' pw.yaml | cut -d: -f1)
+assert_match "pw\.yaml:$line: database\.password_file: the password from $ROWQ_TEST_TMP/pw was refused" \
+    "$(cat wrong.out)" "wrong password: names the file and line of password_file:"
+for cmd in status "drain email"; do
+	"$ROWQ" -c pw.yaml $cmd >wrong.out 2>&1 || true
+	assert_match "pw\.yaml:$line: database\.password_file: the password from" \
+	    "$(cat wrong.out)" "wrong password, rowq $cmd: names password_file:"
+done
 ! grep -qF "$secret" wrong.out || fail "the wrong password is in the log: $(cat wrong.out)"
 
 # ---- 3. a password file everyone may read ----

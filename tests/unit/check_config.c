@@ -1027,7 +1027,38 @@ START_TEST(test_alias)
 	    "    done: UPDATE email SET status = 'sent' WHERE id = :id\n"
 	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n"
 	    "  sms: *q\n",
-	    "rowq.yaml:7: queues.sms: alias *q: aliases are not allowed\n");
+	    "rowq.yaml:7: queues.sms: alias *q: anchors and aliases are not "
+	    "allowed\n");
+}
+END_TEST
+
+/* An anchor with no alias is refused as well: one rule for both. */
+START_TEST(test_anchor)
+{
+	refused(
+	    "queues:\n"
+	    "  email:\n"
+	    "    select: &s SELECT id FROM email\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE email SET status = 'sent' WHERE id = :id\n"
+	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
+	    "rowq.yaml:3: queues.email.select: anchor &s: anchors and aliases "
+	    "are not allowed\n");
+}
+END_TEST
+
+/* ": " in a plain value: the message says to quote it or use |. */
+START_TEST(test_colon_space_hint)
+{
+	refused(
+	    "queues:\n"
+	    "  email:\n"
+	    "    select: SELECT id FROM email\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE email SET note = CONCAT('at: ', NOW()) WHERE id = :id\n",
+	    "rowq.yaml:5: syntax error: mapping values are not allowed in "
+	    "this context; a value holding \": \" (a colon and a space) must "
+	    "be quoted, or written as a block after |\n");
 }
 END_TEST
 
@@ -1045,7 +1076,8 @@ START_TEST(test_billion_laughs)
 	    "h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n"
 	    "i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n";
 
-	refused(yaml, "rowq.yaml:2: b[0]: alias *a: aliases are not allowed\n");
+	refused(yaml, "rowq.yaml:2: b[0]: alias *a: anchors and aliases are "
+	    "not allowed\n");
 }
 END_TEST
 
@@ -1608,6 +1640,8 @@ config_suite(void)
 	tcase_add_test(tc, test_too_many_values);
 	tcase_add_test(tc, test_no_queues);
 	tcase_add_test(tc, test_alias);
+	tcase_add_test(tc, test_anchor);
+	tcase_add_test(tc, test_colon_space_hint);
 	tcase_add_test(tc, test_billion_laughs);
 	tcase_add_test(tc, test_deep_nesting);
 	tcase_add_test(tc, test_huge_scalar);
