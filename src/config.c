@@ -131,6 +131,23 @@ config_exclusive(struct load *ld, const struct config_item *it,
 	return true;
 }
 
+/*
+ * Where the password came from, for the message when the server refuses
+ * it: "FILE:LINE: database.password_file: the password from PATH".
+ */
+static void
+config_password_source(struct load *ld, struct db_options *db,
+    const struct node *k, const char *path, const char *file)
+{
+	char *where = config_where(ld, k->line, path);
+	struct buf b = { 0 };
+
+	buf_printf(&b, "%s: the password from %s", where, file);
+	free(where);
+	free(db->password_source);
+	db->password_source = buf_steal(&b);
+}
+
 static void
 config_db_password(struct load *ld, const struct config_item *it,
     struct db_options *db, const struct node **seen)
@@ -146,6 +163,7 @@ config_db_password(struct load *ld, const struct config_item *it,
 		struct config_item pit = { .key = k, .path = path };
 		db->password = config_read_password(ld, &pit,
 		    db->password_file);
+		config_password_source(ld, db, k, path, db->password_file);
 	}
 	if ((k = SEEN(db_fields, seen, "credential")) != NULL &&
 	    db->credential != NULL) {
@@ -161,6 +179,7 @@ config_db_password(struct load *ld, const struct config_item *it,
 		buf_printf(&file, "%s/%s", dir, db->credential);
 		struct config_item pit = { .key = k, .path = path };
 		db->password = config_read_password(ld, &pit, file.data);
+		config_password_source(ld, db, k, path, file.data);
 		buf_free(&file);
 	}
 }
@@ -534,6 +553,7 @@ config_free(struct config *cfg)
 		free(db->password);
 	}
 	free(db->password_file);
+	free(db->password_source);
 	free(db->credential);
 	free(db->name);
 	free(db->option_file);

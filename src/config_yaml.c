@@ -192,6 +192,20 @@ config_builder_scalar(struct builder *b, const yaml_event_t *ev)
 	return config_builder_add(b, n);
 }
 
+/*
+ * An anchor is refused as an alias is: it exists only to be aliased, and
+ * one rule is easier to keep than two.  The value itself is kept, so that
+ * the rest of it is checked.
+ */
+static void
+config_builder_anchor(struct builder *b, unsigned long line,
+    const yaml_char_t *anchor)
+{
+	if (anchor != NULL)
+		config_builder_error(b, line, "anchor &%s: anchors and "
+		    "aliases are not allowed", (const char *)anchor);
+}
+
 static int
 config_builder_event(struct builder *b, const yaml_event_t *ev)
 {
@@ -207,16 +221,19 @@ config_builder_event(struct builder *b, const yaml_event_t *ev)
 		return 0;
 	case YAML_ALIAS_EVENT:
 		/* Reported, and replaced by a stand-in so that we go on. */
-		config_builder_error(b, line, "alias *%s: aliases are not "
-		    "allowed", (const char *)ev->data.alias.anchor);
+		config_builder_error(b, line, "alias *%s: anchors and "
+		    "aliases are not allowed", (const char *)ev->data.alias.anchor);
 		return config_builder_add(b,
 		    config_node_new(NODE_INVALID, line));
 	case YAML_SCALAR_EVENT:
+		config_builder_anchor(b, line, ev->data.scalar.anchor);
 		return config_builder_scalar(b, ev);
 	case YAML_SEQUENCE_START_EVENT:
+		config_builder_anchor(b, line, ev->data.sequence_start.anchor);
 		return config_builder_add(b,
 		    config_node_new(NODE_SEQUENCE, line));
 	case YAML_MAPPING_START_EVENT:
+		config_builder_anchor(b, line, ev->data.mapping_start.anchor);
 		return config_builder_add(b,
 		    config_node_new(NODE_MAPPING, line));
 	case YAML_SEQUENCE_END_EVENT:
@@ -256,6 +273,14 @@ config_line_has_tab(const char *data, size_t len, unsigned long line)
 	return false;
 }
 
+/* libyaml's word for ": " inside a plain value, such as a statement. */
+static bool
+config_mapping_value_problem(const yaml_parser_t *p)
+{
+	return p->problem != NULL &&
+	    strstr(p->problem, "mapping values are not allowed") != NULL;
+}
+
 static void
 config_syntax_error(struct load *ld, const yaml_parser_t *p,
     const char *data, size_t len)
@@ -289,7 +314,10 @@ config_syntax_error(struct load *ld, const yaml_parser_t *p,
 	config_error(ld, line, "", "syntax error: %s%s%s",
 	    p->problem != NULL ? p->problem : "unknown problem", context,
 	    config_line_has_tab(data, len, line) ? "; the line has a tab, "
-	    "and YAML indents with spaces only" : "");
+	    "and YAML indents with spaces only" :
+	    config_mapping_value_problem(p) ? "; a value holding \": \" "
+	    "(a colon and a space) must be quoted, or written as a block "
+	    "after |" : "");
 }
 
 /*

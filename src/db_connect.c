@@ -16,6 +16,7 @@
 #include "db_private.h"
 
 #include <errmsg.h>
+#include <mysqld_error.h>
 #include <fcntl.h>
 #include <string.h>
 
@@ -141,6 +142,22 @@ db_check_writable(struct db *db)
 	return DB_OK;
 }
 
+/*
+ * Access denied with a password from a file: say which key and file, so
+ * that the operator knows what to fix (never the password itself).
+ */
+static void
+db_name_password_source(struct db *db, const struct db_options *o)
+{
+	size_t n = strlen(db->error);
+
+	if (mysql_errno(db->mysql) != ER_ACCESS_DENIED_ERROR ||
+	    o->password_source == NULL || n + 3 >= sizeof(db->error))
+		return;
+	snprintf(db->error + n, sizeof(db->error) - n, "; %s was refused",
+	    o->password_source);
+}
+
 /* The session rowq wants: see db.c's top. */
 static enum db_status
 db_set_session(struct db *db)
@@ -193,6 +210,7 @@ db_connect_one(struct db *db, const struct db_options *o,
 	    o->password, o->name, h ? h->port : 0, h ? NULL : o->socket,
 	    CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS) == NULL) {
 		st = db_fail_mysql(db);
+		db_name_password_source(db, o);
 		/* Any failure to connect is a reconnect, unless it is the config. */
 		return st == DB_CONFIG ? DB_CONFIG : DB_RECONNECT;
 	}

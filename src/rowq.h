@@ -287,6 +287,8 @@ struct db_options {
 	char		*user;
 	char		*password;	/* read from password_file or credential */
 	char		*password_file;
+	/* "FILE:LINE: database.password_file: the password from PATH" */
+	char		*password_source;
 	char		*credential;
 	char		*name;
 	char		*option_file;
