@@ -504,6 +504,24 @@ config_includes(struct load *ld, const struct config_file *top)
 struct config *
 config_load(const char *path)
 {
+	bool broken;
+	struct config *cfg = config_load_any(path, &broken);
+
+	if (broken) {
+		config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+/*
+ * config_load, but what could be read is returned even when there were
+ * errors (*broken then), for `rowq status`, which finds the running
+ * daemon's socket through it.  Nothing else of a broken one may be used.
+ */
+struct config *
+config_load_any(const char *path, bool *broken)
+{
 	struct load ld = { 0 };
 	struct config_file top = { .path = path };
 	size_t i;
@@ -525,10 +543,7 @@ config_load(const char *path)
 	for (i = 0; i < ld.nincludes; i++)
 		free(ld.includes[i].pattern);
 	free(ld.includes);
-	if (ld.errors > 0) {
-		config_free(ld.cfg);
-		return NULL;
-	}
+	*broken = ld.errors > 0;
 	return ld.cfg;
 }
 

@@ -315,6 +315,7 @@ struct config {
  * and nothing is kept.
  */
 struct config	*config_load(const char *path);
+struct config	*config_load_any(const char *path, bool *broken);
 void		 config_free(struct config *);
 struct queue	*config_queue(const struct config *, const char *name);
 /* Who the queue's handlers run as: its user:, the top level's, or NULL. */

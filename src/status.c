@@ -473,10 +473,71 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv,
  * is older than its alert_age or it has more failed rows than its
  * alert_failed (a Nagios-style check), or the database cannot be asked; 78 for a bad configuration; 2 for an unknown queue.
  */
+/*
+ * The configuration file has errors (logged): the running daemon, which
+ * keeps the configuration it loaded, still answers on its socket, so
+ * show what it says, with '?' for what only the database knows.  Exits
+ * 78 all the same: the next reload would fail.
+ */
+static int
+status_broken_config(const struct config *cfg, char **names, size_t nnames,
+    bool json)
+{
+	struct live lv = { 0 };
+	struct status_link link = { 0 };
+	struct status_queue *r = NULL;
+	struct queue *q = NULL;
+	size_t n = 0, i = 0;
+	const struct line *l;
+	char *path = status_socket_path(cfg);
+
+	live_load(&lv, cfg);
+	if (lv.text == NULL) {
+		log_error("%s: the configuration has errors, and no daemon "
+		    "answers on %s", cfg->path, lv.error);
+		free(path);
+		return ROWQ_EXIT_CONFIG;
+	}
+	log_warnx("%s: the configuration has errors (above); the running "
+	    "daemon's own status follows, from %s, as it loaded its "
+	    "configuration: fix the file before the next reload", cfg->path,
+	    path);
+	free(path);
+	while ((l = live_find(&lv, "queue", NULL, &i)) != NULL) {
+		const char *name = live_value(l, "queue");
+		bool wanted = nnames == 0;
+		for (size_t k = 0; k < nnames; k++)
+			wanted |= strcmp(names[k], name) == 0;
+		if (!wanted)
+			continue;
+		q = xrealloc(q, (n + 1) * sizeof(*q));
+		r = xrealloc(r, (n + 1) * sizeof(*r));
+		memset(&q[n], 0, sizeof(q[n]));
+		memset(&r[n], 0, sizeof(r[n]));
+		q[n].name = (char *)name;
+		q[n].alert_failed = -1;
+		n++;
+	}
+	for (size_t k = 0; k < n; k++) {
+		r[k].q = &q[k];
+		r[k].ready = r[k].in_progress = -1;
+	}
+	if (json)
+		status_json(r, n, &lv, &link);
+	else
+		status_table(r, n, &lv, &link);
+	fflush(stdout);
+	free(r);
+	free(q);
+	live_free(&lv);
+	return ROWQ_EXIT_CONFIG;
+}
+
 int
 status_command(const char *path, char **names, size_t nnames, bool json)
 {
-	struct config *cfg = config_load(path);
+	bool broken;
+	struct config *cfg = config_load_any(path, &broken);
 	struct status_queue *r;
 	struct live lv = { 0 };
 	struct pause_list paused = { 0 };
@@ -486,8 +547,11 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	size_t n = 0;
 	int rc = ROWQ_EXIT_OK;
 
-	if (cfg == NULL)
-		return ROWQ_EXIT_CONFIG;
+	if (broken) {
+		rc = status_broken_config(cfg, names, nnames, json);
+		config_free(cfg);
+		return rc;
+	}
 	r = xcalloc(cfg->nqueues, sizeof(*r));
 	for (size_t i = 0; i < cfg->nqueues; i++) {
 		bool wanted = nnames == 0;
