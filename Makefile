@@ -24,12 +24,10 @@ SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 # Everything but main.o, so that the tests can link it.
 OBJS =	build/backoff.o \
 	build/buf.o \
-	build/child.o \
-	build/claim.o \
 	build/check.o \
+	build/check_child.o \
 	build/check_galera.o \
 	build/check_plan.o \
-	build/checker.o \
 	build/config.o \
 	build/config_columns.o \
 	build/config_env.o \
@@ -45,39 +43,41 @@ OBJS =	build/backoff.o \
 	build/db_limits.o \
 	build/duration.o \
 	build/failed.o \
-	build/finish.o \
-	build/finish_text.o \
 	build/handler.o \
+	build/handler_child.o \
+	build/handler_identity.o \
+	build/handler_pipe.o \
+	build/handler_retry_in.o \
 	build/helper_child.o \
-	build/identity.o \
 	build/json.o \
-	build/lease.o \
 	build/log.o \
 	build/metrics.o \
 	build/notify.o \
 	build/pause.o \
 	build/pause_watch.o \
-	build/pipe.o \
 	build/proc.o \
 	build/prune.o \
 	build/prune_daemon.o \
 	build/prune_sql.o \
-	build/recent.o \
 	build/reload.o \
-	build/requeue.o \
 	build/report.o \
-	build/retry_in.o \
+	build/requeue.o \
 	build/sql.o \
 	build/stats.o \
 	build/status.o \
 	build/status_db.o \
 	build/status_socket.o \
 	build/supervisor.o \
-	build/turn.o \
 	build/wake_binlog.o \
 	build/wake_socket.o \
 	build/wake_watch.o \
-	build/worker.o
+	build/worker.o \
+	build/worker_claim.o \
+	build/worker_finish.o \
+	build/worker_finish_text.o \
+	build/worker_lease.o \
+	build/worker_recent.o \
+	build/worker_turn.o
 
 UNIT_TESTS = \
 	check_backoff \

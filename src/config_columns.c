@@ -2,7 +2,7 @@
  * config_columns.c: a queue's configuration against the columns its
  * select returns, known once the select is prepared: `rowq check` and
  * every start and reload (check.c), and a worker when it connects
- * (claim.c).  The statements' parameters, key:, age:, the attempts
+ * (worker_claim.c).  The statements' parameters, key:, age:, the attempts
  * column and the handler's {column} arguments must each name a column or
  * a built-in parameter.
  */

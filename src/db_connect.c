@@ -183,7 +183,7 @@ db_set_session(struct db *db)
  * NO_BACKSLASH_ESCAPES, would split it: the operator's SQL all the same),
  * and values only where they can be written exactly: a cursor's key as
  * digits, and the values that EXECUTE gives the `done` prepared by SQL
- * (finish_text.c): integers as digits, bytes as X'hex'.  Every other
+ * (worker_finish_text.c): integers as digits, bytes as X'hex'.  Every other
  * value is bound to a prepared statement, never spliced.
  */
 static enum db_status

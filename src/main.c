@@ -52,7 +52,7 @@ usage(FILE *out, int code)
 /*
  * `rowq check` explains the claims' plans and checks in this process; run
  * and drain check in a child, so that what connecting leaves behind stays
- * out of the supervisor and of the workers it forks (checker.c).
+ * out of the supervisor and of the workers it forks (check_child.c).
  */
 static enum check_verdict
 load_check(const struct config *cfg, bool explain, struct stopper *stopper)

@@ -1,6 +1,6 @@
 /*
  * reload.c: SIGHUP.  The file is read again in the supervisor (file reads
- * only) and checked against the database in a child (checker.c), so that
+ * only) and checked against the database in a child (check_child.c), so that
  * the loop goes on meanwhile; a configuration that fails either keeps the
  * old workers, and says why in STATUS= and `rowq status` (bgpd's
  * reconfigure(): "config file has errors, not reloading").  One that
@@ -50,7 +50,7 @@ reload_done(struct supervisor *s, bool ok, const char *fmt, ...)
 
 /*
  * Start a reload: parse the new configuration here (file reads only), and
- * check it against the database in a child (checker.c), so that the loop
+ * check it against the database in a child (check_child.c), so that the loop
  * goes on meanwhile.  A bad one changes nothing.
  */
 void

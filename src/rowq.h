@@ -9,7 +9,7 @@
  * What only a few files share has a header of its own: db.h (the files
  * that talk to the database), config.h (config.c and config_*.c),
  * supervisor.h (supervisor.c, reload.c, report.c, status_socket.c) and
- * worker.h (worker.c, claim.c, turn.c, finish.c, lease.c, recent.c).
+ * worker.h (worker.c and the worker_*.c files).
  * src/README says which file holds what.
  */
 #ifndef ROWQ_H
@@ -403,7 +403,7 @@ int	 stopper_sleep(struct stopper *, int64_t ms);
 void	 proc_title_init(int argc, char **argv);
 void	 proc_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- child.c: a handler process and its pipes ---- */
+/* ---- handler_child.c: a handler process and its pipes ---- */
 
 /*
  * stderr of a handler: logged line by line (bounded in line length and in
@@ -433,7 +433,7 @@ int	 child_spawn(struct child *, const char *path, char **argv,
 /* Where the running handler's group is published for the supervisor. */
 extern volatile pid_t *child_pgid_slot;
 
-/* ---- identity.c: handlers under their own user ---- */
+/* ---- handler_identity.c: handlers under their own user ---- */
 
 extern const struct handler_user *child_user;
 int	 identity_switch(const struct handler_user *, const char **step);
@@ -520,14 +520,14 @@ struct wait_io {
 enum wait_end handler_wait(struct wait_io *, const struct handler_job *,
 	    struct stopper *, struct handler_result *);
 
-/* ---- retry_in.c: the handler picks its retry delay ---- */
+/* ---- handler_retry_in.c: the handler picks its retry delay ---- */
 
 #define RETRY_IN_EXIT		75	/* EX_TEMPFAIL: exec's "retry-in" line counts */
 
 int	 retry_in_parse(const char *line, int64_t *ms, const char **message);
 int	 retry_in_from_stderr(const struct errsink *, int64_t *ms);
 
-/* ---- pipe.c: one long-running handler per worker ---- */
+/* ---- handler_pipe.c: one long-running handler per worker ---- */
 
 struct pipe_handler {
 	const char	*path;
@@ -658,7 +658,7 @@ void	 histogram_merge(struct histogram *into, const struct histogram *);
 void	 rate_add(struct rate *, int64_t now_s);
 uint64_t rate_sum(const struct rate *, int64_t now_s);
 
-/* ---- recent.c: rows a worker finished lately ---- */
+/* ---- worker_recent.c: rows a worker finished lately ---- */
 
 struct recent;
 
@@ -741,7 +741,7 @@ enum check_verdict {
 	CHECK_PASSED,		/* every queue fits the database */
 	CHECK_PROBLEMS,		/* problems found, each logged */
 	CHECK_UNREACHABLE,	/* the database could not be reached: try again */
-	CHECK_DIED,		/* checker.c: the child was killed, or exited oddly */
+	CHECK_DIED,		/* check_child.c: the child was killed, or exited oddly */
 };
 
 enum check_verdict check_config(const struct config *, bool explain);
@@ -763,7 +763,7 @@ int	 check_plan(struct db *, const struct queue *, bool verbose);
 bool	 check_galera_node(struct db *, char *node, size_t len);
 void	 check_galera_queue(const struct queue *, const char *node);
 
-/* ---- checker.c: check_config in a short-lived child ---- */
+/* ---- check_child.c: check_config in a short-lived child ---- */
 
 struct checker {
 	const char	*name;		/* the child's log name; NULL: ours */

@@ -7,9 +7,9 @@
  * for each in the same transaction, and commits.  Whatever dies before the
  * commit (the handler, the worker, the connection) rolls the transaction
  * back and the rows are simply waiting again: delivery is at least once,
- * never lost.  Lease mode (lease.c) holds no transaction while a handler
- * runs.  The turn's state lives in struct turn (turn.c); a row's outcome
- * is finished in finish.c.
+ * never lost.  Lease mode (worker_lease.c) holds no transaction while a handler
+ * runs.  The turn's state lives in struct turn (worker_turn.c); a row's outcome
+ * is finished in worker_finish.c.
  */
 #include "worker.h"
 
@@ -471,7 +471,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		w->turn.ok_row[w->turn.noks] = (int)(row - w->turn.rows.rows);
 		w->turn.ok_attempt[w->turn.noks++] = attempt;
 	} else if (b == &w->done && finish_text_hold(w, row, attempt)) {
-		/* Finished in front of the next claim (finish_text.c). */
+		/* Finished in front of the next claim (worker_finish_text.c). */
 		turn_hold(w, (size_t)(row - w->turn.rows.rows), attempt);
 	} else {
 		st = finish_row(w, b, row, attempt, delay_ms);

@@ -2,12 +2,12 @@
  * worker.h: what the files of one worker share, and nothing else includes.
  *
  *   worker.c	the loop: connect, hand rows on, commit, idle
- *   claim.c	the claim: the select's, or by the primary key from a cursor
- *   turn.c	one turn's rows and the transaction's pending outcomes
- *   finish.c	a row's outcome: bind, values, decide, finish, bulk done
- *   finish_text.c	batch 1: the row's done sent with the next claim
- *   lease.c	lease mode: lease, renew, finish in short transactions
- *   recent.c	rows finished lately, to notice one coming straight back
+ *   worker_claim.c	the claim: the select's, or by the primary key from a cursor
+ *   worker_turn.c	one turn's rows and the transaction's pending outcomes
+ *   worker_finish.c	a row's outcome: bind, values, decide, finish, bulk done
+ *   worker_finish_text.c	batch 1: the row's done sent with the next claim
+ *   worker_lease.c	lease mode: lease, renew, finish in short transactions
+ *   worker_recent.c	rows finished lately, to notice one coming straight back
  */
 #ifndef ROWQ_WORKER_H
 #define ROWQ_WORKER_H
@@ -33,7 +33,10 @@ struct bound {
 	enum param_source	*source;
 	int			*column;	/* in the connection's layout */
 	struct value		*values;
-	/* "EXECUTE rowq_done" when it can go in front of a claim (finish_text.c). */
+	/*
+	 * "EXECUTE rowq_done" when it can go in front of a claim
+	 * (worker_finish_text.c).
+	 */
 	char			*text;
 };
 
@@ -83,7 +86,7 @@ enum connect_status {
  * One turn: the rows one claim returned, read with the column layout kept
  * beside them (a reconnect may bring another), and the outcomes of the
  * transaction that claimed them, counted only once it commits.  Only
- * turn.c's begin, commit, rollback and abandon reset it.
+ * worker_turn.c's begin, commit, rollback and abandon reset it.
  */
 struct turn {
 	struct rowset	 rows;
@@ -103,7 +106,7 @@ struct turn {
 	bool		 link_lost;	/* the connection went during it */
 	/*
 	 * Batch 1: the ok row whose `done` rides, as text, in front of the
-	 * COMMIT and the next claim (finish_text.c); taken out of rows, so
+	 * COMMIT and the next claim (worker_finish_text.c); taken out of rows, so
 	 * that the next claim's turn_begin keeps it.
 	 */
 	bool		 holding;
@@ -184,11 +187,11 @@ void	 worker_handle(struct worker *, const struct row *, const char *key,
 	    int attempt);
 enum db_status worker_row(struct worker *, const struct row *, bool *aborted);
 
-/* claim.c */
+/* worker_claim.c */
 enum connect_status claim_prepare(struct worker *);
 int	 claim_batch(struct worker *);
 
-/* turn.c */
+/* worker_turn.c */
 void	 turn_begin(struct worker *);
 void	 turn_committed(struct worker *);
 void	 turn_rolled_back(struct worker *);
@@ -204,7 +207,7 @@ bool	 turn_row_workable(struct worker *, size_t i);
 void	 turn_skip(struct worker *, const struct row *, const char *why);
 int	 turn_next_limit(const struct worker *);
 
-/* finish.c */
+/* worker_finish.c */
 enum connect_status finish_bind(struct worker *, struct bound *,
 	    const struct sql *);
 void	 finish_unbind(struct bound *);
@@ -223,18 +226,18 @@ void	 finish_values(struct worker *, const struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms, struct value *);
 enum db_status finish_oks(struct worker *);
 
-/* finish_text.c */
+/* worker_finish_text.c */
 void	 finish_text_bind(struct worker *, struct bound *);
 bool	 finish_text_hold(struct worker *, const struct row *, int attempt);
 enum db_status finish_held(struct worker *, const struct db_ahead *,
 	    enum db_status);
 enum db_status finish_held_now(struct worker *);
 
-/* lease.c */
+/* worker_lease.c */
 int	 lease_turn(struct worker *);
 int	 lease_renew(void *ctx, struct handler_result *);
 
-/* recent.c, with a worker's rows */
+/* worker_recent.c, with a worker's rows */
 uint64_t recent_row_hash(size_t ncols, const struct row *);
 uint64_t recent_key_hash(const char *key, size_t len);
 int	 recent_returned(struct recent *, size_t ncols,

@@ -1,8 +1,8 @@
 /*
- * pipe.c: a long-running handler per worker, fed one row per line.
+ * handler_pipe.c: a long-running handler per worker, fed one row per line.
  *
  * rowq writes the row's JSON object as one line and reads one line back:
- * "ok [output]", "retry [message]", "retry-in N [message]" (retry_in.c)
+ * "ok [output]", "retry [message]", "retry-in N [message]" (handler_retry_in.c)
  * or "fail [message]".  Anything else, a
  * handler that dies, hangs past the timeout or writes a line longer than
  * PIPE_LINE_MAX, costs the row a failed try, and the handler is killed

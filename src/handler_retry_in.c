@@ -1,10 +1,10 @@
 /*
- * retry_in.c: a handler that knows when its row's next try should be (a
+ * handler_retry_in.c: a handler that knows when its row's next try should be (a
  * 429 with Retry-After, a greylist that lifts in five minutes) says so
  * with "retry-in N [message]": a pipe handler as its answer, an exec
  * handler as the last line of its stderr before it exits 75
  * (EX_TEMPFAIL).  N is seconds, or a duration such as 5m.  The try still
- * counts; finish.c bounds the delay by retry.max_delay.
+ * counts; worker_finish.c bounds the delay by retry.max_delay.
  */
 #include "rowq.h"
 

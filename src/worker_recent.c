@@ -1,5 +1,5 @@
 /*
- * recent.c: the rows a worker finished lately, to notice one coming
+ * worker_recent.c: the rows a worker finished lately, to notice one coming
  * straight back round (see claim_came_back in worker.c).  A fixed open-addressing
  * table keyed by a hash of the row's key: O(1) per row whatever the rate,
  * no allocation per row, and old entries simply expire.  Entries count

@@ -1,10 +1,10 @@
 /*
- * child.c: a handler process, as a mail server runs a delivery: pipes,
+ * handler_child.c: a handler process, as a mail server runs a delivery: pipes,
  * vfork, and in the child setsid, default signals, dup2 onto 0-2, close
  * everything else, exec; never a shell.  The child leads a process group
  * of its own, so that killing the group kills everything it started, and
  * it dies with its worker (PR_SET_PDEATHSIG).  With user:, it becomes
- * that user before exec (identity.c).
+ * that user before exec (handler_identity.c).
  */
 #include "rowq.h"
 

@@ -1,6 +1,6 @@
 /*
- * finish_text.c: at batch 1, the row's `done` sent in front of the COMMIT
- * and the next claim, all three in one round trip.
+ * worker_finish_text.c: at batch 1, the row's `done` sent in front of the
+ * COMMIT and the next claim, all three in one round trip.
  *
  * A batch-1 turn costs a round trip for its claim (which carries the last
  * turn's COMMIT) and one for its `done`.  Held until the next claim, the

@@ -1,5 +1,5 @@
 /*
- * identity.c: who handlers run as, and the capabilities that takes.
+ * handler_identity.c: who handlers run as, and the capabilities that takes.
  *
  * With user: (and group:), a handler's child switches to that user before
  * exec, as a mail server's delivery agent does: setgroups, setresgid,

@@ -1,5 +1,5 @@
 /*
- * turn.c: one turn of a worker, as one object.
+ * worker_turn.c: one turn of a worker, as one object.
  *
  * A turn is the rows one claim returned, the column layout they were read
  * with, and what the transaction that claimed them has finished but not

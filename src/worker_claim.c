@@ -1,5 +1,5 @@
 /*
- * claim.c: the claim.  Which rows a turn takes: the select's own claim
+ * worker_claim.c: the claim.  Which rows a turn takes: the select's own claim
  * (the select + LIMIT n FOR UPDATE SKIP LOCKED), or, for a select of one
  * table ordered by its integer primary key, a scan of the primary key
  * from the last key this worker claimed (cursor.c), with the last turn's
@@ -189,7 +189,7 @@ claim_time(struct worker *w, int64_t us, enum claim_kind kind)
 
 /*
  * What rides in front of a claim, in the same round trip, until it has
- * been sent once: the held row's `done` as text (finish_text.c), and the
+ * been sent once: the held row's `done` as text (worker_finish_text.c), and the
  * last turn's COMMIT; and, in ahead, how far the server got with them.
  */
 struct claim_front {

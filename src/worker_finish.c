@@ -1,5 +1,5 @@
 /*
- * finish.c: a row's outcome.  Which statement a handler's result leads
+ * worker_finish.c: a row's outcome.  Which statement a handler's result leads
  * to (done, retry or failed), the values bound to it, running it for one
  * row or, for a batch's ok rows, for all of them in one execute.
  */

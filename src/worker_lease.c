@@ -1,5 +1,5 @@
 /*
- * lease.c: lease mode.  Claim and lease the batch in one short
+ * worker_lease.c: lease mode.  Claim and lease the batch in one short
  * transaction, then handle each row with no transaction open and no lock
  * held, renewing its lease while the handler runs, and finish each in a
  * transaction of its own, only while the lease is still this worker's.

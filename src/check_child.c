@@ -1,5 +1,5 @@
 /*
- * checker.c: check_config in a short-lived child process.
+ * check_child.c: check_config in a short-lived child process.
  *
  * Connecting and preparing every statement leaves its traces in a
  * process: the heap the client library and the checks used, and the pages
