@@ -62,6 +62,7 @@ OBJS =	build/backoff.o \
 	build/reload.o \
 	build/report.o \
 	build/requeue.o \
+	build/slot.o \
 	build/sql.o \
 	build/stats.o \
 	build/status.o \
@@ -85,6 +86,7 @@ UNIT_TESTS = \
 	check_cursor \
 	check_duration \
 	check_json \
+	check_slot \
 	check_sql \
 	check_stats
 

@@ -204,7 +204,7 @@ pause_probe_free(struct pause_probe *pp)
 
 /* ---- the supervisor's side ---- */
 
-void
+static void
 pause_watch_start(struct supervisor *s)
 {
 	s->pause.wait_until_ms = now_ms() + PAUSE_FIRST_WAIT_MS;
@@ -313,7 +313,7 @@ pause_watch_reading(struct supervisor *s, const struct watch_reading *r)
 }
 
 /* Stop waiting for a first reading when it is late. */
-void
+static void
 pause_watch_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	struct pause_state *p = &s->pause;
@@ -329,7 +329,7 @@ pause_watch_tick(struct supervisor *s, int64_t now, int64_t *next)
 		*next = p->wait_until_ms;
 }
 
-void
+static void
 pause_watch_stop(struct supervisor *s)
 {
 	struct pause_state *p = &s->pause;
@@ -338,3 +338,10 @@ pause_watch_stop(struct supervisor *s)
 		free(p->paused[i]);
 	p->n = 0;
 }
+
+const struct supervisor_part pause_watch_part = {
+	.name = "pause watch",
+	.start = pause_watch_start,
+	.stop = pause_watch_stop,
+	.tick = pause_watch_tick,
+};

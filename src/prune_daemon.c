@@ -135,7 +135,7 @@ prune_fork(struct supervisor *s, const struct queue *q, size_t i,
 	p->termed[i] = false;
 }
 
-void
+static void
 prune_daemon_start(struct supervisor *s)
 {
 	struct pruner *p = xcalloc(1, sizeof(*p));
@@ -152,7 +152,7 @@ prune_daemon_start(struct supervisor *s)
  * otherwise start the run of each current queue that is due and has none
  * running.  The first is due every: after the start, or within a minute.
  */
-void
+static void
 prune_daemon_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	const struct config *cfg = s->current->cfg;
@@ -187,7 +187,7 @@ prune_daemon_tick(struct supervisor *s, int64_t now, int64_t *next)
 }
 
 /* A run that ended: one that died without saying so is a failed one. */
-bool
+static bool
 prune_daemon_reaped(struct supervisor *s, pid_t pid, int status)
 {
 	struct pruner *p = s->pruner;
@@ -219,7 +219,7 @@ prune_daemon_reaped(struct supervisor *s, pid_t pid, int status)
 }
 
 /* The stop: runs were asked to stop; wait a little, then kill them. */
-void
+static void
 prune_daemon_stop(struct supervisor *s)
 {
 	struct pruner *p = s->pruner;
@@ -284,3 +284,11 @@ prune_daemon_status(struct supervisor *s, const char *queue, struct buf *b)
 	for (const char *c = rec->last.error; *c; c++)
 		buf_putc(b, (*c == '\t' || *c == '\n') ? ' ' : *c);
 }
+
+const struct supervisor_part prune_daemon_part = {
+	.name = "prune",
+	.start = prune_daemon_start,
+	.stop = prune_daemon_stop,
+	.tick = prune_daemon_tick,
+	.reaped = prune_daemon_reaped,
+};

@@ -125,11 +125,9 @@ report_probe(struct supervisor *s)
 	s->probe_started_ms = now_ms();
 }
 
-bool
+static bool
 report_reaped(struct supervisor *s, pid_t pid, int status)
 {
-	if (prune_daemon_reaped(s, pid, status))
-		return true;
 	if (pid != s->probe_pid || pid == 0)
 		return false;
 	s->probe_pid = 0;
@@ -138,13 +136,11 @@ report_reaped(struct supervisor *s, pid_t pid, int status)
 	return true;
 }
 
-void
+static void
 report_start(struct supervisor *s)
 {
 	const struct config *cfg = s->current->cfg;
 
-	status_socket_start(s);
-	prune_daemon_start(s);
 	if (cfg->metrics == NULL && cfg->metrics_textfile == NULL)
 		return;
 	s->probe = mmap(NULL, sizeof(*s->probe), PROT_READ | PROT_WRITE,
@@ -157,7 +153,7 @@ report_start(struct supervisor *s)
 		    report_wake, s);
 }
 
-void
+static void
 report_stop(struct supervisor *s)
 {
 	metrics_stop(s->metrics);
@@ -170,32 +166,21 @@ report_stop(struct supervisor *s)
 	if (s->probe != NULL)
 		munmap(s->probe, sizeof(*s->probe));
 	s->probe = NULL;
-	prune_daemon_stop(s);
-	status_socket_stop(s);
 }
 
-void
+static void
 report_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
-	status_socket_poll_fds(s, p, np);
 	if (s->metrics != NULL)
 		p[(*np)++] = (struct pollfd){ .fd = metrics_fd(s->metrics),
 		    .events = POLLIN };
 }
 
-void
+static void
 report_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 {
-	for (nfds_t i = 1; i < np; i++) {
-		if (p[i].revents == 0)
-			continue;
-		if (p[i].fd == s->status_fd)
-			status_socket_accept(s);
-		else if (s->metrics != NULL && p[i].fd == metrics_fd(s->metrics))
-			metrics_run(s->metrics);
-		else
-			status_socket_client_ready(s, p[i].fd);
-	}
+	if (np > 0 && p[0].revents != 0 && s->metrics != NULL)
+		metrics_run(s->metrics);
 }
 
 /*
@@ -226,13 +211,11 @@ report_metrics_timeouts(struct supervisor *s, int64_t now, int64_t *next)
  * write the textfile.  The metrics are only as fresh as the last probe,
  * which is said in the probe's own timestamp.
  */
-void
+static void
 report_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	const struct config *cfg = s->current->cfg;
 
-	status_socket_tick(s, now, next);
-	prune_daemon_tick(s, now, next);
 	report_metrics_timeouts(s, now, next);
 	if (s->probe == NULL || s->stopping)
 		return;
@@ -367,3 +350,14 @@ report_summary(struct supervisor *s)
 	}
 	fflush(stdout);
 }
+
+const struct supervisor_part report_part = {
+	.name = "report",
+	.poll_max = 1,
+	.start = report_start,
+	.stop = report_stop,
+	.tick = report_tick,
+	.poll_fds = report_poll_fds,
+	.handle = report_handle,
+	.reaped = report_reaped,
+};

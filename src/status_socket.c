@@ -287,7 +287,7 @@ status_client_entry(struct supervisor *s)
 }
 
 /* Accept the clients waiting. */
-void
+static void
 status_socket_accept(struct supervisor *s)
 {
 	for (;;) {
@@ -314,7 +314,7 @@ status_socket_accept(struct supervisor *s)
 }
 
 /* Clients past their deadline are cut off; *next: the earliest other. */
-void
+static void
 status_socket_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	for (int i = 0; i < STATUS_CLIENTS_MAX; i++) {
@@ -335,7 +335,7 @@ status_socket_tick(struct supervisor *s, int64_t now, int64_t *next)
 }
 
 /* A client's socket is writable (or failed): write more, or close. */
-void
+static void
 status_socket_client_ready(struct supervisor *s, int fd)
 {
 	for (int i = 0; i < STATUS_CLIENTS_MAX; i++) {
@@ -348,7 +348,7 @@ status_socket_client_ready(struct supervisor *s, int fd)
 	}
 }
 
-void
+static void
 status_socket_start(struct supervisor *s)
 {
 	s->status_path = status_socket_path(s->current->cfg);
@@ -359,7 +359,7 @@ status_socket_start(struct supervisor *s)
 		    "database's numbers only");
 }
 
-void
+static void
 status_socket_stop(struct supervisor *s)
 {
 	for (int i = 0; i < STATUS_CLIENTS_MAX; i++)
@@ -374,7 +374,7 @@ status_socket_stop(struct supervisor *s)
 	s->status_path = NULL;
 }
 
-void
+static void
 status_socket_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
 	if (s->status_fd >= 0 && now_ms() >= s->accept_paused_until_ms)
@@ -385,3 +385,27 @@ status_socket_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 			p[(*np)++] = (struct pollfd){
 			    .fd = s->status_clients[i].fd, .events = POLLOUT };
 }
+
+/* The listener, or a client whose answer waits for room. */
+static void
+status_socket_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
+{
+	for (nfds_t i = 0; i < np; i++) {
+		if (p[i].revents == 0)
+			continue;
+		if (p[i].fd == s->status_fd)
+			status_socket_accept(s);
+		else
+			status_socket_client_ready(s, p[i].fd);
+	}
+}
+
+const struct supervisor_part status_socket_part = {
+	.name = "status socket",
+	.poll_max = 1 + STATUS_CLIENTS_MAX,
+	.start = status_socket_start,
+	.stop = status_socket_stop,
+	.tick = status_socket_tick,
+	.poll_fds = status_socket_poll_fds,
+	.handle = status_socket_handle,
+};

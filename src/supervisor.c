@@ -171,33 +171,6 @@ generation_release(struct supervisor *s, struct generation *g)
 	free(g);
 }
 
-/*
- * The only place a slot changes state (see supervisor.h).  Each
- * generation counts its slots in use, and the last one to go frees an old
- * generation: whether its worker exited, or was waiting to restart when a
- * reload or a stop made it unneeded.
- */
-void
-slot_set_state(struct supervisor *s, struct slot *sl, enum slot_state to)
-{
-	enum slot_state from = sl->state;
-
-	if (from == to)
-		return;
-	sl->state = to;
-	s->status_dirty = true;
-	if (to == SLOT_FREE || to == SLOT_RESTARTING)
-		sl->pid = 0;
-	if (to != SLOT_RESTARTING)
-		sl->restart_at_ms = 0;
-	if (from == SLOT_FREE)
-		sl->gen->live++;
-	else if (to == SLOT_FREE) {
-		sl->gen->live--;
-		generation_release(s, sl->gen);
-	}
-}
-
 static void
 supervisor_fork(struct supervisor *s, struct slot *sl)
 {
@@ -361,25 +334,6 @@ supervisor_describe_death(int status, char *buf, size_t len)
 	buf_free(&b);
 }
 
-/*
- * A worker that died without reaping its handler (SIGKILL, a crash)
- * leaves the handler's process group behind: PR_SET_PDEATHSIG kills only
- * the handler itself, not what it started.  The group must not go on
- * working on a row whose transaction is gone.
- */
-static void
-supervisor_kill_handler_group(struct slot *sl)
-{
-	pid_t pgid = sl->stats->handler_pgid;
-
-	if (pgid <= 1)
-		return;
-	if (kill(-pgid, SIGKILL) == 0)
-		log_warnx("%s worker %d: killed its handler's process group "
-		    "%ld", sl->queue->name, sl->number, (long)pgid);
-	sl->stats->handler_pgid = 0;
-}
-
 /* A worker is gone: count what it did, and decide about its restart. */
 static void
 supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
@@ -396,7 +350,7 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 	supervisor_describe_death(status, why, sizeof(why));
 	duration_format(lived, l, sizeof(l));
 	if (!clean)
-		supervisor_kill_handler_group(sl);
+		slot_kill_handler_group(sl);
 	if (s->opts->drain && clean) {
 		log_debug("%s worker %d finished (%s)", sl->queue->name,
 		    sl->number, why);
@@ -458,6 +412,99 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 	log_set_about(NULL, 0);
 }
 
+/* ---- the parts (SUPERVISOR_PARTS in supervisor.h) ---- */
+
+#define SUPERVISOR_PART_ROW(name) &name##_part,
+static const struct supervisor_part *const supervisor_parts[] = {
+	SUPERVISOR_PARTS(SUPERVISOR_PART_ROW)
+};
+#define NPARTS	(sizeof(supervisor_parts) / sizeof(supervisor_parts[0]))
+
+/* Whether part i takes part in this run: a drain has only some. */
+static bool
+supervisor_part_on(const struct supervisor *s, size_t i)
+{
+	return !s->opts->drain || supervisor_parts[i]->in_drain;
+}
+
+/* Start every part, and size the poll array for all of them. */
+static void
+supervisor_parts_start(struct supervisor *s)
+{
+	nfds_t n = 1;	/* the signalfd */
+
+	for (size_t i = 0; i < NPARTS; i++)
+		n += supervisor_parts[i]->poll_max;
+	s->poll = xcalloc(n, sizeof(*s->poll));
+	s->poll_from = xcalloc(NPARTS + 1, sizeof(*s->poll_from));
+	for (size_t i = 0; i < NPARTS; i++)
+		if (supervisor_part_on(s, i) && supervisor_parts[i]->start)
+			supervisor_parts[i]->start(s);
+}
+
+static void
+supervisor_parts_stop(struct supervisor *s)
+{
+	for (size_t i = 0; i < NPARTS; i++)
+		if (supervisor_parts[i]->stop)
+			supervisor_parts[i]->stop(s);
+	free(s->poll);
+	free(s->poll_from);
+}
+
+static void
+supervisor_parts_tick(struct supervisor *s, int64_t now, int64_t *next)
+{
+	for (size_t i = 0; i < NPARTS; i++)
+		if (supervisor_part_on(s, i) && supervisor_parts[i]->tick)
+			supervisor_parts[i]->tick(s, now, next);
+}
+
+/*
+ * Each part's entries after the signalfd's, where poll_from says: part
+ * i's are poll[poll_from[i]] up to poll[poll_from[i + 1]].  A part that
+ * asks for more than its poll_max is a bug of ours.
+ */
+static nfds_t
+supervisor_parts_poll_fds(struct supervisor *s)
+{
+	nfds_t np = 1;
+
+	for (size_t i = 0; i < NPARTS; i++) {
+		const struct supervisor_part *pt = supervisor_parts[i];
+		s->poll_from[i] = np;
+		if (supervisor_part_on(s, i) && pt->poll_fds) {
+			pt->poll_fds(s, s->poll, &np);
+			if (np - s->poll_from[i] > pt->poll_max)
+				fatalx("%s: %lu poll entries, more than its %lu",
+				    pt->name, (unsigned long)(np -
+				    s->poll_from[i]), (unsigned long)pt->poll_max);
+		}
+	}
+	s->poll_from[NPARTS] = np;
+	return np;
+}
+
+static void
+supervisor_parts_handle(struct supervisor *s)
+{
+	for (size_t i = 0; i < NPARTS; i++) {
+		nfds_t from = s->poll_from[i], to = s->poll_from[i + 1];
+		if (to > from && supervisor_parts[i]->handle)
+			supervisor_parts[i]->handle(s, s->poll + from,
+			    to - from);
+	}
+}
+
+static bool
+supervisor_parts_reaped(struct supervisor *s, pid_t pid, int status)
+{
+	for (size_t i = 0; i < NPARTS; i++)
+		if (supervisor_parts[i]->reaped &&
+		    supervisor_parts[i]->reaped(s, pid, status))
+			return true;
+	return false;
+}
 
 static void
 supervisor_reap(struct supervisor *s)
@@ -471,9 +518,7 @@ supervisor_reap(struct supervisor *s)
 			reload_checked(s, status);
 			continue;
 		}
-		if (report_reaped(s, pid, status) ||
-		    wake_watch_reaped(s, pid, status) ||
-		    wake_binlog_reaped(s, pid, status))
+		if (supervisor_parts_reaped(s, pid, status))
 			continue;
 		for (int i = 0; i < s->nslots; i++) {
 			if (s->slots[i].pid == pid) {
@@ -495,11 +540,9 @@ supervisor_finish_slot(struct slot *sl, int64_t timeout_ms)
 
 	if (sl->pid == 0)
 		return;
-	if (sl->stage == STAGE_RUNNING) {
-		(void)kill(sl->pid, SIGTERM);
-		sl->stage = STAGE_FINISHING;
-		sl->stage_deadline_ms = deadline;
-	} else if (sl->stage == STAGE_FINISHING &&
+	if (sl->stage == STAGE_RUNNING)
+		slot_set_stage(sl, STAGE_FINISHING, deadline);
+	else if (sl->stage == STAGE_FINISHING &&
 	    deadline < sl->stage_deadline_ms)
 		sl->stage_deadline_ms = deadline;
 }
@@ -549,19 +592,15 @@ supervisor_escalate(struct supervisor *s, int64_t now, int64_t *next)
 			log_warnx("%s worker %d still busy after stop_timeout "
 			    "(%s): telling it to roll back and exit",
 			    sl->queue->name, sl->number, d);
-			(void)kill(sl->pid, SIGQUIT);
-			sl->stage = STAGE_ABORTING;
-			sl->stage_deadline_ms = now + STOP_KILL_GRACE_MS;
+			slot_set_stage(sl, STAGE_ABORTING,
+			    now + STOP_KILL_GRACE_MS);
 			if (sl->stage_deadline_ms < *next)
 				*next = sl->stage_deadline_ms;
 		} else {
 			log_warnx("%s worker %d did not exit %ds after SIGQUIT: "
 			    "killing it and its handler", sl->queue->name,
 			    sl->number, STOP_KILL_GRACE_MS / 1000);
-			/* The worker first: it must not see its handler die. */
-			(void)kill(sl->pid, SIGKILL);
-			supervisor_kill_handler_group(sl);
-			sl->stage = STAGE_KILLED;
+			slot_set_stage(sl, STAGE_KILLED, 0);
 		}
 		log_set_about(NULL, 0);
 	}
@@ -731,34 +770,19 @@ supervisor_loop(struct supervisor *s)
 			report_progress(s, false);
 			next_progress = now + 1000;
 		}
-		report_tick(s, now, &next);
-		pause_watch_tick(s, now, &next);
-		wake_watch_tick(s, now, &next);
-		wake_binlog_tick(s, now, &next);
-		struct pollfd p[SUPERVISOR_POLL_MAX] = {
-			{ .fd = s->sigfd, .events = POLLIN },
-		};
-		nfds_t np = 1, nreport, nwatch, nsocket;
-		report_poll_fds(s, p, &np);
-		nreport = np;
-		wake_watch_poll_fds(s, p, &np);
-		nwatch = np;
-		wake_socket_poll_fds(s, p, &np);
-		nsocket = np;
-		wake_binlog_poll_fds(s, p, &np);
+		supervisor_parts_tick(s, now, &next);
+		s->poll[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
+		nfds_t np = supervisor_parts_poll_fds(s);
 		int64_t wait = next - now;
 		if (watchdog > 0 && next_ping - now < wait)
 			wait = next_ping - now;
 		if (s->reload_wanted && s->check_pid == 0)
 			wait = 0;
-		if (poll(p, np, (int)(wait < 0 ? 0 : wait)) == -1 &&
+		if (poll(s->poll, np, (int)(wait < 0 ? 0 : wait)) == -1 &&
 		    errno != EINTR)
 			log_warn("poll");
 		supervisor_read_signals(s);
-		report_handle(s, p, nreport);
-		wake_watch_handle(s, p + nreport, nwatch - nreport);
-		wake_socket_handle(s, p + nwatch, nsocket - nwatch);
-		wake_binlog_handle(s, p + nsocket, np - nsocket);
+		supervisor_parts_handle(s);
 	}
 	if (tty)
 		report_progress(s, true);
@@ -793,17 +817,10 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	db_library_init();
 	db_announce_hosts();	/* each child logs the host it uses */
 	s.status_fd = -1;
-	generation_start(&s, cfg);
-	if (!opts->drain)
-		pause_watch_start(&s);
-	wake_watch_start(&s);
-	wake_binlog_start(&s);
-	supervisor_fill(&s);
 	s.wake_fd = -1;
-	if (!opts->drain) {
-		report_start(&s);
-		wake_socket_start(&s);
-	}
+	generation_start(&s, cfg);
+	supervisor_parts_start(&s);
+	supervisor_fill(&s);
 	log_info("started %d worker(s) for %zu queue(s)%s",
 	    supervisor_running(&s, &pending), cfg->nqueues,
 	    pause_watch_known(&s) ? "" :
@@ -815,11 +832,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 		report_summary(&s);
 	else
 		log_info("stopped");
-	report_stop(&s);
-	pause_watch_stop(&s);
-	wake_watch_stop(&s);
-	wake_binlog_stop(&s);
-	wake_socket_stop(&s);
+	supervisor_parts_stop(&s);
 	for (int i = 0; i < s.ngens; i++) {
 		config_free(s.gens[i]->cfg);
 		free(s.gens[i]);

@@ -22,13 +22,14 @@ enum stage {
 };
 
 /*
- * A slot's life.  slot_set_state (supervisor.c) is the only place that
- * changes it, and it keeps each generation's count of slots in use:
+ * A slot's life.  slot_set_state (slot.c) is the only place that
+ * changes it, checked against this diagram, and it keeps each
+ * generation's count of slots in use:
  *
  *	free --fork--> running --death--> restarting --due--> running
  *	running --reload--> retiring --exit--> free
  *	running --exit during a stop, a drain's end--> free
- *	restarting --reload, stop--> free
+ *	restarting --reload, stop, pause--> free
  *
  * A fork that fails leaves the slot restarting.  The stage says how far a
  * running or retiring worker has been asked to stop.
@@ -99,11 +100,53 @@ struct shared {
  * is written as the socket takes it, until a deadline (status_socket.c).
  */
 #define STATUS_CLIENTS_MAX	8
+
 /*
- * The supervisor's pollfds: the signalfd, the status listener, metrics,
- * the wake watcher, the wake socket, the binlog follower.
+ * A part of the supervisor beside the worker table: a helper child, a
+ * listener, a timer.  Each part's file exports one of these, and
+ * supervisor.c drives every part through it, from SUPERVISOR_PARTS:
+ * start before the first worker, a tick each turn of the loop (timers;
+ * it lowers *next to when it wants the next), up to poll_max entries in
+ * the loop's poll() and the handling of what they return, a look at
+ * each child reaped, and stop at the end.  Any hook may be NULL.  A part
+ * not in_drain is left out of `rowq drain` (but stopped).  Adding a part
+ * is one file and its row in SUPERVISOR_PARTS.
  */
-#define SUPERVISOR_POLL_MAX	(6 + STATUS_CLIENTS_MAX)
+struct supervisor;
+
+struct supervisor_part {
+	const char	*name;
+	bool		 in_drain;
+	nfds_t		 poll_max;
+	void		(*start)(struct supervisor *);
+	void		(*stop)(struct supervisor *);
+	void		(*tick)(struct supervisor *, int64_t now, int64_t *next);
+	/* Appends at most poll_max entries at p[*np], advancing *np. */
+	void		(*poll_fds)(struct supervisor *, struct pollfd *p,
+			    nfds_t *np);
+	/* The entries it appended, as poll() returned them. */
+	void		(*handle)(struct supervisor *, const struct pollfd *,
+			    nfds_t);
+	/* Whether pid was one of its children. */
+	bool		(*reaped)(struct supervisor *, pid_t, int status);
+};
+
+/*
+ * The parts, in the order they start, tick and stop: X(name) stands for
+ * `name_part`, defined in name.c.
+ */
+#define SUPERVISOR_PARTS(X)						\
+	X(report)		/* the probe, metrics: report.c */	\
+	X(status_socket)	/* `rowq status` */			\
+	X(prune_daemon)		/* prune: runs */			\
+	X(pause_watch)		/* pauses, as the wake watcher reads them */ \
+	X(wake_watch)		/* the wake watcher child */		\
+	X(wake_binlog)		/* the binlog follower child */		\
+	X(wake_socket)		/* `rowq wake` */
+
+#define SUPERVISOR_PART_DECLARE(name) \
+	extern const struct supervisor_part name##_part;
+SUPERVISOR_PARTS(SUPERVISOR_PART_DECLARE)
 
 /*
  * A helper child of the supervisor that reports on a pipe and starts
@@ -236,6 +279,9 @@ struct supervisor {
 	struct wake_state	 wake;
 	struct binlog_state	 binlog;
 	int			 wake_fd;	/* `rowq wake`; -1: none */
+	/* The loop's poll(): the signalfd, then each part's (supervisor.c). */
+	struct pollfd		*poll;
+	nfds_t			*poll_from;	/* where each part's begin */
 	char			*wake_path;
 };
 
@@ -263,29 +309,25 @@ bool		 supervisor_retire_slot(struct supervisor *, struct slot *);
 bool		 supervisor_start(struct supervisor *, const struct queue *,
 		    int number);
 void		 supervisor_describe_death(int status, char *buf, size_t len);
-void		 slot_set_state(struct supervisor *, struct slot *,
-		    enum slot_state);
 void		 generation_start(struct supervisor *, struct config *);
 void		 generation_release(struct supervisor *, struct generation *);
+
+/* slot.c: a slot's life and a worker's stop, checked */
+const char	*slot_state_name(enum slot_state);
+const char	*slot_stage_name(enum stage);
+bool		 slot_move_allowed(enum slot_state from, enum slot_state to);
+bool		 slot_stage_allowed(enum stage from, enum stage to);
+void		 slot_set_state(struct supervisor *, struct slot *,
+		    enum slot_state);
+void		 slot_set_stage(struct slot *, enum stage, int64_t deadline_ms);
+void		 slot_kill_handler_group(struct slot *);
 
 /* reload.c */
 void	 reload_begin(struct supervisor *);
 void	 reload_checked(struct supervisor *, int status);
 void	 reload_watch(struct supervisor *, int64_t now, int64_t *next);
 
-/* report.c */
-void	 report_start(struct supervisor *);
-void	 report_stop(struct supervisor *);
-void	 report_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
-void	 report_handle(struct supervisor *, const struct pollfd *, nfds_t);
-bool	 report_reaped(struct supervisor *, pid_t, int status);
-void	 report_tick(struct supervisor *, int64_t now, int64_t *next);
-
 /* prune_daemon.c, for report.c and status_socket.c */
-void	 prune_daemon_start(struct supervisor *);
-void	 prune_daemon_stop(struct supervisor *);
-void	 prune_daemon_tick(struct supervisor *, int64_t now, int64_t *next);
-bool	 prune_daemon_reaped(struct supervisor *, pid_t, int status);
 uint64_t prune_daemon_total(struct supervisor *, const char *queue);
 void	 prune_daemon_status(struct supervisor *, const char *queue,
 	    struct buf *);
@@ -321,49 +363,18 @@ enum pause_probe_end pause_probe_run(struct db *, struct pause_probe *,
 void	 pause_probe_close(struct pause_probe *);
 void	 pause_probe_free(struct pause_probe *);
 /* pause_watch.c: the supervisor's side */
-void	 pause_watch_start(struct supervisor *);
-void	 pause_watch_stop(struct supervisor *);
-void	 pause_watch_tick(struct supervisor *, int64_t now, int64_t *next);
 void	 pause_watch_reading(struct supervisor *, const struct watch_reading *);
 bool	 pause_watch_known(const struct supervisor *);
 bool	 pause_watch_paused(const struct supervisor *, const char *queue);
 
 /* wake_watch.c */
-void	 wake_watch_start(struct supervisor *);
-void	 wake_watch_stop(struct supervisor *);
-void	 wake_watch_tick(struct supervisor *, int64_t now, int64_t *next);
-void	 wake_watch_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
-void	 wake_watch_handle(struct supervisor *, const struct pollfd *,
-	    nfds_t);
-bool	 wake_watch_reaped(struct supervisor *, pid_t, int status);
 int	 wake_watch_queue(struct supervisor *, const char *queue);
 void	 wake_watch_index(struct supervisor *, size_t queue, bool binlog);
 
 /* wake_binlog.c */
-void	 wake_binlog_start(struct supervisor *);
-void	 wake_binlog_stop(struct supervisor *);
-void	 wake_binlog_tick(struct supervisor *, int64_t now, int64_t *next);
-void	 wake_binlog_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
-void	 wake_binlog_handle(struct supervisor *, const struct pollfd *,
-	    nfds_t);
-bool	 wake_binlog_reaped(struct supervisor *, pid_t, int status);
 const char *wake_binlog_mode(const struct supervisor *, const struct queue *,
 	    long long *lag_s);
 
-/* wake_socket.c */
-void	 wake_socket_start(struct supervisor *);
-void	 wake_socket_stop(struct supervisor *);
-void	 wake_socket_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
-void	 wake_socket_handle(struct supervisor *, const struct pollfd *,
-	    nfds_t);
-
-/* status_socket.c, for report.c */
-void	 status_socket_start(struct supervisor *);
-void	 status_socket_stop(struct supervisor *);
-void	 status_socket_poll_fds(struct supervisor *, struct pollfd *, nfds_t *);
-void	 status_socket_accept(struct supervisor *);
-void	 status_socket_client_ready(struct supervisor *, int fd);
-void	 status_socket_tick(struct supervisor *, int64_t now, int64_t *next);
 
 #endif /* SUPERVISOR_H */
 

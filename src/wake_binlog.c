@@ -628,7 +628,7 @@ binlog_fork(struct supervisor *s)
 	b->lag_s = -1;
 }
 
-void
+static void
 wake_binlog_start(struct supervisor *s)
 {
 	s->binlog.child.fd = -1;
@@ -645,7 +645,7 @@ binlog_close(struct binlog_state *b)
 	b->following = false;
 }
 
-void
+static void
 wake_binlog_stop(struct supervisor *s)
 {
 	struct binlog_state *b = &s->binlog;
@@ -654,7 +654,7 @@ wake_binlog_stop(struct supervisor *s)
 	binlog_close(b);
 }
 
-bool
+static bool
 wake_binlog_reaped(struct supervisor *s, pid_t pid, int status)
 {
 	(void)status;
@@ -665,7 +665,7 @@ wake_binlog_reaped(struct supervisor *s, pid_t pid, int status)
  * Start the follower when a queue wants it; after a reload, replace the
  * one that follows for the old generation's queues.
  */
-void
+static void
 wake_binlog_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	struct binlog_state *b = &s->binlog;
@@ -680,13 +680,13 @@ wake_binlog_tick(struct supervisor *s, int64_t now, int64_t *next)
 		binlog_fork(s);
 }
 
-void
+static void
 wake_binlog_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
 	helper_child_poll_fd(&s->binlog.child, p, np);
 }
 
-void
+static void
 wake_binlog_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 {
 	struct binlog_state *b = &s->binlog;
@@ -763,3 +763,14 @@ wake_binlog_check(struct db *db, const struct queue *q)
 		    "columns: the queue falls back to polling", q->wake_where);
 	buf_free(&why);
 }
+
+const struct supervisor_part wake_binlog_part = {
+	.name = "binlog follower",
+	.poll_max = 1,
+	.start = wake_binlog_start,
+	.stop = wake_binlog_stop,
+	.tick = wake_binlog_tick,
+	.poll_fds = wake_binlog_poll_fds,
+	.handle = wake_binlog_handle,
+	.reaped = wake_binlog_reaped,
+};

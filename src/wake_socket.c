@@ -52,7 +52,7 @@ wake_socket_address(const char *path, struct sockaddr_un *sa)
  * socket; a stale one is replaced.  The status socket already refused
  * to start beside a live daemon.  On failure wakes come by polling only.
  */
-void
+static void
 wake_socket_start(struct supervisor *s)
 {
 	struct sockaddr_un sa;
@@ -84,7 +84,7 @@ wake_socket_start(struct supervisor *s)
 	s->wake_fd = fd;
 }
 
-void
+static void
 wake_socket_stop(struct supervisor *s)
 {
 	if (s->wake_fd != -1) {
@@ -96,7 +96,7 @@ wake_socket_stop(struct supervisor *s)
 	s->wake_path = NULL;
 }
 
-void
+static void
 wake_socket_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
 	if (s->wake_fd != -1)
@@ -105,7 +105,7 @@ wake_socket_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 }
 
 /* Each datagram names a queue; a name the daemon does not run is logged. */
-void
+static void
 wake_socket_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 {
 	char name[256];
@@ -154,3 +154,12 @@ wake_command(const char *config_path, const char *queue)
 	free(path);
 	return ROWQ_EXIT_OK;
 }
+
+const struct supervisor_part wake_socket_part = {
+	.name = "wake socket",
+	.poll_max = 1,
+	.start = wake_socket_start,
+	.stop = wake_socket_stop,
+	.poll_fds = wake_socket_poll_fds,
+	.handle = wake_socket_handle,
+};

@@ -362,7 +362,7 @@ wake_watch_fork(struct supervisor *s)
 	w->child.generation = s->current->number;
 }
 
-void
+static void
 wake_watch_start(struct supervisor *s)
 {
 	s->wake.child.fd = s->wake.cmd_fd = -1;
@@ -408,7 +408,7 @@ wake_apply(struct supervisor *s, size_t index, int rows, bool vouch)
 	}
 }
 
-void
+static void
 wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 {
 	struct watch_reading r;
@@ -430,13 +430,13 @@ wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 	}
 }
 
-void
+static void
 wake_watch_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 {
 	helper_child_poll_fd(&s->wake.child, p, np);
 }
 
-bool
+static bool
 wake_watch_reaped(struct supervisor *s, pid_t pid, int status)
 {
 	(void)status;
@@ -457,7 +457,7 @@ wake_watch_close(struct wake_state *w)
  * Start the watcher when it is due; after a reload, replace the one that
  * reads the old generation's queues.
  */
-void
+static void
 wake_watch_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	struct wake_state *w = &s->wake;
@@ -471,7 +471,7 @@ wake_watch_tick(struct supervisor *s, int64_t now, int64_t *next)
 		wake_watch_fork(s);
 }
 
-void
+static void
 wake_watch_stop(struct supervisor *s)
 {
 	struct wake_state *w = &s->wake;
@@ -536,3 +536,14 @@ wake_watch_queue(struct supervisor *s, const char *name)
 		}
 	return -1;
 }
+
+const struct supervisor_part wake_watch_part = {
+	.name = "wake watch",
+	.poll_max = 1,
+	.start = wake_watch_start,
+	.stop = wake_watch_stop,
+	.tick = wake_watch_tick,
+	.poll_fds = wake_watch_poll_fds,
+	.handle = wake_watch_handle,
+	.reaped = wake_watch_reaped,
+};
