@@ -1,9 +1,9 @@
 /*
- * config.h: what the files that load the configuration share, and no
- * other file includes: the tree a YAML file becomes (config_yaml.c), the
- * typed walk over it with one table of keys per mapping (config_walk.c),
- * and the parsers of rowq's own keys (config.c, config_queue.c,
- * config_env.c; config_columns.c checks a queue against its columns).
+ * config.h: what the files that load the configuration share: the tree
+ * a YAML file becomes (config_yaml.c), the typed walk over it with one
+ * table of keys per mapping (config_walk.c), and the parsers of rowq's
+ * own keys (config.c, config_queue.c, config_env.c; config_columns.c
+ * checks a queue against its columns).
  *
  * To add a key: a row in its mapping's table (FIELD), a member in its
  * struct in rowq.h, a default where the struct is made.

@@ -1,11 +1,9 @@
 /*
- * db.h: the database layer, db.c, the only includer of <mysql.h>.  What
- * it exposes is in plain C types: a connection (struct db), statements,
- * values bound to them, rows read, and what a failure means
- * (enum db_status).  Only the files that talk to the database include
- * this: the worker's (worker.h), check.c and check_plan.c, status_db.c
- * and status.c, report.c's probe, cursor.c, and the supervisor, which
- * initialises the library once for the workers it forks.
+ * db.h: the database layer, for the files that talk to the database.
+ * What it exposes is in plain C types: a connection (struct db),
+ * statements, values bound to them, rows read, and what a failure means
+ * (enum db_status).  Only db.c, db_connect.c and db_bulk.c (and
+ * wake_binlog.c, through db_private.h) include <mysql.h>.
  */
 #ifndef DB_H
 #define DB_H
@@ -46,12 +44,17 @@ struct rowset {
 struct db;
 struct db_stmt;
 
-void		 db_library_init(void);	/* before forking workers */
+/* ---- db_connect.c: a connection, to the first writable host ---- */
+
 struct db	*db_open(const struct db_options *, enum db_status *);
 void		 db_announce_hosts(void);	/* log each host used */
 const char	*db_where(const struct db *);	/* "HOST:PORT" */
 bool		 db_demoted(struct db *);	/* see db_connect.c */
 const char	*db_cipher(const struct db *);	/* NULL: not TLS */
+
+/* ---- db.c: statements, rows, and what an error means ---- */
+
+void		 db_library_init(void);	/* before forking workers */
 void		 db_close(struct db *);
 const char	*db_error(const struct db *);	/* last error, for messages */
 unsigned	 db_errno(const struct db *);
@@ -87,10 +90,6 @@ enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
 		    size_t nvalues, unsigned long long *affected);
 enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
 		    size_t nvalues, struct rowset *);
-bool		 db_stmt_bulk_possible(const struct db_stmt *,
-		    const struct value *, size_t nrows);
-enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
-		    size_t nrows, unsigned long long *affected);
 void		 rowset_clear(struct rowset *, size_t ncols);
 void		 row_free(struct row *, size_t ncols);
 /*
@@ -100,6 +99,17 @@ void		 row_free(struct row *, size_t ncols);
  * in it are no longer locked and the turn must stop.
  */
 bool		 db_in_transaction(const struct db *);
+bool		 db_server_is_mariadb(struct db *);
+void		 columns_free(struct column *, size_t);
+
+/* ---- db_bulk.c: one execute for a batch's rows ---- */
+
+bool		 db_stmt_bulk_possible(const struct db_stmt *,
+		    const struct value *, size_t nrows);
+enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
+		    size_t nrows, unsigned long long *affected);
+
+/* ---- db_limits.c: the server's idle limits, per session ---- */
 
 /*
  * How long a queue's worker sessions may sit idle, in seconds: inside a
@@ -123,10 +133,8 @@ struct db_idle_limit {
 #define DB_IDLE_MARGIN_S	5
 #define DB_IDLE_LIMITS_MAX	4
 
-bool		 db_server_is_mariadb(struct db *);
 void		 db_idle_need(const struct queue *, struct idle_need *);
 enum db_status	 db_session_limits(struct db *, const struct queue *);
 int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
-void		 columns_free(struct column *, size_t);
 
 #endif /* DB_H */

@@ -1,7 +1,8 @@
 /*
  * db_private.h: the connection and statement as libmariadb sees them,
- * for db.c and db_bulk.c only, the files that include <mysql.h>, and
- * wake_binlog.c, which follows the binary log on a connection of db.c's.
+ * for the database layer's own files (db*.c), which include <mysql.h>,
+ * and wake_binlog.c, which follows the binary log on a connection of
+ * db.c's.
  */
 #ifndef ROWQ_DB_PRIVATE_H
 #define ROWQ_DB_PRIVATE_H
@@ -35,6 +36,7 @@ struct db_stmt {
 	bool		 no_bulk;	/* the server refused it in bulk */
 };
 
+/* db.c: an error, kept and classified */
 enum db_status	 db_fail_stmt(struct db_stmt *);
 enum db_status	 db_fail(struct db *, unsigned err, const char *msg);
 enum db_status	 db_fail_mysql(struct db *);

@@ -7,7 +7,7 @@
  * while it waits with a deadline.  The handler is a process group of its
  * own, so that a timeout kills everything it started.
  */
-#include "rowq.h"
+#include "handler.h"
 
 #include <errno.h>
 #include <fcntl.h>

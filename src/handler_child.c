@@ -6,7 +6,7 @@
  * it dies with its worker (PR_SET_PDEATHSIG).  With user:, it becomes
  * that user before exec (handler_identity.c).
  */
-#include "rowq.h"
+#include "handler.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -290,15 +290,3 @@ child_read_stderr(struct child *c)
 	}
 }
 
-void
-describe_wait_status(int status, struct buf *b)
-{
-	if (WIFEXITED(status))
-		buf_printf(b, "exit status %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		buf_printf(b, "killed by signal %d (%s)%s", WTERMSIG(status),
-		    strsignal(WTERMSIG(status)),
-		    WCOREDUMP(status) ? ", core dumped" : "");
-	else
-		buf_printf(b, "wait status %d", status);
-}

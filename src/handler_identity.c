@@ -18,7 +18,7 @@
  * non-root user's child still holds after the switch is dropped before
  * exec.
  */
-#include "rowq.h"
+#include "handler.h"
 
 #include <errno.h>
 #include <grp.h>

@@ -9,7 +9,7 @@
  * and started afresh, later and later if it keeps failing, so that a
  * handler that cannot start never becomes a fork bomb or a hot loop.
  */
-#include "rowq.h"
+#include "handler.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -6,7 +6,7 @@
  * (EX_TEMPFAIL).  N is seconds, or a duration such as 5m.  The try still
  * counts; worker_finish.c bounds the delay by retry.max_delay.
  */
-#include "rowq.h"
+#include "handler.h"
 
 #include <string.h>
 

@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -266,4 +267,18 @@ proc_title(const char *fmt, ...)
 		n = title_len - 1;
 	memcpy(title_base, buf, n);
 	memset(title_base + n, '\0', title_len - n);
+}
+
+/* "exit status 1", "killed by signal 9 (Killed)": for messages. */
+void
+describe_wait_status(int status, struct buf *b)
+{
+	if (WIFEXITED(status))
+		buf_printf(b, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		buf_printf(b, "killed by signal %d (%s)%s", WTERMSIG(status),
+		    strsignal(WTERMSIG(status)),
+		    WCOREDUMP(status) ? ", core dumped" : "");
+	else
+		buf_printf(b, "wait status %d", status);
 }

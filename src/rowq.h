@@ -1,16 +1,17 @@
 /*
  * rowq.h: shared types and prototypes, grouped by the file that owns them.
  *
- * Only config_yaml.c includes <yaml.h>, only db.c and db_bulk.c include <mysql.h>, only
- * notify.c includes <systemd/sd-daemon.h>, only metrics.c includes
- * <microhttpd.h>: everything they expose to the rest of the program is
- * declared in plain C types, here or, for the database, in db.h.
+ * Each library is behind the files of its own (<yaml.h> config_yaml.c,
+ * <mysql.h> the db*.c files, <systemd/sd-daemon.h> notify.c,
+ * <microhttpd.h> metrics.c): what they expose to the rest of the program
+ * is declared in plain C types, here or in a header of its own.
  *
- * What only a few files share has a header of its own: db.h (the files
- * that talk to the database), config.h (config.c and config_*.c),
- * supervisor.h (supervisor.c, reload.c, report.c, status_socket.c) and
- * worker.h (worker.c and the worker_*.c files).
- * src/README says which file holds what.
+ * What belongs to one part of the program has a header of its own: db.h
+ * (the database layer), config.h (loading the configuration),
+ * supervisor.h (the supervisor and its parts), worker.h (one worker) and
+ * handler.h (a handler process).  Each prototype sits under the section
+ * of the file that defines it (`make lint` checks that); src/README says
+ * which file holds what.
  */
 #ifndef ROWQ_H
 #define ROWQ_H
@@ -402,155 +403,19 @@ void	 stopper_read(struct stopper *);
 int	 stopper_sleep(struct stopper *, int64_t ms);
 void	 proc_title_init(int argc, char **argv);
 void	 proc_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* ---- handler_child.c: a handler process and its pipes ---- */
-
-/*
- * stderr of a handler: logged line by line (bounded in line length and in
- * lines per row) with the row's key, and its tail kept for :error.
- */
-struct errsink {
-	struct buf	 line;
-	struct buf	 tail;
-	int		 logged;
-	size_t		 dropped;
-};
-
-struct child {
-	pid_t		 pid;		/* 0: not running */
-	int		 pidfd;
-	int		 in, out, err;	/* our ends, non-blocking; -1 closed */
-	int		 exec_errno;	/* exec failed in the child */
-	int64_t		 started_ms;
-	struct errsink	 errs;
-};
-
-int	 child_spawn(struct child *, const char *path, char **argv,
-	    char **envp);
-/* Without a pidfd, how often a wait looks whether the child exited. */
-#define CHILD_EXIT_POLL_MS	5
-
-/* Where the running handler's group is published for the supervisor. */
-extern volatile pid_t *child_pgid_slot;
-
-/* ---- handler_identity.c: handlers under their own user ---- */
-
-extern const struct handler_user *child_user;
-int	 identity_switch(const struct handler_user *, const char **step);
-int	 identity_try(const struct handler_user *, char *why, size_t len);
-void	 identity_worker_init(const struct handler_user *);
-bool	 child_exited(const struct child *);
-void	 child_kill(const struct child *, int sig);
-int	 child_reap(struct child *);	/* kills the group; wait status */
-void	 child_read_stderr(struct child *);
-void	 errsink_row_done(struct errsink *);	/* flush, reset counters */
-void	 errsink_error_tail(const struct errsink *, struct buf *);
-void	 errsink_free(struct errsink *);
 void	 describe_wait_status(int status, struct buf *);
 
-/* ---- handler.c: exec handlers, argv and environment ---- */
-
-enum outcome {
-	OUTCOME_DONE,		/* exit 0, "ok": run done */
-	OUTCOME_RETRY,		/* a failed try: retry, or failed at the last */
-	OUTCOME_FAILED,		/* exit 65, "fail": failed at once */
-	OUTCOME_ABORTED,	/* stopping, or the lease is lost: no verdict */
-};
-
-struct handler_result {
-	enum outcome	 outcome;
-	struct buf	 output;	/* stdout (exec) or the answer's text */
-	struct buf	 error;		/* the :error message */
-	int64_t		 duration_ms;
-	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
-};
+/* ---- handler_child.c, handler_identity.c and handler.c, for the rest ---- */
 
 /*
- * Called every tick_ms while a handler runs (lease renewal).  A non-zero
- * return stops the handler: its result is OUTCOME_ABORTED with the error
- * the callback put in the result.
+ * The handler's own types and functions are in handler.h, for the
+ * worker's and the handler's files; these few serve the supervisor
+ * (where the running handler's process group is published), config_env.c
+ * (a user: switch tried at load) and check.c (a handler's program).
  */
-typedef int	(*handler_tick_fn)(void *ctx, struct handler_result *);
-
-struct handler_job {
-	char	       **argv;		/* exec: after {column} substitution */
-	char	       **envp;
-	const char	*input;		/* the row as JSON and a newline */
-	size_t		 input_len;
-	int64_t		 timeout_ms;
-	handler_tick_fn	 tick;
-	void		*tick_ctx;
-	int64_t		 tick_ms;
-};
-
+extern volatile pid_t *child_pgid_slot;
+int	 identity_try(const struct handler_user *, char *why, size_t len);
 int	 handler_resolve(const char *prog, char **path);
-void	 handler_exec(const char *path, const struct handler_job *,
-	    struct stopper *, struct handler_result *);
-char   **handler_base_env(const struct config *, const struct queue *);
-char   **handler_env(char **base, const char *const *extra);
-void	 handler_env_free(char **env);
-char   **handler_argv(char *const *tmpl, const struct column *,
-	    size_t ncols, const struct row *);
-void	 handler_argv_free(char **argv);
-void	 handler_result_free(struct handler_result *);
-
-/*
- * The loop both kinds of handler wait in: until done(ctx) says the answer
- * is complete, the child exits, the timeout or the stop deadline passes,
- * or tick asks to stop.  Returns how it ended.
- */
-enum wait_end {
-	WAIT_ANSWERED,
-	WAIT_EXITED,
-	WAIT_TIMEOUT,
-	WAIT_STOPPED,
-	WAIT_TICK,
-};
-
-struct wait_io {
-	struct child	*child;
-	const char	*input;		/* left to write to stdin */
-	size_t		 input_left;
-	bool		 close_stdin;	/* exec: close stdin once written */
-	void		(*on_stdout)(void *ctx, const char *, size_t);
-	bool		(*answered)(void *ctx);
-	void		*ctx;
-};
-
-enum wait_end handler_wait(struct wait_io *, const struct handler_job *,
-	    struct stopper *, struct handler_result *);
-
-/* ---- handler_retry_in.c: the handler picks its retry delay ---- */
-
-#define RETRY_IN_EXIT		75	/* EX_TEMPFAIL: exec's "retry-in" line counts */
-
-int	 retry_in_parse(const char *line, int64_t *ms, const char **message);
-int	 retry_in_from_stderr(const struct errsink *, int64_t *ms);
-
-/* ---- handler_pipe.c: one long-running handler per worker ---- */
-
-struct pipe_handler {
-	const char	*path;
-	char	       **argv;
-	char	       **envp;
-	struct child	 child;
-	struct buf	 answer;	/* stdout read so far */
-	int		 quick_deaths;	/* for the restart delay */
-	int64_t		 next_start_ms;
-	uint64_t	 restarts;
-	const char	*queue;
-	/* stderr between rows: since when, and what the window has used */
-	int64_t		 chatter_since_ms;
-	int		 chatter_logged;
-	size_t		 chatter_dropped;
-};
-
-int	 pipe_ensure(struct pipe_handler *, struct stopper *);
-bool	 pipe_ready(struct pipe_handler *);
-void	 pipe_handle(struct pipe_handler *, const struct handler_job *,
-	    struct stopper *, struct handler_result *);
-void	 pipe_stop(struct pipe_handler *, int64_t grace_ms);
-void	 pipe_drain(struct pipe_handler *);
 
 /* ---- db.c: the database layer, declared in db.h ---- */
 

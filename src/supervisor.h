@@ -1,8 +1,7 @@
 /*
  * supervisor.h: the supervisor's state, shared by supervisor.c (which
- * drives it), reload.c (which swaps generations on SIGHUP), report.c and
- * status_socket.c (which read it for the metrics and the status socket).
- * Nothing else includes it.
+ * drives it), slot.c (a slot's life), reload.c (which swaps generations
+ * on SIGHUP) and the supervisor's parts (SUPERVISOR_PARTS).
  */
 #ifndef SUPERVISOR_H
 #define SUPERVISOR_H

@@ -1,5 +1,5 @@
 /*
- * worker.h: what the files of one worker share, and nothing else includes.
+ * worker.h: what the files of one worker share.
  *
  *   worker.c	the loop: connect, hand rows on, commit, idle
  *   worker_claim.c	the claim: the select's, or by the primary key from a cursor
@@ -14,6 +14,7 @@
 
 #include "rowq.h"
 #include "db.h"
+#include "handler.h"
 
 /* Where a statement parameter's value comes from. */
 enum param_source {
