@@ -40,13 +40,13 @@ full size on the plain build, whose figures these are.
 
 | what | figure |
 |---|---:|
-| rows at scale, 3 daemons x 4 workers (pipe / exec) | $(fig 40_scale "pipe rows") / $(fig 40_scale "exec rows") |
-| rate at scale (pipe / exec), rows/s | $(fig 40_scale "pipe rows/s") / $(fig 40_scale "exec rows/s") |
+| rows at scale, 3 daemons x 4 workers (pipe / exec) | $(fig 400_scale "pipe rows") / $(fig 400_scale "exec rows") |
+| rate at scale (pipe / exec), rows/s | $(fig 400_scale "pipe rows/s") / $(fig 400_scale "exec rows/s") |
 | kill -9s (workers, handlers, supervisors) | $(sum_of '^(exec|pipe) kills') |
 | supervisor restarts after kill -9 | $(sum_of 'supervisor restarts') |
 | database outages survived (KILL CONNECTION, SIGKILL + restart, SIGSTOP) | 3 |
-| reconnects logged ("database back") | $(fig 42_db_away "reconnect lines ('database back')") |
-| deadlocks / lock wait timeouts retried | $(fig 43_deadlock "deadlocks (1213) rolled back and retried by rowq") / $(fig 43_deadlock "lock wait timeouts (1205) rolled back and retried") |
+| reconnects logged ("database back") | $(fig 420_db_away "reconnect lines ('database back')") |
+| deadlocks / lock wait timeouts retried | $(fig 430_deadlock "deadlocks (1213) rolled back and retried by rowq") / $(fig 430_deadlock "lock wait timeouts (1205) rolled back and retried") |
 | rows lost (40-44) | $(sum_of '(^| )lost$') |
 | rows done twice (40-44) | $(sum_of '(duplicates|done twice)$') |
 | rows over max_attempts | $(sum_of 'over max_attempts') |
@@ -66,16 +66,16 @@ the try does **not** count -- the next try has the same number
 (\`ROWQ_ATTEMPT\` repeats), and the handler may have run for it (delivery is
 at least once).  A handler killed with SIGKILL is a failed try like any
 other signal death: the worker runs retry (or failed at the last try), so
-it **does** count.  41_kill_storm checks both on every row: the attempts
+it **does** count.  410_kill_storm checks both on every row: the attempts
 column equals the number of distinct try numbers in the handler's log,
 those are 1..attempts, every logged "killed by signal 9" of a handler is
 followed by the next try, and no row has more than max_attempts.
 
 In lease mode the claim statement is the user's; if it counts the try (as
 in the examples, attempts = attempts + 1), a killed worker's try counts,
-and the row comes back when its lease runs out (21_lease).
+and the row comes back when its lease runs out (210_lease).
 
-## What the database outages showed (42_db_away)
+## What the database outages showed (420_db_away)
 
 - KILL CONNECTION of the 4 workers' sessions: each worker logs the
   statement that lost its link once and "database back" once (8 lines),
@@ -104,7 +104,7 @@ Fixed with it (small changes in files this suite may touch):
 - src/json.c, src/child.c: a 16 MiB column and a flood of stderr were
   processed byte by byte (16 million calls per value); now in runs.
 
-Open, in files the lead owns (the first four reproduced by 46_sql_rows,
+Open, in files the lead owns (the first four reproduced by 460_sql_rows,
 which exits 77 naming them until they are fixed):
 - worker.c: a row whose key column is NULL, at the head of the queue,
   blocks it (batch 1: no other row is ever claimed) and is logged every
