@@ -36,6 +36,7 @@ OBJS =	build/backoff.o \
 	build/config_tls.o \
 	build/config_walk.o \
 	build/config_yaml.o \
+	build/cron.o \
 	build/cursor.o \
 	build/db.o \
 	build/db_bulk.o \
@@ -62,6 +63,7 @@ OBJS =	build/backoff.o \
 	build/reload.o \
 	build/report.o \
 	build/requeue.o \
+	build/schedule.o \
 	build/slot.o \
 	build/sql.o \
 	build/stats.o \
@@ -69,6 +71,7 @@ OBJS =	build/backoff.o \
 	build/status_db.o \
 	build/status_socket.o \
 	build/supervisor.o \
+	build/tz.o \
 	build/wake_binlog.o \
 	build/wake_socket.o \
 	build/wake_watch.o \
@@ -83,6 +86,7 @@ OBJS =	build/backoff.o \
 UNIT_TESTS = \
 	check_backoff \
 	check_config \
+	check_cron \
 	check_cursor \
 	check_duration \
 	check_json \

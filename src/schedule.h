@@ -1,0 +1,110 @@
+/*
+ * schedule.h: schedules, the rows rowq inserts on a timetable: cron
+ * expressions (cron.c), time zones (tz.c), a schedule's slots and what a
+ * transaction does with them (schedule.c), the table that keeps each
+ * schedule's last slot and the transaction itself (schedule_db.c), the
+ * supervisor's part that runs them (schedule_daemon.c) and the commands
+ * (schedule_cmd.c).  config_schedule.c reads schedules: (config.h).
+ */
+#ifndef SCHEDULE_H
+#define SCHEDULE_H
+
+#include "rowq.h"
+
+#include <time.h>
+
+#define SCHEDULES_MAX		256
+#define CRON_TEXT_MAX		256	/* bytes of a cron expression */
+#define TZ_NAME_MAX		64	/* the longest IANA names are 32 */
+#define TZ_TIME_LEN		19	/* "YYYY-MM-DD HH:MM:SS" */
+
+/*
+ * A slot at most this late is on time: inserted whatever catch_up says.
+ * Longer than the daemons themselves ever delay a slot while they and
+ * the database work (a frozen or killed peer's lock, a crashed scheduler,
+ * a reconnect: seconds), and long enough that a restart of every daemon
+ * at once, a deploy, loses no slot; rowq.yaml(5) SCHEDULES says why.
+ */
+#define SCHEDULE_ON_TIME_MS	60000
+/* Slots inserted in one transaction, at most; the rest in the next. */
+#define SCHEDULE_BATCH_MAX	100
+/* Skipped slots logged one by one per transaction; the rest summed up. */
+#define SCHEDULE_SKIP_LOG_MAX	10
+/* Skipped slots of a cron: counted one by one up to this, then "at least". */
+#define SCHEDULE_SKIP_COUNT_MAX	100000
+
+/* ---- cron.c: cron expressions ---- */
+
+/* Bit v of a field set: value v matches. */
+struct cron {
+	uint64_t	 minute;	/* 0-59 */
+	uint32_t	 hour;		/* 0-23 */
+	uint32_t	 mday;		/* 1-31 */
+	uint16_t	 month;		/* 1-12 */
+	uint8_t		 wday;		/* 0-6, Sunday 0 */
+	bool		 mday_star;	/* the field began with '*' */
+	bool		 wday_star;
+};
+
+int	 cron_parse(struct cron *, const char *text, char *err, size_t errlen);
+bool	 cron_day_matches(const struct cron *, const struct tm *);
+int64_t	 cron_next(const struct cron *, int64_t wall);
+
+/* ---- tz.c: time zones through libc ---- */
+
+int	 tz_check(const char *name, char *err, size_t errlen);
+void	 tz_use(const char *zone);
+void	 tz_restore(void);
+int64_t	 tz_wall(int64_t t);
+int64_t	 tz_instant(int64_t wall);
+void	 tz_format(int64_t wall, char *out, size_t len);
+
+/* ---- schedule.c: a schedule's slots ---- */
+
+struct schedule {
+	char		*name;
+	char		*where;		/* "FILE:LINE" of its name */
+	char		*expr;		/* cron: or every: as written */
+	char		*expr_where;	/* "FILE:LINE: schedules.NAME.cron" */
+	struct cron	 cron;
+	int64_t		 every_s;	/* every:, in seconds; 0: cron: */
+	char		*timezone;	/* an IANA name; "UTC" by default */
+	struct sql	 insert;
+	int64_t		 catch_up_ms;
+};
+
+/*
+ * What one transaction does with a schedule's slots after its last
+ * slot, at a time now (schedule_plan): skip those too late (the first
+ * few kept for the log), insert those on time or within catch_up, oldest
+ * first, at most SCHEDULE_BATCH_MAX, and move the last slot to the last
+ * of them.
+ */
+struct schedule_plan {
+	int64_t		 insert[SCHEDULE_BATCH_MAX];
+	size_t		 ninsert;
+	uint64_t	 skipped;
+	bool		 skipped_more;	/* counting stopped: at least skipped */
+	int64_t		 skip_log[SCHEDULE_SKIP_LOG_MAX];
+	int64_t		 skipped_last;
+	int64_t		 last;		/* the last slot after it */
+	int64_t		 next;		/* the slot after last; -1: none */
+};
+
+/* A slot as the log and the parameters say it. */
+struct schedule_slot_text {
+	char		 utc[TZ_TIME_LEN + 1];	/* :slot */
+	char		 local[TZ_TIME_LEN + 1];	/* :slot_local */
+	char		 shown[TZ_TIME_LEN + TZ_NAME_MAX + 4];
+};
+
+int64_t	 schedule_next(const struct schedule *, int64_t after);
+int64_t	 schedule_window_ms(const struct schedule *);
+void	 schedule_plan(const struct schedule *, int64_t last, int64_t now_ms,
+	    struct schedule_plan *);
+int64_t	 schedule_due(const struct schedule *, int64_t last, int64_t now_ms);
+void	 schedule_slot_text(const struct schedule *, int64_t slot,
+	    struct schedule_slot_text *);
+void	 schedule_free(struct schedule *);
+
+#endif /* SCHEDULE_H */
