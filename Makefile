@@ -33,6 +33,7 @@ OBJS =	build/backoff.o \
 	build/config_env.o \
 	build/config_hosts.o \
 	build/config_queue.o \
+	build/config_schedule.o \
 	build/config_tls.o \
 	build/config_walk.o \
 	build/config_yaml.o \
@@ -64,6 +65,8 @@ OBJS =	build/backoff.o \
 	build/report.o \
 	build/requeue.o \
 	build/schedule.o \
+	build/schedule_db.o \
+	build/schedule_daemon.o \
 	build/slot.o \
 	build/sql.o \
 	build/stats.o \

@@ -7,10 +7,12 @@
  * run`, `rowq drain` and a reload all go through here, so a configuration
  * that passes check is one the workers can run, and a slow plan is in the
  * log of every start.  The EXPLAIN costs two or three queries per queue,
- * none of which reads the table.
+ * none of which reads the table.  Each schedule's insert is prepared too
+ * (schedule_db.c).
  */
 #include "rowq.h"
 #include "db.h"
+#include "schedule.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -271,6 +273,7 @@ check_config(const struct config *cfg, bool explain)
 		if (galera)
 			check_galera_queue(&cfg->queues[i], node);
 	}
+	problems += schedule_check(db, cfg, explain);
 	(void)db_rollback(db);
 	db_close(db);
 	return problems > 0 ? CHECK_PROBLEMS : CHECK_PASSED;

@@ -10,6 +10,7 @@
  * any error means NULL and nothing kept.
  */
 #include "config.h"
+#include "schedule.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -321,6 +322,9 @@ static const struct config_field top_fields[] = {
 	ROW("user", user, offsetof(struct config, user), 0, 0, true),
 	ROW("group", group, offsetof(struct config, user), 0, 0, true),
 	WHOLE("queues", queues),
+	ROW("schedules", schedules, 0, 0, 0, true),
+	ROW("schedule_table", table, offsetof(struct config, schedule_table),
+	    0, 0, true),
 };
 
 static void
@@ -533,7 +537,8 @@ config_load_any(const char *path, bool *broken)
 	if (ld.nfiles > 0) {
 		config_includes(&ld, &top);
 		/* Unless a file was unreadable YAML, which may hold them. */
-		if (ld.queue_entries == 0 && ld.unparsed == 0) {
+		if (ld.queue_entries == 0 && ld.schedule_entries == 0 &&
+		    ld.unparsed == 0) {
 			ld.file = &top;
 			config_error(&ld, ld.queues_line > 0 ?
 			    ld.queues_line : 1, "queues",
@@ -580,6 +585,7 @@ config_free(struct config *cfg)
 	free(cfg->pause_table);
 	config_env_free(&cfg->env);
 	config_user_free(&cfg->user);
+	config_schedules_free(cfg);
 	free(cfg);
 }
 

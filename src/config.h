@@ -60,6 +60,7 @@ struct load {
 	const struct config_file *file;
 	int			 errors;
 	size_t			 queue_entries;	/* valid or not */
+	size_t			 schedule_entries; /* valid or not */
 	bool			 too_many_queues; /* said so once */
 	size_t			 unparsed;	/* files with syntax errors */
 	unsigned long		 queues_line;	/* of the main file's queues: */
@@ -164,7 +165,16 @@ void		 config_require(struct load *, const struct config_item *,
 void		 config_field_queues(struct load *,
 		    const struct config_item *, void *,
 		    const struct config_field *);
+void		 config_field_statement(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
+bool		 config_queue_name_ok(const char *);
 void		 config_queue_free(struct queue *);
+
+/* config_schedule.c: schedules: and each schedule's keys */
+void		 config_field_schedules(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
 
 /* config_env.c: env:, user:, group:, at the top and in a queue */
 void		 config_field_env(struct load *, const struct config_item *,

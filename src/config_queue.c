@@ -38,7 +38,7 @@ config_field_backoff(struct load *ld, const struct config_item *it, void *dst,
 }
 
 /* A statement with :name parameters. */
-static void
+void
 config_field_statement(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
@@ -419,7 +419,8 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	    SEEN(queue_fields, seen, "group"), it->path);
 }
 
-static bool
+/* A queue's name, and a schedule's (config_schedule.c). */
+bool
 config_queue_name_ok(const char *s)
 {
 	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

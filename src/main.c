@@ -121,8 +121,12 @@ cmd_check(const char *path)
 
 	if (rc != ROWQ_EXIT_OK)
 		return rc;
-	printf("%s: ok, %zu queue%s\n", path, cfg->nqueues,
+	printf("%s: ok, %zu queue%s", path, cfg->nqueues,
 	    cfg->nqueues == 1 ? "" : "s");
+	if (cfg->nschedules > 0)
+		printf(", %zu schedule%s", cfg->nschedules,
+		    cfg->nschedules == 1 ? "" : "s");
+	putchar('\n');
 	config_free(cfg);
 	return ROWQ_EXIT_OK;
 }

@@ -279,6 +279,52 @@ metrics_render_reloads(struct buf *b, uint64_t ok, uint64_t failed)
 	    (unsigned long long)failed);
 }
 
+/* A schedule's sample: "name{schedule=\"NAME\"} value". */
+static void
+metrics_schedule_sample(struct buf *b, const char *name, const char *schedule,
+    long long v)
+{
+	buf_printf(b, "%s{schedule=\"", name);
+	metrics_label(b, schedule);
+	buf_printf(b, "\"} %lld\n", v);
+}
+
+/*
+ * The schedules this daemon runs: the last slot inserted (by any
+ * daemon, as this one last read the schedule table), and the slots this
+ * daemon inserted and skipped: summed over the daemons they count each
+ * slot once.
+ */
+void
+metrics_render_schedules(struct buf *b, const struct metrics_schedule *s,
+    size_t n)
+{
+	metrics_head(b, "rowq_schedule_last_slot_timestamp", "gauge",
+	    "The last slot of the schedule inserted, by any daemon, in "
+	    "seconds since 1970.");
+	for (size_t i = 0; i < n; i++)
+		if (s[i].last_slot >= 0)
+			metrics_schedule_sample(b,
+			    "rowq_schedule_last_slot_timestamp", s[i].name,
+			    s[i].last_slot);
+	metrics_head(b, "rowq_schedule_inserted_total", "counter",
+	    "Slots of the schedule this daemon inserted.");
+	for (size_t i = 0; i < n; i++)
+		metrics_schedule_sample(b, "rowq_schedule_inserted_total",
+		    s[i].name, (long long)s[i].inserted);
+	metrics_head(b, "rowq_schedule_skipped_total", "counter",
+	    "Slots of the schedule this daemon skipped: later than catch_up, "
+	    "or while paused.");
+	for (size_t i = 0; i < n; i++)
+		metrics_schedule_sample(b, "rowq_schedule_skipped_total",
+		    s[i].name, (long long)s[i].skipped);
+	metrics_head(b, "rowq_schedule_paused", "gauge",
+	    "1 while the schedule is paused (rowq pause --schedule).");
+	for (size_t i = 0; i < n; i++)
+		metrics_schedule_sample(b, "rowq_schedule_paused", s[i].name,
+		    s[i].paused);
+}
+
 /*
  * POST /wake/QUEUE: what `rowq wake QUEUE` does (a hint: 202, the read
  * comes after the answer).  A body is read and dropped; the answer comes

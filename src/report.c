@@ -72,6 +72,7 @@ report_metrics(void *ctx, struct buf *b)
 	}
 	metrics_render(b, m, cfg->nqueues);
 	metrics_render_reloads(b, s->reloads_ok, s->reloads_failed);
+	schedule_daemon_metrics(s, b);
 	free(m);
 }
 

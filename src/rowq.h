@@ -308,6 +308,9 @@ struct config {
 	struct handler_user user;	/* for queues without their own */
 	struct queue	*queues;
 	size_t		 nqueues;
+	struct schedule	*schedules;	/* schedule.h */
+	size_t		 nschedules;
+	char		*schedule_table; /* NULL: SCHEDULE_TABLE_DEFAULT */
 };
 
 /*
@@ -742,6 +745,15 @@ struct metrics_queue {
 	struct histogram	 handler;
 };
 
+/* One schedule's numbers, for the daemon that runs it. */
+struct metrics_schedule {
+	const char		*name;
+	long long		 last_slot;	/* the last inserted; -1: none */
+	uint64_t		 inserted;	/* by this daemon */
+	uint64_t		 skipped;
+	int			 paused;
+};
+
 typedef void	(*metrics_render_fn)(void *ctx, struct buf *);
 /* POST /wake/QUEUE: -1 for a queue the daemon does not run. */
 typedef int	(*metrics_wake_fn)(void *ctx, const char *queue);
@@ -752,6 +764,8 @@ void		 metrics_render(struct buf *, const struct metrics_queue *,
 		    size_t n);
 void		 metrics_render_reloads(struct buf *, uint64_t ok,
 		    uint64_t failed);
+void		 metrics_render_schedules(struct buf *,
+		    const struct metrics_schedule *, size_t n);
 struct metrics	*metrics_start(const char *addr, metrics_render_fn,
 		    metrics_wake_fn, void *ctx);
 int		 metrics_fd(const struct metrics *);

@@ -59,6 +59,14 @@ int64_t	 tz_wall(int64_t t);
 int64_t	 tz_instant(int64_t wall);
 void	 tz_format(int64_t wall, char *out, size_t len);
 
+/* ---- config_schedule.c: schedules: (its parser is in config.h) ---- */
+
+#define SCHEDULE_TABLE_DEFAULT	"rowq_schedule"
+
+struct schedule	*config_schedule(const struct config *, const char *name);
+const char	*config_schedule_table(const struct config *);
+void		 config_schedules_free(struct config *);
+
 /* ---- schedule.c: a schedule's slots ---- */
 
 struct schedule {
@@ -106,5 +114,46 @@ int64_t	 schedule_due(const struct schedule *, int64_t last, int64_t now_ms);
 void	 schedule_slot_text(const struct schedule *, int64_t slot,
 	    struct schedule_slot_text *);
 void	 schedule_free(struct schedule *);
+
+/* ---- schedule_db.c: the schedule table and the slot's transaction ---- */
+
+/* A schedule's pause is this and its name in the pause table (pause.c). */
+#define SCHEDULE_PAUSE_PREFIX	"schedule:"
+
+struct db;
+struct db_stmt;
+
+/* One connection's statements on the schedule table. */
+struct schedule_conn {
+	const struct config *cfg;
+	struct db	*db;
+	struct db_stmt	*lock;		/* the row FOR UPDATE, the clock */
+	struct db_stmt	*init;		/* a schedule seen the first time */
+	struct db_stmt	*advance;	/* the row moved on */
+	struct db_stmt	*insert[SCHEDULES_MAX];	/* prepared when first run */
+};
+
+/* What one transaction did, and what the schedule table says now. */
+struct schedule_outcome {
+	int64_t		 now_ms;	/* the server's clock */
+	int64_t		 last_slot;
+	int64_t		 last_inserted;	/* -1: none yet */
+	uint64_t	 skipped_total;	/* by every daemon */
+	int64_t		 next;		/* the slot after last_slot; -1: none */
+	uint64_t	 inserted, skipped;	/* by this transaction */
+	bool		 paused;
+	bool		 more;		/* slots due still: again at once */
+	bool		 created;	/* its row was made: first seen */
+};
+
+enum db_status	 schedule_conn_open(struct schedule_conn *, struct db *,
+		    const struct config *);
+void		 schedule_conn_close(struct schedule_conn *);
+enum db_status	 schedule_insert(struct schedule_conn *, size_t i,
+		    int64_t slot);
+enum db_status	 schedule_txn(struct schedule_conn *, size_t i,
+		    struct schedule_outcome *);
+int		 schedule_check(struct db *, const struct config *,
+		    bool explain);
 
 #endif /* SCHEDULE_H */

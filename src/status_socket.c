@@ -237,6 +237,7 @@ status_text(struct supervisor *s, struct buf *b)
 	for (int k = 0; k < s->nslots; k++)
 		if (s->slots[k].state != SLOT_FREE)
 			status_worker_line(b, &s->slots[k], wall);
+	schedule_daemon_status(s, b);
 }
 
 /* ---- its clients ---- */

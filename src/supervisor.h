@@ -141,7 +141,8 @@ struct supervisor_part {
 	X(pause_watch)		/* pauses, as the wake watcher reads them */ \
 	X(wake_watch)		/* the wake watcher child */		\
 	X(wake_binlog)		/* the binlog follower child */		\
-	X(wake_socket)		/* `rowq wake` */
+	X(wake_socket)		/* `rowq wake` */			\
+	X(schedule_daemon)	/* the scheduler child */
 
 #define SUPERVISOR_PART_DECLARE(name) \
 	extern const struct supervisor_part name##_part;
@@ -274,6 +275,7 @@ struct supervisor {
 	int64_t			 next_textfile_ms;
 	struct probe		*probe;		/* shared with the probe child */
 	struct pruner		*pruner;	/* prune_daemon.c */
+	struct scheduler	*scheduler;	/* schedule_daemon.c */
 	struct pause_state	 pause;
 	struct wake_state	 wake;
 	struct binlog_state	 binlog;
@@ -369,6 +371,10 @@ bool	 pause_watch_paused(const struct supervisor *, const char *queue);
 /* wake_watch.c */
 int	 wake_watch_queue(struct supervisor *, const char *queue);
 void	 wake_watch_index(struct supervisor *, size_t queue, bool binlog);
+
+/* schedule_daemon.c, for status_socket.c and report.c */
+void	 schedule_daemon_status(struct supervisor *, struct buf *);
+void	 schedule_daemon_metrics(struct supervisor *, struct buf *);
 
 /* wake_binlog.c */
 const char *wake_binlog_mode(const struct supervisor *, const struct queue *,
