@@ -184,8 +184,8 @@ schedule_slot_text(const struct schedule *s, int64_t slot,
 	tz_restore();
 	tz_format(slot, t->utc, sizeof(t->utc));
 	tz_format(wall, t->local, sizeof(t->local));
-	/* Whole minutes are shown as such, as cron times are written. */
-	n = wall % 60 == 0 ? TZ_TIME_LEN - 3 : TZ_TIME_LEN;
+	/* Minutes, as cron times are written; seconds where slots have them. */
+	n = s->every_s % 60 == 0 ? TZ_TIME_LEN - 3 : TZ_TIME_LEN;
 	snprintf(t->shown, sizeof(t->shown), "%.*s %s", (int)n, t->local,
 	    s->timezone);
 }
