@@ -65,6 +65,7 @@ OBJS =	build/backoff.o \
 	build/report.o \
 	build/requeue.o \
 	build/schedule.o \
+	build/schedule_cmd.o \
 	build/schedule_db.o \
 	build/schedule_daemon.o \
 	build/slot.o \

@@ -3,6 +3,7 @@
  * the process on purpose, apart from fatal() on a broken invariant.
  */
 #include "rowq.h"
+#include "schedule.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -20,7 +21,11 @@ static const char usage_text[] =
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
 "       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
 "       rowq [-c FILE] resume QUEUE\n"
+"       rowq [-c FILE] pause --schedule NAME [--reason TEXT]\n"
+"       rowq [-c FILE] resume --schedule NAME\n"
 "       rowq [-c FILE] wake QUEUE\n"
+"       rowq [-c FILE] schedules [--json]\n"
+"       rowq [-c FILE] schedule run NAME\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
@@ -35,6 +40,8 @@ static const char usage_text[] =
 "  pause   stop the queue's workers in every daemon (within 2s)\n"
 "  resume  start them again\n"
 "  wake    tell the running daemon that the queue has rows (a hint)\n"
+"  schedules  each schedule: its expression, zone, last and next slot\n"
+"  schedule run  insert one slot of the schedule now, by hand\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -243,26 +250,33 @@ cmd_status(const char *path, int argc, char **argv)
 	return rc;
 }
 
-/* `pause QUEUE [--reason TEXT]`, `resume QUEUE`: the pause table (pause.c). */
+/*
+ * `pause QUEUE [--reason TEXT]`, `resume QUEUE`: the pause table
+ * (pause.c); with --schedule NAME, a schedule's (schedule_cmd.c).
+ */
 static int
 cmd_pause(const char *path, int argc, char **argv)
 {
 	bool pause = strcmp(argv[0], "pause") == 0;
-	const char *queue = NULL, *reason = "";
+	const char *queue = NULL, *reason = "", *schedule = NULL;
 
 	for (int i = 1; i < argc; i++) {
-		if (pause && strcmp(argv[i], "--reason") == 0 && i + 1 < argc)
+		if (strcmp(argv[i], "--schedule") == 0 && i + 1 < argc &&
+		    schedule == NULL && queue == NULL)
+			schedule = argv[++i];
+		else if (pause && strcmp(argv[i], "--reason") == 0 && i + 1 < argc)
 			reason = argv[++i];
 		else if (pause && strncmp(argv[i], "--reason=", 9) == 0)
 			reason = argv[i] + 9;
-		else if (argv[i][0] == '-' || queue != NULL) {
+		else if (argv[i][0] == '-' || queue != NULL ||
+		    schedule != NULL) {
 			fprintf(stderr, "rowq: %s: unexpected argument %s\n",
 			    argv[0], argv[i]);
 			return usage(stderr, ROWQ_EXIT_USAGE);
 		} else
 			queue = argv[i];
 	}
-	if (queue == NULL) {
+	if (queue == NULL && schedule == NULL) {
 		fprintf(stderr, "rowq: %s: name the queue\n", argv[0]);
 		return ROWQ_EXIT_USAGE;
 	}
@@ -271,8 +285,30 @@ cmd_pause(const char *path, int argc, char **argv)
 		    PAUSE_REASON_MAX);
 		return ROWQ_EXIT_USAGE;
 	}
+	if (schedule != NULL)
+		return schedule_pause_command(path, schedule, reason, pause);
 	return pause ? pause_command(path, queue, reason) :
 	    resume_command(path, queue);
+}
+
+/* `schedules [--json]`, `schedule run NAME` (schedule_cmd.c). */
+static int
+cmd_schedules(const char *path, int argc, char **argv)
+{
+	if (strcmp(argv[0], "schedule") == 0) {
+		if (argc != 3 || strcmp(argv[1], "run") != 0 ||
+		    argv[2][0] == '-') {
+			fprintf(stderr, "rowq: schedule: run NAME\n");
+			return usage(stderr, ROWQ_EXIT_USAGE);
+		}
+		return schedule_run_command(path, argv[2]);
+	}
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--json") != 0)) {
+		fprintf(stderr, "rowq: schedules: unexpected argument %s\n",
+		    argv[1]);
+		return usage(stderr, ROWQ_EXIT_USAGE);
+	}
+	return schedules_command(path, argc == 2);
 }
 
 /* `wake QUEUE`: a hint to the running daemon (wake_socket.c). */
@@ -343,6 +379,8 @@ main(int argc, char **argv)
 		return requeue_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "wake") == 0)
 		return cmd_wake(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "schedules") == 0 || strcmp(cmd, "schedule") == 0)
+		return cmd_schedules(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
 		return cmd_pause(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);

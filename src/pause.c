@@ -271,3 +271,54 @@ out:
 	buf_free(&sql);
 	return rc;
 }
+
+/*
+ * The pause table's row key, for a pause of something else than a queue
+ * (a schedule's, schedule_cmd.c): inserted, the table created when it is
+ * missing.  0 (*affected 0: there already), or -1 logged.
+ */
+int
+pause_row_add(struct db *db, const struct config *cfg, const char *key,
+    const char *reason, unsigned long long *affected)
+{
+	struct buf sql = { 0 };
+	enum db_status st;
+
+	buf_printf(&sql, "INSERT IGNORE INTO %s (queue, reason) VALUES (?, ?)",
+	    pause_table(cfg));
+	st = pause_exec(db, sql.data, key, reason, affected);
+	if (st != DB_OK && db_no_such_table(db) && pause_create(db, cfg) == 0)
+		st = pause_exec(db, sql.data, key, reason, affected);
+	if (st == DB_OK)
+		st = db_commit(db);
+	if (st != DB_OK && !db_no_such_table(db))
+		log_error("%s: cannot pause %s in %s: %s%s", cfg->path, key,
+		    pause_table(cfg), db_error(db), db_denied(db) ?
+		    "; the database user needs SELECT, INSERT and DELETE on "
+		    "the pause table" : "");
+	buf_free(&sql);
+	return st == DB_OK ? 0 : -1;
+}
+
+/* The row key deleted: 0 (*affected 0: there was none), or -1 logged. */
+int
+pause_row_remove(struct db *db, const struct config *cfg, const char *key,
+    unsigned long long *affected)
+{
+	struct buf sql = { 0 };
+	enum db_status st;
+
+	buf_printf(&sql, "DELETE FROM %s WHERE queue = ?", pause_table(cfg));
+	st = pause_exec(db, sql.data, key, NULL, affected);
+	if (st == DB_OK)
+		st = db_commit(db);
+	if (st != DB_OK && db_no_such_table(db))
+		st = DB_OK;
+	else if (st != DB_OK)
+		log_error("%s: cannot resume %s in %s: %s%s", cfg->path, key,
+		    pause_table(cfg), db_error(db), db_denied(db) ?
+		    "; the database user needs SELECT, INSERT and DELETE on "
+		    "the pause table" : "");
+	buf_free(&sql);
+	return st == DB_OK ? 0 : -1;
+}

@@ -687,6 +687,11 @@ void		 pause_list_free(struct pause_list *);
 int		 pause_command(const char *path, const char *queue,
 		    const char *reason);
 int		 resume_command(const char *path, const char *queue);
+int		 pause_row_add(struct db *, const struct config *,
+		    const char *key, const char *reason,
+		    unsigned long long *affected);
+int		 pause_row_remove(struct db *, const struct config *,
+		    const char *key, unsigned long long *affected);
 
 /* ---- status_socket.c: the daemon's status socket ---- */
 

@@ -156,4 +156,33 @@ enum db_status	 schedule_txn(struct schedule_conn *, size_t i,
 int		 schedule_check(struct db *, const struct config *,
 		    bool explain);
 
+/* ---- schedule_cmd.c: rowq schedules, schedule run, pause --schedule ---- */
+
+/* A schedule as the schedule table and the pause table say it. */
+struct schedule_row {
+	const struct schedule	*s;
+	bool			 known;		/* the table has its row */
+	int64_t			 last_slot;
+	int64_t			 last_inserted;	/* -1: none */
+	int64_t			 next;		/* -1: none */
+	uint64_t		 skipped;
+	const struct pause_entry *pause;	/* NULL: not paused */
+};
+
+struct schedule_list {
+	struct schedule_row	*row;
+	size_t			 n;
+	struct pause_list	 paused;
+};
+
+int	 schedule_list_read(struct db *, const struct config *,
+	    struct schedule_list *);
+void	 schedule_list_table(const struct schedule_list *);
+void	 schedule_list_json(const struct schedule_list *, struct buf *);
+void	 schedule_list_free(struct schedule_list *);
+int	 schedules_command(const char *path, bool json);
+int	 schedule_run_command(const char *path, const char *name);
+int	 schedule_pause_command(const char *path, const char *name,
+	    const char *reason, bool pause);
+
 #endif /* SCHEDULE_H */

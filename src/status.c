@@ -11,6 +11,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "schedule.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -248,9 +249,26 @@ status_alerts(const struct status_queue *r, size_t n)
 		}
 }
 
+/* The schedules, and what the daemon's scheduler last failed with. */
+static void
+status_schedules(const struct schedule_list *sl, const struct live *lv)
+{
+	const struct line *l;
+	size_t i = 0;
+
+	if (sl == NULL || sl->n == 0)
+		return;
+	putchar('\n');
+	schedule_list_table(sl);
+	while ((l = live_find(lv, "schedule", NULL, &i)) != NULL)
+		if (*live_value(l, "error"))
+			printf("  schedule %s last error: %s\n",
+			    live_value(l, "schedule"), live_value(l, "error"));
+}
+
 static void
 status_table(const struct status_queue *r, size_t n, const struct live *lv,
-    const struct status_link *link)
+    const struct status_link *link, const struct schedule_list *sl)
 {
 	size_t i = 0;
 	const struct line *d = live_find(lv, "daemon", NULL, &i);
@@ -293,6 +311,7 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 		    l ? live_value(l, "rate") : "-");
 	}
 	status_alerts(r, n);
+	status_schedules(sl, lv);
 	for (size_t k = 0; k < n; k++) {
 		char ago[32];
 		if (r[k].pause == NULL)
@@ -384,7 +403,7 @@ json_live_line(struct buf *b, const struct line *l)
 
 static void
 status_json(const struct status_queue *r, size_t n, const struct live *lv,
-    const struct status_link *link)
+    const struct status_link *link, const struct schedule_list *sl)
 {
 	struct buf b = { 0 };
 	size_t i = 0;
@@ -463,6 +482,10 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv,
 			json_kv_num(&b, "tls_cipher", NULL, &firstd);
 		buf_putc(&b, '}');
 	}
+	if (sl != NULL && sl->n > 0) {
+		buf_puts(&b, ",\"schedules\":");
+		schedule_list_json(sl, &b);
+	}
 	buf_puts(&b, "}\n");
 	fputs(b.data, stdout);
 	buf_free(&b);
@@ -523,9 +546,9 @@ status_broken_config(const struct config *cfg, char **names, size_t nnames,
 		r[k].ready = r[k].in_progress = -1;
 	}
 	if (json)
-		status_json(r, n, &lv, &link);
+		status_json(r, n, &lv, &link, NULL);
 	else
-		status_table(r, n, &lv, &link);
+		status_table(r, n, &lv, &link, NULL);
 	fflush(stdout);
 	free(r);
 	free(q);
@@ -542,6 +565,7 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	struct live lv = { 0 };
 	struct pause_list paused = { 0 };
 	struct status_link link = { 0 };
+	struct schedule_list sched = { 0 };
 	struct db *db;
 	enum db_status st;
 	size_t n = 0;
@@ -595,6 +619,12 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 			if (r[k].alert || r[k].alert_failed)
 				rc = ROWQ_EXIT_FAILURE;
 		}
+		if (nnames == 0 &&
+		    schedule_list_read(db, cfg, &sched) == -1) {
+			log_error("%s: cannot read the schedules: %s", path,
+			    db_error(db));
+			rc = ROWQ_EXIT_FAILURE;
+		}
 	}
 	db_close(db);
 	live_load(&lv, cfg);
@@ -607,12 +637,13 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		    &r[k].in_progress);
 	}
 	if (json)
-		status_json(r, n, &lv, &link);
+		status_json(r, n, &lv, &link, &sched);
 	else
-		status_table(r, n, &lv, &link);
+		status_table(r, n, &lv, &link, &sched);
 	fflush(stdout);
 	live_free(&lv);
 out:
+	schedule_list_free(&sched);
 	pause_list_free(&paused);
 	free(r);
 	config_free(cfg);
