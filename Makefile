@@ -199,12 +199,12 @@ check-deb: deb
 .SECONDARY:
 
 # The fault suite (tests/TORTURE.md): the fault tests at full size, the
-# config fuzzer for a bounded time, and a summary of the figures; a few
-# minutes, not part of `make check`.
+# config and cron fuzzers for a bounded time, and a summary of the
+# figures; a few minutes, not part of `make check`.
 torture:
-	@# clang and its libFuzzer runtime, for the config fuzzer.
+	@# clang and its libFuzzer runtime, for the fuzzers.
 	@sh tests/deps.sh clang libclang-rt-dev
-	@$(MAKE) --no-print-directory rowq build/asan/rowq $(HANDLERS) build/fuzz/fuzz_config
+	@$(MAKE) --no-print-directory rowq build/asan/rowq $(HANDLERS) build/fuzz/fuzz_config build/fuzz/fuzz_cron
 	@bash tests/torture/run.sh
 
 # libFuzzer target for config_load: clang, every source but main.c.
@@ -216,10 +216,17 @@ build/fuzz/fuzz_config: tests/fuzz/fuzz_config.c $(FUZZ_SRCS) $(HDRS) | build/fu
 	    $(shell pkg-config --cflags $(PKGS) $(PKGS_DLOPEN) 2>/dev/null) \
 	    -o $@ tests/fuzz/fuzz_config.c $(FUZZ_SRCS) $(LDLIBS)
 
-# The corpus as a regression test in `make check`: gcc, the ASan objects.
-build/fuzz/replay_config: tests/fuzz/replay.c tests/fuzz/fuzz_config.c $(ASAN_OBJS) | build/fuzz
+# libFuzzer target for cron_parse and the slots it gives.
+build/fuzz/fuzz_cron: tests/fuzz/fuzz_cron.c $(FUZZ_SRCS) $(HDRS) | build/fuzz
+	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Isrc \
+	    -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
+	    $(shell pkg-config --cflags $(PKGS) $(PKGS_DLOPEN) 2>/dev/null) \
+	    -o $@ tests/fuzz/fuzz_cron.c $(FUZZ_SRCS) $(LDLIBS)
+
+# The corpora as regression tests in `make check`: gcc, the ASan objects.
+build/fuzz/replay_%: tests/fuzz/replay.c tests/fuzz/fuzz_%.c $(ASAN_OBJS) | build/fuzz
 	$(CC) $(CFLAGS) $(SANITIZE) -Isrc -o $@ tests/fuzz/replay.c \
-	    tests/fuzz/fuzz_config.c $(ASAN_OBJS) $(LDLIBS)
+	    tests/fuzz/fuzz_$*.c $(ASAN_OBJS) $(LDLIBS)
 
 build/fuzz:
 	mkdir -p $@

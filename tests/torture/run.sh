@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # `make torture`: the fault tests of tests/integration/4*_*.sh at full
 # size (100,000 rows at scale, 50 kills per handler kind, a server frozen
-# past the client timeouts, ...), then the config fuzzer for a bounded
-# time, then tests/TORTURE.md rewritten from the figures they reported.
+# past the client timeouts, ...), then the config and cron fuzzers for a
+# bounded time, then tests/TORTURE.md rewritten from the figures they
+# reported.
 # A few minutes on the 2-core reference machine; not part of `make check`.
 #
-#   ROWQ_FUZZ_SECONDS   fuzzing time (90)
+#   ROWQ_FUZZ_SECONDS   fuzzing time of config_load (90)
+#   ROWQ_FUZZ_CRON_SECONDS  of cron expressions (30)
 #   ROWQ                the binary under test (default: the plain build,
 #                       whose figures are the product's; `make check` runs
 #                       the same tests under ASan at small sizes)
@@ -20,6 +22,7 @@ cd "$REPO_ROOT" || exit 1
 export ROWQ=${ROWQ:-$REPO_ROOT/rowq}
 export ROWQ_TEST_TIMEOUT=${ROWQ_TEST_TIMEOUT:-900}
 fuzz_seconds=${ROWQ_FUZZ_SECONDS:-90}
+fuzz_cron_seconds=${ROWQ_FUZZ_CRON_SECONDS:-30}
 
 # Full size.
 export ROWQ_SCALE_ROWS=${ROWQ_SCALE_ROWS:-100000}
@@ -60,37 +63,45 @@ fi
 status=0
 bash tests/run-integration.sh "${tests[@]}" 2>&1 | tee "$work/tests.out" || status=1
 
-# ---- the fuzzer ----
-fuzz_status=0
-corpus=$work/corpus
-mkdir -p "$corpus"
-if [ "$fuzz_seconds" -gt 0 ]; then
-	echo "fuzz: config_load for ${fuzz_seconds}s on tests/fuzz/corpus"
-	(cd "$work" && "$REPO_ROOT/build/fuzz/fuzz_config" -close_fd_mask=2 \
-	    -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
-	    -max_len=16384 -print_final_stats=1 \
-	    "$corpus" "$REPO_ROOT/tests/fuzz/corpus" \
-	    </dev/null >"$work/fuzz.out" 2>&1) || fuzz_status=$?
-	tail -n 12 "$work/fuzz.out"
-	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.out")
-	secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$work/fuzz.out")
-	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.out")
-	crashes=$(ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* 2>/dev/null | wc -l)
-	[ "$fuzz_status" -eq 0 ] || crashes=$((crashes > 0 ? crashes : 1))
+# ---- the fuzzers ----
+# fuzz NAME SECONDS CORPUS MAX_LEN: run build/fuzz/NAME on CORPUS (and
+# what it finds, kept in $work/NAME) for SECONDS, and report its figures.
+fuzz()
+{
+	local name=$1 seconds=$2 seed=$3 max_len=$4 fuzz_status=0 n
+	local corpus=$work/$name out=$work/$name.out
+	mkdir -p "$corpus"
+	[ "$seconds" -gt 0 ] || return 0
+	echo "fuzz: $name for ${seconds}s on $seed"
+	(cd "$work" && mkdir -p "$name.crash" && cd "$name.crash" &&
+	    "$REPO_ROOT/build/fuzz/$name" -close_fd_mask=2 \
+	    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+	    -max_len="$max_len" -print_final_stats=1 \
+	    "$corpus" "$REPO_ROOT/$seed" \
+	    </dev/null >"$out" 2>&1) || fuzz_status=$?
+	tail -n 12 "$out"
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out")
+	secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$out")
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$out")
+	n=$(ls "$work/$name.crash" | wc -l)
+	[ "$fuzz_status" -eq 0 ] || n=$((n > 0 ? n : 1))
+	crashes=$(( ${crashes:-0} + n ))
 	{
-		printf 'fuzz_config\texecutions\t%s\n' "${execs:-?}"
-		printf 'fuzz_config\tseconds\t%s\n' "${secs:-$fuzz_seconds}"
-		printf 'fuzz_config\texecutions/s\t%s\n' "${rate:-?}"
-		printf 'fuzz_config\tinputs in the corpus at the start / new\t%s / %s\n' \
-		    "$(ls "$REPO_ROOT/tests/fuzz/corpus" | wc -l)" "$(ls "$corpus" | wc -l)"
-		printf 'fuzz_config\tcrashes, leaks, timeouts\t%s\n' "$crashes"
+		printf '%s\texecutions\t%s\n' "$name" "${execs:-?}"
+		printf '%s\tseconds\t%s\n' "$name" "${secs:-$seconds}"
+		printf '%s\texecutions/s\t%s\n' "$name" "${rate:-?}"
+		printf '%s\tinputs in the corpus at the start / new\t%s / %s\n' \
+		    "$name" "$(ls "$REPO_ROOT/$seed" | wc -l)" "$(ls "$corpus" | wc -l)"
+		printf '%s\tcrashes, leaks, timeouts\t%s\n' "$name" "$n"
 	} >>"$ROWQ_FIGURES"
-	if [ "$crashes" -gt 0 ]; then
-		echo "fuzz: FAILED: the report is in $work/fuzz.out, the input in $work"
-		echo "(reproduce: build/fuzz/fuzz_config FILE; once fixed, add FILE to tests/fuzz/corpus)"
+	if [ "$n" -gt 0 ]; then
+		echo "fuzz: FAILED: the report is in $out, the input in $work/$name.crash"
+		echo "(reproduce: build/fuzz/$name FILE; once fixed, add FILE to $seed)"
 		status=1
 	fi
-fi
+}
+fuzz fuzz_config "$fuzz_seconds" tests/fuzz/corpus 16384
+fuzz fuzz_cron "$fuzz_cron_seconds" tests/fuzz/corpus_cron 512
 
 # ---- the summary ----
 elapsed=$(( $(date +%s) - started ))
