@@ -5,7 +5,7 @@
 # every daemon's inserts of it within a slot, the slots meanwhile
 # skipped and counted, and `rowq resume --schedule` starts them again
 # with no burst; `rowq status` and the metrics show the last slot and the
-# skipped ones.  Bad input: an unknown schedule, a missing name, a stray
+# skipped ones; a reload hands the schedules to the new generation.  Bad input: an unknown schedule, a missing name, a stray
 # argument.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/wake.sh"
@@ -133,6 +133,15 @@ wait_until 5 '[ "$(ticks)" -gt "$n" ]' || fail "no tick after resume"
 assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM job WHERE kind = 'tick'
     AND slot > FROM_UNIXTIME($paused_at + 1) AND slot < FROM_UNIXTIME($resumed_at - 1)")" \
     "ticks of the paused time inserted after resume"
+
+# A reload: the new generation's scheduler takes over, no slot twice.
+sed -i 's/VALUES (:schedule, :slot, :slot_local)$/VALUES (CONCAT(:schedule, "-2"), :slot, :slot_local)/' rowq.yaml
+kill -HUP $P
+wait_until 10 '[ "$(sql_value "SELECT COUNT(*) FROM job WHERE kind = '"'tick-2'"'")" -ge 2 ]' ||
+    fail "no slot inserted by the reloaded schedule"
+assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM (SELECT slot FROM job
+    WHERE kind IN ('tick', 'tick-2') GROUP BY slot HAVING COUNT(*) > 1) AS t")" \
+    "slots inserted twice across the reload"
 kill -TERM $P
 wait $P || fail "the daemon exited with $?"
 untrack_pid $P
