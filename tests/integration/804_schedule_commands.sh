@@ -5,7 +5,8 @@
 # every daemon's inserts of it within a slot, the slots meanwhile
 # skipped and counted, and `rowq resume --schedule` starts them again
 # with no burst; `rowq status` and the metrics show the last slot and the
-# skipped ones; a reload hands the schedules to the new generation.  Bad input: an unknown schedule, a missing name, a stray
+# skipped ones; a reload hands the schedules to the new generation, no
+# slot twice.  Bad input: an unknown schedule, a missing name, a stray
 # argument.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/wake.sh"
