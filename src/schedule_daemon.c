@@ -29,8 +29,12 @@
 
 /* A scheduler that died starts again this long after. */
 #define SCHEDULE_RESTART_MS		1000
-/* After a failed connection: this long, then again. */
+/*
+ * After a failed connection: 1 s, 2 s, 4 s ... 10 s, so that a database
+ * back within the minute a slot is on time gets its slots on time.
+ */
 #define SCHEDULE_RETRY_MS		1000
+#define SCHEDULE_RETRY_MAX_MS		10000
 /* A deadlock or lock wait: again after this, doubled up to the max. */
 #define SCHEDULE_LOCK_RETRY_MS		100
 #define SCHEDULE_LOCK_RETRY_MAX_MS	2000
@@ -122,7 +126,8 @@ schedule_connect(const struct config *cfg, struct schedule_conn *c,
 	}
 	if (!*failing)
 		log_warnx("cannot connect to run the schedules: %s; trying "
-		    "again every %ds", db_error(db), SCHEDULE_RETRY_MS / 1000);
+		    "again, every %ds at most", db_error(db),
+		    SCHEDULE_RETRY_MAX_MS / 1000);
 	*failing = true;
 	schedule_conn_close(c);
 	db_close(db);
@@ -220,6 +225,7 @@ schedule_child(const struct config *cfg, int generation, int out)
 	struct schedule_conn conn;
 	struct db *db = NULL;
 	bool failing = false;
+	int connects = 0;	/* failed, in a row */
 	int64_t offset_ms = 0;	/* the server's clock minus ours */
 	char why[200];
 
@@ -234,9 +240,11 @@ schedule_child(const struct config *cfg, int generation, int out)
 
 		if (db == NULL && (db = schedule_connect(cfg, &conn,
 		    &failing)) == NULL) {
-			usleep(SCHEDULE_RETRY_MS * 1000);
+			usleep((useconds_t)backoff_capped_ms(SCHEDULE_RETRY_MS,
+			    SCHEDULE_RETRY_MAX_MS, ++connects) * 1000);
 			continue;
 		}
+		connects = 0;
 		for (size_t k = 1; k < n; k++)
 			if (turn[k].due_ms < turn[i].due_ms)
 				i = k;
