@@ -49,27 +49,23 @@ static void
 config_field_every(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
-	const char *s = config_scalar(ld, it, "a duration");
+	static const struct config_field second = { .min = 1000 };
 	struct schedule *sc = dst;
 	char shown[CONFIG_SHOW_MAX + 8];
-	int64_t ms;
+	int64_t ms = -1;
 
 	(void)f;
-	if (s == NULL)
+	config_field_duration(ld, it, &ms, &second);
+	if (ms < 0)
 		return;
-	if (duration_parse(s, &ms) == -1) {
-		config_error(ld, it->value->line, it->path,
-		    "not a duration: %s", config_show(s, shown, sizeof(shown)));
-		return;
-	}
-	if (ms < 1000 || ms % 1000 != 0) {
-		config_error(ld, it->value->line, it->path, "must be a whole "
-		    "number of seconds, at least 1s, not %s",
-		    config_show(s, shown, sizeof(shown)));
+	if (ms % 1000 != 0) {
+		config_error(ld, it->value->line, it->path, "not a whole number "
+		    "of seconds: %s", config_show(it->value->value, shown,
+		    sizeof(shown)));
 		return;
 	}
 	sc->every_s = ms / 1000;
-	config_schedule_expr(ld, it, sc, s);
+	config_schedule_expr(ld, it, sc, it->value->value);
 }
 
 static void

@@ -139,8 +139,12 @@ pause_create(struct db *db, const struct config *cfg)
 	return rc;
 }
 
-/* The config and a connection for a pause command; NULL: rc says why. */
-static struct db *
+/*
+ * The config and a connection for a pause command, or another command
+ * of the database (queue NULL: no queue to check); NULL: *rc says why,
+ * logged.
+ */
+struct db *
 pause_connect(const char *path, const char *queue, struct config **cfg,
     int *rc)
 {
@@ -152,7 +156,7 @@ pause_connect(const char *path, const char *queue, struct config **cfg,
 		*rc = ROWQ_EXIT_CONFIG;
 		return NULL;
 	}
-	if (config_queue(*cfg, queue) == NULL) {
+	if (queue != NULL && config_queue(*cfg, queue) == NULL) {
 		log_error("%s: no queue named %s", path, queue);
 		*rc = ROWQ_EXIT_USAGE;
 		return NULL;
@@ -272,6 +276,16 @@ out:
 	return rc;
 }
 
+static void
+pause_row_failed(struct db *db, const struct config *cfg, const char *what,
+    const char *key)
+{
+	log_error("%s: cannot %s %s in %s: %s%s", cfg->path, what, key,
+	    pause_table(cfg), db_error(db), db_denied(db) ?
+	    "; the database user needs SELECT, INSERT and DELETE on the pause "
+	    "table" : "");
+}
+
 /*
  * The pause table's row key, for a pause of something else than a queue
  * (a schedule's, schedule_cmd.c): inserted, the table created when it is
@@ -292,10 +306,7 @@ pause_row_add(struct db *db, const struct config *cfg, const char *key,
 	if (st == DB_OK)
 		st = db_commit(db);
 	if (st != DB_OK && !db_no_such_table(db))
-		log_error("%s: cannot pause %s in %s: %s%s", cfg->path, key,
-		    pause_table(cfg), db_error(db), db_denied(db) ?
-		    "; the database user needs SELECT, INSERT and DELETE on "
-		    "the pause table" : "");
+		pause_row_failed(db, cfg, "pause", key);
 	buf_free(&sql);
 	return st == DB_OK ? 0 : -1;
 }
@@ -315,10 +326,7 @@ pause_row_remove(struct db *db, const struct config *cfg, const char *key,
 	if (st != DB_OK && db_no_such_table(db))
 		st = DB_OK;
 	else if (st != DB_OK)
-		log_error("%s: cannot resume %s in %s: %s%s", cfg->path, key,
-		    pause_table(cfg), db_error(db), db_denied(db) ?
-		    "; the database user needs SELECT, INSERT and DELETE on "
-		    "the pause table" : "");
+		pause_row_failed(db, cfg, "resume", key);
 	buf_free(&sql);
 	return st == DB_OK ? 0 : -1;
 }

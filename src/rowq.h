@@ -687,6 +687,8 @@ void		 pause_list_free(struct pause_list *);
 int		 pause_command(const char *path, const char *queue,
 		    const char *reason);
 int		 resume_command(const char *path, const char *queue);
+struct db	*pause_connect(const char *path, const char *queue,
+		    struct config **, int *rc);
 int		 pause_row_add(struct db *, const struct config *,
 		    const char *key, const char *reason,
 		    unsigned long long *affected);

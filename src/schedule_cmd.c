@@ -204,29 +204,6 @@ schedule_list_json(const struct schedule_list *l, struct buf *b)
 
 /* ---- the commands ---- */
 
-/* The configuration and a connection; NULL: *rc says why (logged). */
-static struct db *
-schedule_cmd_connect(const char *path, struct config **cfg, int *rc)
-{
-	enum db_status st;
-	struct db *db;
-
-	*cfg = config_load(path);
-	if (*cfg == NULL) {
-		*rc = ROWQ_EXIT_CONFIG;
-		return NULL;
-	}
-	db = db_open(&(*cfg)->db, &st);
-	if (st != DB_OK) {
-		log_error("%s: database: cannot connect: %s", path,
-		    db_error(db));
-		db_close(db);
-		*rc = ROWQ_EXIT_FAILURE;
-		return NULL;
-	}
-	return db;
-}
-
 /* The schedule named, or NULL (logged, *rc 2). */
 static const struct schedule *
 schedule_cmd_find(const char *path, const struct config *cfg,
@@ -248,7 +225,7 @@ schedules_command(const char *path, bool json)
 	struct config *cfg;
 	struct schedule_list l = { 0 };
 	int rc = ROWQ_EXIT_OK;
-	struct db *db = schedule_cmd_connect(path, &cfg, &rc);
+	struct db *db = pause_connect(path, NULL, &cfg, &rc);
 
 	if (db == NULL)
 		goto out;
@@ -291,7 +268,7 @@ schedule_run_command(const char *path, const char *name)
 	const struct schedule *s;
 	enum db_status st;
 	int rc = ROWQ_EXIT_OK;
-	struct db *db = schedule_cmd_connect(path, &cfg, &rc);
+	struct db *db = pause_connect(path, NULL, &cfg, &rc);
 
 	memset(&c, 0, sizeof(c));
 	if (db == NULL || (s = schedule_cmd_find(path, cfg, name, &rc)) ==
@@ -339,7 +316,7 @@ schedule_pause_command(const char *path, const char *name,
 	struct buf key = { 0 };
 	unsigned long long affected = 0;
 	int rc = ROWQ_EXIT_OK;
-	struct db *db = schedule_cmd_connect(path, &cfg, &rc);
+	struct db *db = pause_connect(path, NULL, &cfg, &rc);
 
 	if (db == NULL || schedule_cmd_find(path, cfg, name, &rc) == NULL)
 		goto out;

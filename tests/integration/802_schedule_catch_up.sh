@@ -5,6 +5,7 @@
 # once each; those within it are inserted late, oldest first.  A
 # schedule seen for the first time inserts nothing from before.
 . "$(dirname "$0")/../lib.sh"
+. "$TESTS_DIR/schedule.sh"
 db_start
 db_create
 cd "$ROWQ_TEST_TMP"
@@ -13,13 +14,8 @@ sql "CREATE TABLE tick (
     id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
     schedule VARCHAR(64) NOT NULL,
     slot_unix BIGINT NOT NULL
-) ENGINE=InnoDB;
-CREATE TABLE rowq_schedule (
-  name VARCHAR(191) NOT NULL PRIMARY KEY,
-  last_slot BIGINT NOT NULL,
-  last_inserted BIGINT NULL,
-  skipped BIGINT UNSIGNED NOT NULL DEFAULT 0
 ) ENGINE=InnoDB"
+schedule_table
 
 cat >rowq.yaml <<YAML
 database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }

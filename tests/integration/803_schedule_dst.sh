@@ -7,6 +7,7 @@
 # 23 slots on the short day and 24 on the long one, none in the repeated
 # hour's second pass.
 . "$(dirname "$0")/../lib.sh"
+. "$TESTS_DIR/schedule.sh"
 db_start
 db_create
 cd "$ROWQ_TEST_TMP"
@@ -41,13 +42,8 @@ sql "CREATE TABLE slot (
     slot DATETIME NOT NULL,
     slot_unix BIGINT NOT NULL,
     slot_local DATETIME NOT NULL
-) ENGINE=InnoDB;
-CREATE TABLE rowq_schedule (
-  name VARCHAR(191) NOT NULL PRIMARY KEY,
-  last_slot BIGINT NOT NULL,
-  last_inserted BIGINT NULL,
-  skipped BIGINT UNSIGNED NOT NULL DEFAULT 0
 ) ENGINE=InnoDB"
+schedule_table
 
 insert="INSERT INTO slot (schedule, slot, slot_unix, slot_local) VALUES (:schedule, :slot, :slot_unix, :slot_local)"
 {

@@ -49,6 +49,7 @@ wait_until 15 '[ "$(slots p)" -ge 6 ] &&
     [ "$(server_sql r "SELECT COUNT(*) FROM rowq_schedule" "$ROWQ_TEST_DB" 2>/dev/null)" = 1 ]' ||
     fail "no slots on p, or no schedule row on r"
 server_kill9 p
+# shellcheck disable=SC2034 # read by wait_until's eval
 killed=$(date +%s)
 at_kill=$(slots r)
 sleep 2
@@ -56,9 +57,9 @@ server_sql r "STOP SLAVE; SET GLOBAL read_only = 0"
 wait_until 25 '[ "$(server_value r "SELECT MAX(slot_unix) FROM tick" "$ROWQ_TEST_DB")" -ge $((killed + 4)) ]' ||
     fail "no slot on r after the failover"
 for p in $A $B; do
-	kill -TERM $p
-	wait $p || fail "daemon $p exited with $?"
-	untrack_pid $p
+	kill -TERM "$p"
+	wait "$p" || fail "daemon $p exited with $?"
+	untrack_pid "$p"
 done
 
 read -r first last n distinct < <(server_sql r "SELECT MIN(slot_unix),
