@@ -83,15 +83,21 @@ schedule ny-hourly America/New_York fall "0 * %D %M *"
 track_pid $P
 on_exit '[ $? = 0 ] || tail -n 30 run.log'
 rows() { sql_value "SELECT COUNT(*) FROM slot"; }
-wait_until 20 '[ "$(rows)" -ge 51 ]' ||
+# All of them, and no more coming.
+wait_until 20 'n=$(rows); sleep 0.5; [ "$n" -ge 51 ] && [ "$(rows)" = "$n" ]' ||
     fail "the slots were not inserted: $(rows) rows"
 sleep 1
 kill -TERM $P
 wait $P || fail "the daemon exited with $?"
 untrack_pid $P
 
-# slots NAME: slot_unix and slot_local of NAME's rows, in order.
-slots() { sql "SELECT slot_unix, slot_local FROM slot WHERE schedule = '$1' ORDER BY id"; }
+# slots NAME: slot_unix and slot_local of NAME's rows of the day of its
+# change (not those of the same date a year on), in order.
+slots()
+{
+	sql "SELECT slot_unix, slot_local FROM slot WHERE schedule = '$1'
+	    AND DATE(slot_local) = '${DAY[$1]}' ORDER BY id"
+}
 
 # Spring: 02:30 does not exist; it runs at the end of the gap, 03:00.
 for z in paris ny; do

@@ -2,8 +2,8 @@
 # `rowq check` with schedules: each insert prepared on the server, its
 # errors with FILE:LINE: key, exit 78, and `rowq run` refusing the same;
 # a schedule table of the wrong shape refused, a missing one noted; the
-# next three slots of each schedule printed.  And the cron fuzz corpus
-# (tests/fuzz/corpus_cron) replayed under ASan.
+# next three slots of each schedule printed; a drain runs no schedule.
+# And the cron fuzz corpus (tests/fuzz/corpus_cron) replayed under ASan.
 . "$(dirname "$0")/../lib.sh"
 db_start
 db_create
@@ -62,6 +62,24 @@ status=0
 assert_eq 78 "$status" "exit status of run with a bad insert"
 assert_match "schedules.nightly.insert: Unknown column 'kind'" "$(cat run.log)"
 assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM report")" "rows inserted"
+
+# A drain works its queues and runs no schedule.
+sql "CREATE TABLE job (id INT PRIMARY KEY, done INT NOT NULL DEFAULT 0,
+    INDEX (done, id));
+    INSERT INTO job (id) VALUES (1), (2), (3)"
+config drain.yaml "INSERT INTO report (slot) VALUES (:slot)"
+cat >>drain.yaml <<YAML
+queues:
+  job:
+    select: SELECT id FROM job WHERE done = 0 ORDER BY id
+    exec: [/bin/true]
+    done: UPDATE job SET done = 1 WHERE id = :id
+    failed: UPDATE job SET done = 2 WHERE id = :id
+YAML
+timeout 30 "$ROWQ" -c drain.yaml drain job >drain.log 2>&1 ||
+	fail "drain with schedules: $(cat drain.log)"
+assert_eq 3 "$(sql_value "SELECT SUM(done) FROM job")" "rows the drain did"
+assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM report")" "slots a drain inserted"
 
 # The cron fuzz corpus, under ASan and UBSan.
 make --no-print-directory -s -C "$REPO_ROOT" build/fuzz/replay_cron >make.out 2>&1 ||
