@@ -383,8 +383,12 @@ schedule_daemon_poll_fds(struct supervisor *s, struct pollfd *p, nfds_t *np)
 static bool
 schedule_daemon_reaped(struct supervisor *s, pid_t pid, int status)
 {
-	struct helper_child *h = &s->scheduler->child;
+	struct helper_child *h;
 
+	/* Asked of every part, those a drain left out included. */
+	if (s->scheduler == NULL)
+		return false;
+	h = &s->scheduler->child;
 	if (!helper_child_reaped(h, pid, SCHEDULE_RESTART_MS))
 		return false;
 	if (!s->stopping) {
