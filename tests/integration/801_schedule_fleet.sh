@@ -55,6 +55,8 @@ sleep 2
 kill -STOP -- "-${pid[b]}"
 sleep 7
 end=$(date +%s)
+wait_until 10 '[ "$(sql_value "SELECT MAX(slot_unix) FROM tick")" -ge "$end" ]' ||
+    fail "daemon c did not insert the slot of the end of the run"
 kill -TERM "${pid[c]}"
 wait "${pid[c]}" || fail "daemon c exited with $?"
 untrack_pid "${pid[c]}"
@@ -74,7 +76,6 @@ assert_eq "$first" "$start" "the first slot"
 assert_eq 0 "$twice" "slots inserted more than once"
 assert_eq "$((last - first + 1))" "$distinct" "slots missing between the first and the last"
 assert_eq "$n" "$distinct" "rows per slot"
-assert_ge "$last" "$((end - 2))" "the last slot, against the end of the run ($end)"
 assert_ge "$n" 12 "slots in the run"
 assert_ge "$(sql_value "SELECT COUNT(DISTINCT host) FROM tick")" 2 \
     "daemons that inserted"
