@@ -53,6 +53,7 @@ OBJS =	build/backoff.o \
 	build/log.o \
 	build/metrics.o \
 	build/notify.o \
+	build/on_failed.o \
 	build/pause.o \
 	build/pause_watch.o \
 	build/proc.o \
@@ -69,6 +70,7 @@ OBJS =	build/backoff.o \
 	build/status_db.o \
 	build/status_socket.o \
 	build/supervisor.o \
+	build/trace.o \
 	build/wake_binlog.o \
 	build/wake_socket.o \
 	build/wake_watch.o \
@@ -77,6 +79,8 @@ OBJS =	build/backoff.o \
 	build/worker_finish.o \
 	build/worker_finish_text.o \
 	build/worker_lease.o \
+	build/worker_on_failed.o \
+	build/worker_pickup.o \
 	build/worker_recent.o \
 	build/worker_turn.o
 
@@ -86,9 +90,11 @@ UNIT_TESTS = \
 	check_cursor \
 	check_duration \
 	check_json \
+	check_log \
 	check_slot \
 	check_sql \
-	check_stats
+	check_stats \
+	check_trace
 
 ASAN_OBJS = $(OBJS:build/%=build/asan/%)
 HDRS = $(wildcard src/*.h)

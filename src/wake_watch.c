@@ -419,6 +419,8 @@ wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 	while ((n = read(s->wake.child.fd, &r, sizeof(r))) == (ssize_t)sizeof(r)) {
 		if (r.generation != s->current->number || s->stopping)
 			continue;
+		if (r.rows >= 0 || r.pause_read)
+			s->wake.db_seen_ms = now_ms();
 		pause_watch_reading(s, &r);
 		if (r.queue >= 0 &&
 		    (size_t)r.queue < s->current->cfg->nqueues)

@@ -54,6 +54,10 @@ claim_prepare_select(struct worker *w)
 	w->key_index = w->q->key_column ? worker_column(w, w->q->key_column) : 0;
 	w->attempts_index = w->q->retry.attempts_column ?
 	    worker_column(w, w->q->retry.attempts_column) : -1;
+	w->trace_index = w->q->traceparent.name ?
+	    worker_column(w, w->q->traceparent.name) : -1;
+	w->ready_index = w->q->ready_at.name ?
+	    worker_column(w, w->q->ready_at.name) : -1;
 	return CONNECT_OK;
 }
 
@@ -426,6 +430,7 @@ claim_batch(struct worker *w)
 	    (t1.tv_nsec - t0.tv_nsec) / 1000;
 	if (w->args->stats)
 		histogram_add(&w->args->stats->claim, us);
+	pickup_note(w);
 	claim_time(w, us, fallback ? CLAIM_FALLBACK : with_commit ?
 	    CLAIM_WITH_COMMIT : CLAIM_PLAIN);
 	if (claim_came_back(w))
