@@ -275,8 +275,8 @@ config_field_program(struct load *ld, const struct config_item *it,
 	    v->nitems > ARGV_MAX) {
 		if (v->kind != NODE_INVALID)
 			config_error(ld, v->line, it->path, "expected a "
-			    "sequence such as [/usr/local/bin/page-oncall, "
-			    "--team, backend] of at most %d", ARGV_MAX);
+			    "sequence such as [/usr/local/bin/report-failure, "
+			    "--team, mail] of at most %d", ARGV_MAX);
 		return;
 	}
 	config_program_free(p);
