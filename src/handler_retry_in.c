@@ -53,7 +53,12 @@ retry_in_from_stderr(const struct errsink *e, int64_t *ms)
 {
 	const char *t = e->tail.data, *msg;
 	size_t n = e->tail.len, start;
-	char line[128];
+	/*
+	 * Zeroed for scan-build, which cannot tell that strncmp matched
+	 * "retry-in" only in a line at least that long, and so reports the
+	 * byte after it as uninitialized in retry_in_parse.
+	 */
+	char line[128] = "";
 
 	while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == '\r'))
 		n--;
