@@ -86,6 +86,7 @@ UNIT_TESTS = \
 	check_cursor \
 	check_duration \
 	check_json \
+	check_retry_in \
 	check_slot \
 	check_sql \
 	check_stats
