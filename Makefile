@@ -86,6 +86,7 @@ UNIT_TESTS = \
 	check_cursor \
 	check_duration \
 	check_json \
+	check_prune_sql \
 	check_retry_in \
 	check_slot \
 	check_sql \
