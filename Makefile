@@ -87,6 +87,7 @@ UNIT_TESTS = \
 	check_duration \
 	check_json \
 	check_prune_sql \
+	check_recent \
 	check_retry_in \
 	check_slot \
 	check_sql \
