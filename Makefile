@@ -83,6 +83,7 @@ OBJS =	build/backoff.o \
 UNIT_TESTS = \
 	check_backoff \
 	check_config \
+	check_config_hosts \
 	check_cursor \
 	check_duration \
 	check_json \
