@@ -202,7 +202,7 @@ build/scan/%.o: src/%.c | build/scan
 # declarations into inner scopes, against style(9) (HACKING), and misread
 # `n = a < MAX ? a : MAX` as always zero.  No --library=posix: it asks for
 # getpwnam_r in a program without threads.  A finding it gets wrong is
-# silenced where it is, with // cppcheck-suppress and the reason.
+# silenced where it is, with /* cppcheck-suppress ID */ and the reason.
 CPPCHECK = cppcheck --quiet --error-exitcode=1 --inline-suppr \
 	--std=c11 -D_GNU_SOURCE -Isrc --enable=warning,portability,performance
 
