@@ -296,12 +296,14 @@ claim_cursor_moved(struct worker *w, enum cursor_from from)
 	const struct rowset *rs = &w->turn.rows;
 	const struct row *last = rs->nrows ? &rs->rows[rs->nrows - 1] : NULL;
 	size_t k = w->cursor.key_index;
+	const char *key = last != NULL ? last->value[k] : NULL;
 
-	if (cursor_claimed(&w->cursor_at, from, last ? last->value[k] : NULL,
-	    last ? last->len[k] : 0, now_ms()) != 0)
+	/* No key (no row, or a NULL one) is no error: the cursor rewinds. */
+	if (cursor_claimed(&w->cursor_at, from, key, last ? last->len[k] : 0,
+	    now_ms()) != 0)
 		log_warnx("%s: the key %s cannot be a cursor; claiming from "
 		    "the first waiting row", w->q->select.where,
-		    last->value[k] ? last->value[k] : "NULL");
+		    key != NULL ? key : "NULL");
 }
 
 /*
