@@ -170,6 +170,9 @@ void		 config_field_statement(struct load *,
 		    const struct config_field *);
 bool		 config_queue_name_ok(const char *);
 void		 config_queue_free(struct queue *);
+void		 config_field_program(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
 
 /* config_schedule.c: schedules: and each schedule's keys */
 void		 config_field_schedules(struct load *,
