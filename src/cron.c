@@ -164,7 +164,8 @@ cron_list(const struct cron_field *f, const char *s, uint64_t *bits,
 			    f->name, (int)strcspn(s, ","), s, item);
 			return -1;
 		}
-		for (int v = lo; v <= hi; v += step)
+		/* lo and hi are within the field, which fits 64 bits. */
+		for (int v = lo; v <= hi && v < 64; v += step)
 			*bits |= 1ULL << v;
 		if (*s == '\0')
 			return 0;

@@ -266,7 +266,6 @@ schedule_run_command(const char *path, const char *name)
 	char last[TZ_TIME_LEN + TZ_NAME_MAX + 8] = "none yet";
 	int64_t slot = wall_ms() / 1000;
 	const struct schedule *s;
-	enum db_status st;
 	int rc = ROWQ_EXIT_OK;
 	struct db *db = pause_connect(path, NULL, &cfg, &rc);
 
@@ -287,8 +286,8 @@ schedule_run_command(const char *path, const char *name)
 	c.cfg = cfg;
 	c.db = db;
 	schedule_slot_text(s, slot, &t);
-	if ((st = schedule_insert(&c, (size_t)(s - cfg->schedules), slot)) !=
-	    DB_OK || (st = db_commit(db)) != DB_OK) {
+	if (schedule_insert(&c, (size_t)(s - cfg->schedules), slot) != DB_OK ||
+	    db_commit(db) != DB_OK) {
 		log_error("%s: %s", s->insert.where, db_error(db));
 		(void)db_rollback(db);
 		rc = ROWQ_EXIT_FAILURE;

@@ -54,6 +54,7 @@ untrack_pid "${pid[a]}"
 sleep 2
 kill -STOP -- "-${pid[b]}"
 sleep 7
+# shellcheck disable=SC2034 # read by wait_until's eval
 end=$(date +%s)
 wait_until 10 '[ "$(sql_value "SELECT MAX(slot_unix) FROM tick")" -ge "$end" ]' ||
     fail "daemon c did not insert the slot of the end of the run"
