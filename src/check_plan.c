@@ -409,6 +409,30 @@ out:
 	free(t);
 }
 
+/*
+ * The select as plan_shape reads it, in words: "table email, fixed
+ * status, order id"; for `rowq -d check` and the unit tests.
+ */
+void
+check_plan_describe(const char *select, unsigned long version, struct buf *b)
+{
+	struct plan_shape sh;
+
+	(void)version;
+	plan_shape(select, &sh);
+	buf_printf(b, "table %s", sh.table[0] ? sh.table : "?");
+	if (strcmp(sh.alias, sh.table) != 0)
+		buf_printf(b, " as %s", sh.alias);
+	if (sh.join)
+		buf_puts(b, ", joined");
+	buf_puts(b, ", fixed");
+	for (size_t i = 0; i < sh.neq; i++)
+		buf_printf(b, " %s", sh.eq[i]);
+	buf_puts(b, ", order");
+	for (size_t i = 0; i < sh.norder; i++)
+		buf_printf(b, " %s%s", sh.order[i], sh.desc[i] ? " DESC" : "");
+}
+
 static bool
 plan_in_eq(const struct plan_shape *sh, const char *col)
 {

@@ -205,6 +205,13 @@ db_server_is_mariadb(struct db *db)
 	return v != NULL && strstr(v, "MariaDB") != NULL;
 }
 
+/* The server's version as 101100 for 10.11.0, for reading its SQL. */
+unsigned long
+db_server_version(struct db *db)
+{
+	return mysql_get_server_version(db->mysql);
+}
+
 void
 db_close(struct db *db)
 {

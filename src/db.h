@@ -124,6 +124,7 @@ struct db_idle_limit {
 #define DB_IDLE_LIMITS_MAX	4
 
 bool		 db_server_is_mariadb(struct db *);
+unsigned long	 db_server_version(struct db *);
 void		 db_idle_need(const struct queue *, struct idle_need *);
 enum db_status	 db_session_limits(struct db *, const struct queue *);
 int		 db_global_idle_limits(struct db *, struct db_idle_limit *);

@@ -142,6 +142,13 @@ struct sql_token {
 /* 0 and *out (caller frees), or -1 with err for an unterminated literal. */
 int	 sql_tokenize(const char *text, struct sql_token **out, size_t *n,
 	    char *err, size_t errlen);
+/*
+ * The same, read as a server of that version reads it (101100 for
+ * 10.11.0; 0 for any): the contents of executable comments that it runs
+ * are tokens like the rest, those it skips are dropped.
+ */
+int	 sql_tokenize_server(const char *text, unsigned long server_version,
+	    struct sql_token **out, size_t *n, char *err, size_t errlen);
 bool	 sql_token_is(const char *text, const struct sql_token *,
 	    const char *word);
 void	 sql_tokens_text(struct buf *, const char *text,
@@ -757,6 +764,8 @@ void	 wake_binlog_check(struct db *, const struct queue *);
 
 /* Warns of a claim that reads rows it will not return; returns 0. */
 int	 check_plan(struct db *, const struct queue *, bool verbose);
+void	 check_plan_describe(const char *select, unsigned long version,
+	    struct buf *);
 
 /* ---- check_galera.c: a Galera node, for check.c ---- */
 

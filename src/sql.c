@@ -10,6 +10,7 @@
 #include "rowq.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -355,25 +356,81 @@ sql_number_len(const char *s)
 	return len;
 }
 
-int
-sql_tokenize(const char *text, struct sql_token **out, size_t *ntokens,
-    char *err, size_t errlen)
+/*
+ * The opener of an executable comment at s: slash, star, '!' or "M!",
+ * then the version it needs, if any (5 or 6 digits: 50100 is 5.1.0,
+ * 100500 is MariaDB 10.5.0).  Returns the opener's length, 0 when s opens
+ * no executable comment; *needs is the version, 0 for none.
+ */
+static size_t
+sql_exec_opener(const char *s, unsigned long *needs)
+{
+	size_t i = 2, digits = 0;
+
+	*needs = 0;
+	if (s[0] != '/' || s[1] != '*')
+		return 0;
+	if (s[i] == 'M')
+		i++;
+	if (s[i] != '!')
+		return 0;
+	i++;
+	while (isdigit((unsigned char)s[i + digits]) && digits < 6)
+		*needs = *needs * 10 + (unsigned long)(s[i + digits++] - '0');
+	/* Fewer than 5 digits are not a version but the code's own. */
+	if (digits < 5) {
+		*needs = 0;
+		digits = 0;
+	}
+	return i + digits;
+}
+
+/*
+ * server_version 0: an executable comment is one token, whole; else its
+ * contents are read as the code they are on a server of that version
+ * (mysql_get_server_version's form, 101100 for 10.11.0): the server runs
+ * them when they need no version or one it has, and skips them as a
+ * comment otherwise.  "M!" is MariaDB's own: a caller that asks for a
+ * version talks to MariaDB.  An optimizer hint (slash, star, '+') stays
+ * one token either way.
+ */
+static int
+sql_tokenize_as(const char *text, unsigned long server_version,
+    struct sql_token **out, size_t *ntokens, char *err, size_t errlen)
 {
 	struct sql_token *t = NULL;
 	size_t n = 0, cap = 0, i = 0;
 	int depth = 0;
+	bool in_exec = false;
 
 	while (text[i] != '\0') {
 		bool unterminated;
 		size_t len = sql_skip(text + i, &unterminated);
 		enum sql_token_kind kind;
 		char c = text[i];
+		unsigned long needs;
+		size_t opener;
 
+		if (in_exec && c == '*' && text[i + 1] == '/') {
+			in_exec = false;
+			i += 2;
+			continue;
+		}
 		if (unterminated) {
 			snprintf(err, errlen, "unterminated %s",
 			    c == '/' ? "comment" : "quoted string");
 			free(t);
 			return -1;
+		}
+		if (server_version > 0 && !in_exec &&
+		    (opener = sql_exec_opener(text + i, &needs)) > 0) {
+			if (needs > server_version) {
+				i += len;	/* skipped as a comment */
+				continue;
+			}
+			in_exec = true;
+			i += opener;
+			continue;
 		}
 		if (len > 0 && c == '/' && (text[i + 2] == '!' ||
 		    text[i + 2] == '+' || (text[i + 2] == 'M' &&
@@ -421,6 +478,21 @@ sql_tokenize(const char *text, struct sql_token **out, size_t *ntokens,
 	*out = t;
 	*ntokens = n;
 	return 0;
+}
+
+int
+sql_tokenize(const char *text, struct sql_token **out, size_t *ntokens,
+    char *err, size_t errlen)
+{
+	return sql_tokenize_as(text, 0, out, ntokens, err, errlen);
+}
+
+int
+sql_tokenize_server(const char *text, unsigned long server_version,
+    struct sql_token **out, size_t *ntokens, char *err, size_t errlen)
+{
+	return sql_tokenize_as(text, server_version ? server_version : ULONG_MAX,
+	    out, ntokens, err, errlen);
 }
 
 /* A word token, compared without regard to case. */
