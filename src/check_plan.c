@@ -9,7 +9,8 @@
  * whole queue to one worker while the others find nothing.
  *
  * Two sources, because neither is enough alone.  The select itself, read
- * with a small tokenizer, says which index would serve it: the columns the
+ * with sql.c's tokenizer as the server reads it (an executable comment's
+ * contents are code), says which index would serve it: the columns the
  * WHERE fixes (col = constant, col IS NULL), then the ORDER BY columns.
  * That judgement holds whatever the table holds today.  EXPLAIN says what
  * the optimizer does now, which depends on the table's statistics: on a
@@ -29,7 +30,6 @@
 #include <strings.h>
 
 #define PLAN_SMALL_ROWS		1000
-#define PLAN_TOKENS_MAX		4096
 #define PLAN_COLUMNS_MAX	32
 #define PLAN_INDEXES_MAX	64
 #define PLAN_NAME_MAX		65	/* identifier, NUL included */
@@ -73,86 +73,42 @@ struct plan_index {
 	size_t		 nshown;	/* as declared, for messages */
 };
 
-static bool
-plan_word_char(char c)
-{
-	return isalnum((unsigned char)c) || c == '_' || c == '$' ||
-	    (unsigned char)c >= 0x80;
-}
-
-/* Split the select into tokens; comments and white space are dropped. */
+/*
+ * The select's tokens (sql.c's tokenizer), read as this server reads
+ * them: the contents of an executable comment it runs are tokens like the
+ * rest.  Quoted names lose their quotes (doubled ones are rare in names);
+ * an optimizer hint is dropped.  Returns the number of tokens, 0 when the
+ * select cannot be read; *t is the caller's to free.
+ */
 static size_t
-plan_tokenize(const char *s, struct plan_tok *t, size_t max)
+plan_tokens(const char *s, unsigned long version, struct plan_tok **out)
 {
-	static const char *const ops[] = { "<=>", "<=", ">=", "<>", "!=",
-	    "&&", "||", ":=" };
-	size_t n = 0, i = 0;
-	int depth = 0;
+	static const enum plan_tok_kind kinds[] = {
+		[SQL_TOKEN_WORD] = PT_WORD, [SQL_TOKEN_NAME] = PT_IDENT,
+		[SQL_TOKEN_STRING] = PT_STRING, [SQL_TOKEN_NUMBER] = PT_NUMBER,
+		[SQL_TOKEN_PUNCT] = PT_PUNCT,
+	};
+	struct sql_token *t = NULL;
+	struct plan_tok *p;
+	size_t n = 0, np = 0;
+	char err[128];
 
-	while (s[i] != '\0' && n < max) {
-		char c = s[i];
-		size_t len = 1;
-		enum plan_tok_kind kind = PT_PUNCT;
-
-		if (isspace((unsigned char)c)) {
-			i++;
+	*out = NULL;
+	if (sql_tokenize_server(s, version, &t, &n, err, sizeof(err)) != 0)
+		return 0;
+	p = xcalloc(n + 1, sizeof(*p));
+	for (size_t i = 0; i < n; i++) {
+		const struct sql_token *k = &t[i];
+		bool quoted = k->kind == SQL_TOKEN_NAME;
+		if (k->kind == SQL_TOKEN_EXEC_COMMENT)
 			continue;
-		}
-		if (c == '#' || (c == '-' && s[i + 1] == '-' &&
-		    (s[i + 2] == '\0' || isspace((unsigned char)s[i + 2])))) {
-			i += strcspn(s + i, "\n");
-			continue;
-		}
-		if (c == '/' && s[i + 1] == '*') {
-			const char *end = strstr(s + i + 2, "*/");
-			i = end ? (size_t)(end - s) + 2 : strlen(s);
-			continue;
-		}
-		if (c == '\'' || c == '"' || c == '`') {
-			while (s[i + len] != '\0') {
-				if (s[i + len] == '\\' && c != '`' &&
-				    s[i + len + 1] != '\0')
-					len += 2;
-				else if (s[i + len] == c && s[i + len + 1] == c)
-					len += 2;
-				else if (s[i + len] == c) {
-					len++;
-					break;
-				} else
-					len++;
-			}
-			kind = c == '`' ? PT_IDENT : PT_STRING;
-			/* Quotes stripped; doubled quotes are rare in names. */
-			t[n++] = (struct plan_tok){ kind, s + i + 1,
-			    len >= 2 ? len - 2 : 0, depth };
-			i += len;
-			continue;
-		}
-		if (isdigit((unsigned char)c) || (c == '.' &&
-		    isdigit((unsigned char)s[i + 1]))) {
-			while (isalnum((unsigned char)s[i + len]) ||
-			    s[i + len] == '.')
-				len++;
-			kind = PT_NUMBER;
-		} else if (plan_word_char(c)) {
-			while (plan_word_char(s[i + len]))
-				len++;
-			kind = PT_WORD;
-		} else {
-			for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
-				if (strncmp(s + i, ops[k], strlen(ops[k])) == 0) {
-					len = strlen(ops[k]);
-					break;
-				}
-		}
-		if (c == ')')
-			depth--;
-		t[n++] = (struct plan_tok){ kind, s + i, len, depth };
-		if (c == '(')
-			depth++;
-		i += len;
+		p[np++] = (struct plan_tok){ kinds[k->kind],
+		    s + k->start + (quoted ? 1 : 0),
+		    quoted && k->len >= 2 ? k->len - 2 : k->len, k->depth };
 	}
-	return n;
+	free(t);
+	*out = p;
+	return np;
 }
 
 static bool
@@ -312,14 +268,14 @@ plan_clause_end(const struct plan_tok *t)
 
 /* Read the parts of the select that choose an index. */
 static void
-plan_shape(const char *select, struct plan_shape *sh)
+plan_shape(const char *select, unsigned long version, struct plan_shape *sh)
 {
-	struct plan_tok *t = xcalloc(PLAN_TOKENS_MAX, sizeof(*t));
-	size_t n = plan_tokenize(select, t, PLAN_TOKENS_MAX);
+	struct plan_tok *t;
+	size_t n = plan_tokens(select, version, &t);
 	size_t i, j, start;
 
 	memset(sh, 0, sizeof(*sh));
-	if (n == PLAN_TOKENS_MAX || n == 0 || !plan_is(&t[0], "SELECT"))
+	if (n == 0 || !plan_is(&t[0], "SELECT"))
 		goto out;
 
 	/* FROM [schema.]table [[AS] alias], then a join or not. */
@@ -418,8 +374,7 @@ check_plan_describe(const char *select, unsigned long version, struct buf *b)
 {
 	struct plan_shape sh;
 
-	(void)version;
-	plan_shape(select, &sh);
+	plan_shape(select, version, &sh);
 	buf_printf(b, "table %s", sh.table[0] ? sh.table : "?");
 	if (strcmp(sh.alias, sh.table) != 0)
 		buf_printf(b, " as %s", sh.alias);
@@ -790,7 +745,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 		return 0;
 	}
 
-	plan_shape(q->select.positional, &sh);
+	plan_shape(q->select.positional, db_server_version(db), &sh);
 	ix = xcalloc(PLAN_INDEXES_MAX, sizeof(*ix));	/* 140 KiB: not the stack */
 	if (sh.table[0] != '\0')
 		nix = plan_indexes(db, &sh, ix, PLAN_INDEXES_MAX, &table_rows,
