@@ -380,6 +380,8 @@ supervisor_kill_handler_group(struct slot *sl)
 	sl->stats->handler_pgid = 0;
 }
 
+static void supervisor_begin_stop(struct supervisor *, const char *why);
+
 /* A worker is gone: count what it did, and decide about its restart. */
 static void
 supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
@@ -427,6 +429,15 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 		s->exit_code = ROWQ_EXIT_CONFIG;
 		slot_set_state(s, sl, SLOT_FREE);
 		log_set_about(NULL, 0);
+		return;
+	}
+	if (s->opts->drain && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == ROWQ_EXIT_FAILURE) {
+		/* It said why (a row that comes straight back round). */
+		s->exit_code = ROWQ_EXIT_FAILURE;
+		slot_set_state(s, sl, SLOT_FREE);
+		log_set_about(NULL, 0);
+		supervisor_begin_stop(s, "the drain cannot end");
 		return;
 	}
 	t->restarts++;

@@ -193,7 +193,8 @@ worker_ensure_db(struct worker *w)
 void
 worker_db_failed(struct worker *w, enum db_status st, const char *what)
 {
-	if (w->args->stats)
+	/* A deadlock rolled back and retried is InnoDB's way, not an error. */
+	if (w->args->stats && st != DB_RETRY)
 		w->args->stats->errors++;
 	worker_note_error(w, what, db_error(w->db));
 	switch (st) {
@@ -701,6 +702,10 @@ worker_run(const struct worker_args *args)
 			args->stats->handler_restarts = w.pipe.restarts - 1;
 		int n = w.q->lease.enabled ? lease_turn(&w) :
 		    worker_turn_transaction(&w);
+		if (w.drain_failed) {
+			rc = ROWQ_EXIT_FAILURE;
+			break;
+		}
 		if (n == 0) {
 			w.widen = 0;
 			/*

@@ -146,6 +146,7 @@ struct worker {
 	int			 attempts_index;
 	int			 widen;		/* extra rows for the next claim */
 	bool			 only_unworkable; /* drain: nothing else left */
+	bool			 drain_failed;	/* drain: a row came straight back */
 	struct turn		 turn;
 	char			*path;
 	char		       **base_env;

@@ -98,8 +98,9 @@ claim_prepare_cursor(struct worker *w)
  * or at least change it.  A row claimed again, unchanged, right after this
  * worker finished it would come straight back round for ever; say which
  * statement failed to move it, and pause this worker's claims (with
- * growing delays) rather than run its handler again and again.  Returns
- * true when the turn must stop.
+ * growing delays) rather than run its handler again and again.  A drain,
+ * which would then never end, ends instead (w->drain_failed), with the
+ * same message.  Returns true when the turn must stop.
  */
 static bool
 claim_came_back(struct worker *w)
@@ -125,7 +126,8 @@ claim_came_back(struct worker *w)
 	log_set_row(key.data);
 	log_error("claimed again, unchanged, right after %s finished it: "
 	    "that statement does not take the row out of the select, so it "
-	    "would come straight back round; claims paused for %s", where, d);
+	    "would come straight back round; %s%s", where, w->args->drain ?
+	    "the drain ends" : "claims paused for ", w->args->drain ? "" : d);
 	log_set_row(NULL);
 	worker_note_error(w, key.data, "came straight back round: the "
 	    "finishing statement does not take it out of the select");
@@ -133,6 +135,11 @@ claim_came_back(struct worker *w)
 		w->args->stats->errors++;
 	(void)db_rollback(w->db);
 	turn_rolled_back(w);
+	if (w->args->drain) {
+		w->drain_failed = true;
+		buf_free(&key);
+		return true;
+	}
 	worker_set_state(w, WORKER_BACKOFF, key.data);
 	proc_title("rowq: %s worker %d (paused: row %s came back)",
 	    w->q->name, w->args->number, key.data);
