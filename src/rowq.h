@@ -716,6 +716,15 @@ struct worker_stats {
 	 * waits to be woken instead of claiming (wake_watch.c).
 	 */
 	volatile int64_t	 watched_ms;
+	/*
+	 * Drain: when this worker's last COMMIT of finished rows came back,
+	 * and when its last look that found nothing (no row claimed, and
+	 * the select, read without locking, empty) began; drained_ms is 0
+	 * from a claim that returned rows on (now_ms).  The drain ends when
+	 * every worker's look began after every such commit.
+	 */
+	volatile int64_t	 finished_ms;
+	volatile int64_t	 drained_ms;
 	struct rate		 rate;		/* rows finished, per second */
 	struct histogram	 claim;		/* seconds a claim took */
 	struct histogram	 handler;	/* seconds a handler ran */

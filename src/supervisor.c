@@ -395,6 +395,8 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 
 	log_set_about(sl->queue->name, sl->number);
 	supervisor_add(t, sl->stats);
+	if (sl->stats->finished_ms > s->drain_finished_ms)
+		s->drain_finished_ms = sl->stats->finished_ms;
 	supervisor_describe_death(status, why, sizeof(why));
 	duration_format(lived, l, sizeof(l));
 	if (!clean)
@@ -678,6 +680,46 @@ supervisor_restart_due(struct supervisor *s, int64_t now, int64_t *next)
 }
 
 /*
+ * A drain is over when every worker's last look found nothing, and began
+ * after the last rows any worker finished were committed: none holds a
+ * row, and nothing finished since could have moved one into a select.
+ */
+static bool
+supervisor_drained(const struct supervisor *s)
+{
+	int64_t first = INT64_MAX, last = s->drain_finished_ms;
+	int n = 0;
+
+	if (!generation_complete(s->current))
+		return false;
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->state == SLOT_RESTARTING)
+			return false;
+		if (sl->pid == 0)
+			continue;
+		if (sl->stats->drained_ms == 0)
+			return false;
+		n++;
+		if (sl->stats->drained_ms < first)
+			first = sl->stats->drained_ms;
+		if (sl->stats->finished_ms > last)
+			last = sl->stats->finished_ms;
+	}
+	return n > 0 && first > last;
+}
+
+/* The drain is over: each idle worker is told to exit (SIGTERM). */
+static void
+supervisor_end_drain(struct supervisor *s)
+{
+	s->stopping = true;
+	for (int i = 0; i < s->nslots; i++)
+		supervisor_finish_slot(&s->slots[i],
+		    s->slots[i].gen->cfg->stop_timeout_ms);
+}
+
+/*
  * The watchdog is fed only from the loop, and only while it can do its
  * job: read signals and fork workers.  A supervisor stuck anywhere, or one
  * that has been unable to fork for a whole watchdog period, goes quiet and
@@ -725,6 +767,13 @@ supervisor_loop(struct supervisor *s)
 		if (running == 0 && !pending && s->check_pid == 0 &&
 		    (s->stopping || s->opts->drain))
 			break;
+		if (s->opts->drain && !s->stopping) {
+			if (supervisor_drained(s))
+				supervisor_end_drain(s);
+			/* Workers' looks are read often: the end is not late. */
+			if (now + DRAIN_LOOK_MS < next)
+				next = now + DRAIN_LOOK_MS;
+		}
 		if (watchdog > 0 && now >= next_ping) {
 			if (supervisor_healthy(s, now, 2 * watchdog))
 				notify_watchdog();

@@ -613,6 +613,29 @@ worker_idle(struct worker *w, int64_t idle_ms)
 	w->stopper.wake = false;
 }
 
+/*
+ * Drain, after a turn that began at look and claimed nothing: when the
+ * select, read without locking, finds nothing either, say so to the
+ * supervisor (drained_ms), which ends the drain once every worker of the
+ * named queues has found nothing since the last rows any of them
+ * finished (a retry or a done may move a row into another queue's
+ * select).  Rows that others hold are waited for: they may come back.
+ * Returns true when the worker should look again at once: its own COMMIT
+ * went with that claim, so the look began before it.
+ */
+static bool
+worker_drain_look(struct worker *w, int64_t look)
+{
+	struct worker_stats *st = w->args->stats;
+
+	if (st == NULL || status_select_finds(w->db, w->q) != 0)
+		return false;
+	if (st->finished_ms >= look)
+		return true;
+	st->drained_ms = look;
+	return false;
+}
+
 static void
 worker_free(struct worker *w)
 {
@@ -700,6 +723,7 @@ worker_run(const struct worker_args *args)
 		/* The first start is not a restart. */
 		if (args->stats && w.pipe.restarts > 1)
 			args->stats->handler_restarts = w.pipe.restarts - 1;
+		int64_t look = now_ms();
 		int n = w.q->lease.enabled ? lease_turn(&w) :
 		    worker_turn_transaction(&w);
 		if (w.drain_failed) {
@@ -708,13 +732,11 @@ worker_run(const struct worker_args *args)
 		}
 		if (n == 0) {
 			w.widen = 0;
-			/*
-			 * Rows held by others may come back: wait for them;
-			 * rows that cannot be worked will not be.
-			 */
-			if (args->drain && (w.only_unworkable ||
-			    status_select_finds(w.db, w.q) == 0))
+			/* Rows that cannot be worked will not be. */
+			if (args->drain && w.only_unworkable)
 				break;
+			if (args->drain && worker_drain_look(&w, look))
+				continue;
 			worker_set_state(&w, WORKER_IDLE, NULL);
 			proc_title("rowq: %s worker %d (idle)", w.q->name,
 			    args->number);

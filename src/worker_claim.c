@@ -437,6 +437,8 @@ claim_batch(struct worker *w)
 	    CLAIM_WITH_COMMIT : CLAIM_PLAIN);
 	if (claim_came_back(w))
 		return -1;
+	if (w->args->stats && w->turn.rows.nrows > 0)
+		w->args->stats->drained_ms = 0;
 	return (int)w->turn.rows.nrows;
 }
 
