@@ -167,6 +167,63 @@ check_session_limits(struct db *db, const struct queue *q)
 	}
 }
 
+/* ---- what a queue's statements mean ---- */
+
+static bool
+check_uses(const struct sql *sql, const char *param)
+{
+	for (size_t i = 0; sql->text != NULL && i < sql->nparams; i++)
+		if (strcmp(sql->params[i], param) == 0)
+			return true;
+	return false;
+}
+
+static bool
+check_uses_token(const struct sql *sql)
+{
+	return check_uses(sql, "lease") || check_uses(sql, "lease_int");
+}
+
+/*
+ * A lease is a fence only when a statement tests the token: with none, a
+ * worker whose lease ran out (a handler that stalled, a link that was
+ * down) records its outcome after another worker claimed the row again.
+ */
+static void
+check_lease_fenced(const struct queue *q)
+{
+	if (!q->lease.enabled || check_uses_token(&q->lease.renew) ||
+	    check_uses_token(&q->done) || check_uses_token(&q->failed) ||
+	    check_uses_token(&q->retry.update))
+		return;
+	log_warnx("%s: neither lease.renew nor done, failed or retry.update "
+	    "uses :lease or :lease_int: nothing tells this claim from a later "
+	    "one, so a worker whose lease ran out (a handler that stalled, a "
+	    "database that was away) still renews and records its outcome "
+	    "after another worker has claimed the row again, and both run "
+	    "its handler; keep the token in a column (lease.claim: ... SET "
+	    "claimed_by = :lease) and test it (WHERE id = :id AND claimed_by "
+	    "= :lease)", q->lease.where);
+}
+
+/* retry: without attempts_column counts no try: say what that means. */
+static void
+check_retry_unlimited(const struct queue *q)
+{
+	char d[32];
+
+	if (!q->retry.enabled || q->retry.attempts_column != NULL)
+		return;
+	duration_format(q->retry.delay_ms, d, sizeof(d));
+	log_info("%s: without attempts_column every try is try 1: a failing "
+	    "row is retried without a limit, each time after %s%s (backoff "
+	    "grows with a count of tries), until its handler fails it for "
+	    "good (exit 65, or fail)%s; retry.update must change a column "
+	    "of the select, or the row looks as if it came straight back",
+	    q->retry.where, d, q->retry.jitter ? " at most" : "",
+	    q->failed.text ? "" : ", which without failed: retries too");
+}
+
 static int
 check_queue(struct db *db, const struct queue *q, bool explain)
 {
@@ -197,8 +254,11 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 		names[i] = cols[i].name;
 	problems += config_check_columns(q, names, ncols);
 	free(names);
-	if (explain)
+	if (explain) {
 		check_key_nullable(q, cols, ncols);
+		check_retry_unlimited(q);
+	}
+	check_lease_fenced(q);
 	config_warn_option_args(q, cols, ncols);
 	if (ncols > 0)
 		problems += failed_check(db, q, q->key_column != NULL ?

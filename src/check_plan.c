@@ -59,6 +59,7 @@ struct plan_shape {
 	bool		 where_known;		/* its equalities could be read */
 	char		 eq[PLAN_COLUMNS_MAX][PLAN_NAME_MAX];
 	size_t		 neq;
+	bool		 has_order;		/* ORDER BY at its top level */
 	bool		 order_known;		/* plain columns only */
 	char		 order[PLAN_COLUMNS_MAX][PLAN_NAME_MAX];
 	bool		 desc[PLAN_COLUMNS_MAX];
@@ -339,6 +340,7 @@ plan_shape(const char *select, unsigned long version, struct plan_shape *sh)
 	i = plan_find(t, 0, n, "ORDER");
 	sh->order_known = true;
 	if (i + 1 < n && plan_is(&t[i + 1], "BY")) {
+		sh->has_order = true;
 		for (j = i + 2; j < n && sh->order_known; ) {
 			char col[PLAN_NAME_MAX];
 			size_t k = plan_column(sh, t + j, n - j, col);
@@ -752,6 +754,14 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 		    engine, sizeof(engine));
 	plan_warn_desc(q, &sh, nix > 0 && strcmp(ix[0].name, "PRIMARY") == 0 ?
 	    &ix[0] : NULL);
+	if (sh.table[0] != '\0' && !sh.has_order)
+		log_warnx("%s: the select has no ORDER BY: rows are claimed in "
+		    "no defined order (whichever the plan meets first, which "
+		    "may change with the table), so a row can wait behind rows "
+		    "that came after it, on a busy queue for ever; order by the "
+		    "key or by the time a row waits for (ORDER BY id), and give "
+		    "it the index that serves the WHERE and the ORDER BY",
+		    q->select.where);
 	/* The engine is known when the table is: a plain table, found. */
 	analysable = engine[0] != '\0' && sh.where_known &&
 	    sh.order_known && (sh.neq > 0 || sh.norder > 0);

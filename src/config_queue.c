@@ -96,16 +96,16 @@ static const struct config_field retry_fields[] = {
 
 /*
  * max_attempts stays 0 here when absent: the queue's checks, which know
- * whether there is a failed: statement, turn that into the default or
- * into "unlimited".
+ * whether there is a failed: statement and an attempts_column, turn that
+ * into the default or into "unlimited".  Without attempts_column no try
+ * is counted: every try is try 1, retried without a limit (a job table
+ * that keeps no count, as Drupal's queue).
  */
 static void
 config_field_retry(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
-	static const char *const required[] = {
-		"attempts_column", "update", NULL
-	};
+	static const char *const required[] = { "update", NULL };
 	const struct node *seen[NELEMS(retry_fields)] = { 0 };
 	struct retry_policy *r = dst;
 	const struct node *k;
@@ -127,7 +127,14 @@ config_field_retry(struct load *ld, const struct config_item *it, void *dst,
 		config_path(path, sizeof(path), it->path, "max_attempts");
 		config_error(ld, k->line, path, "max_attempts needs a failed "
 		    "statement to run after the last attempt");
+	} else if (k != NULL &&
+	    SEEN(retry_fields, seen, "attempts_column") == NULL) {
+		config_path(path, sizeof(path), it->path, "max_attempts");
+		config_error(ld, k->line, path, "max_attempts counts tries in "
+		    "retry.attempts_column: name one, or leave max_attempts "
+		    "out to retry without a limit");
 	}
+	r->where = config_where(ld, it->key->line, it->path);
 	/* A long delay: alone is no mistake; max_delay follows it up. */
 	if (SEEN(retry_fields, seen, "max_delay") == NULL) {
 		if (r->max_delay_ms < r->delay_ms)
@@ -161,6 +168,7 @@ config_field_lease(struct load *ld, const struct config_item *it, void *dst,
 	    seen) == -1)
 		return;
 	l->enabled = true;
+	l->where = config_where(ld, it->key->line, it->path);
 	config_require(ld, it, lease_fields, NELEMS(lease_fields), seen,
 	    required);
 }
@@ -397,6 +405,7 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	 * attempt, so max_attempts stays 0: retry for ever.
 	 */
 	if (q->retry.enabled && q->retry.max_attempts == 0 &&
+	    q->retry.attempts_column != NULL &&
 	    SEEN(queue_fields, seen, "failed") != NULL)
 		q->retry.max_attempts = 5;
 	/*
@@ -515,10 +524,12 @@ config_queue_free(struct queue *q)
 	sql_free(&q->done);
 	free(q->retry.attempts_column);
 	free(q->retry.attempts_where);
+	free(q->retry.where);
 	sql_free(&q->retry.update);
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
 	sql_free(&q->lease.renew);
+	free(q->lease.where);
 	free(q->age_column);
 	free(q->age_where);
 	free(q->wake_where);

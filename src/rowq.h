@@ -95,6 +95,7 @@ void	 log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+unsigned long log_warning_count(void);
 _Noreturn void fatal(const char *, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fatalx(const char *, ...) __attribute__((format(printf, 1, 2)));
 
@@ -180,6 +181,7 @@ struct retry_policy {
 	int		 max_attempts;	/* tries in all, the first included */
 	char		*attempts_column;
 	char		*attempts_where; /* "FILE:LINE: queues.email.retry.attempts_column" */
+	char		*where;		/* "FILE:LINE: queues.email.retry" */
 	enum backoff_kind backoff;
 	int64_t		 delay_ms;
 	int64_t		 max_delay_ms;
@@ -192,6 +194,7 @@ struct lease_policy {
 	struct sql	 claim;		/* takes the row out of the select */
 	struct sql	 renew;		/* text NULL: claim renews too */
 	int64_t		 duration_ms;
+	char		*where;		/* "FILE:LINE: queues.email.lease" */
 };
 
 /* env: one variable for handlers; value NULL: rowq's own, when it has it. */

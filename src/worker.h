@@ -23,7 +23,18 @@ enum param_source {
 	PARAM_ERROR,
 	PARAM_OUTPUT,
 	PARAM_LEASE,
+	PARAM_LEASE_INT,
 	PARAM_DURATION,
+};
+
+/*
+ * A lease's token, new at each claim: :lease, 32 hex digits, and
+ * :lease_int, a positive BIGINT for an integer claim column, made of
+ * the first 63 of the same 128 random bits.
+ */
+struct lease_token {
+	char		 hex[33];
+	long long	 n;
 };
 
 /* A finishing statement, prepared, and where each of its values comes from. */
@@ -151,7 +162,7 @@ struct worker {
 	char			*path;
 	char		       **base_env;
 	struct pipe_handler	 pipe;
-	char			 token[33];	/* :lease of the current row */
+	struct lease_token	 token;		/* of the current row */
 	const struct row	*leased_row;	/* being renewed, or NULL */
 	int			 leased_attempt;
 	int64_t			 lease_renewed_ms;

@@ -31,7 +31,8 @@ finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
 	} builtins[] = {
 		{ "attempt", PARAM_ATTEMPT }, { "delay", PARAM_DELAY },
 		{ "error", PARAM_ERROR }, { "output", PARAM_OUTPUT },
-		{ "lease", PARAM_LEASE }, { "duration", PARAM_DURATION },
+		{ "lease", PARAM_LEASE }, { "lease_int", PARAM_LEASE_INT },
+		{ "duration", PARAM_DURATION },
 	};
 	enum db_status st;
 
@@ -146,8 +147,12 @@ finish_values(struct worker *w, const struct bound *b, const struct row *row,
 			break;
 		case PARAM_LEASE:
 			v->type = VALUE_TEXT;
-			v->s = w->token;
-			v->len = strlen(w->token);
+			v->s = w->token.hex;
+			v->len = strlen(w->token.hex);
+			break;
+		case PARAM_LEASE_INT:
+			v->type = VALUE_INT;
+			v->i = w->token.n;
 			break;
 		case PARAM_DURATION:
 			v->type = VALUE_INT;
