@@ -18,22 +18,22 @@
 #include <string.h>
 #include <strings.h>
 
-/* Prepare a statement just to see the server accept it. */
+/* Prepare a statement (each of a list) just to see the server accept it. */
 static int
 check_statement(struct db *db, const struct sql *sql)
 {
 	enum db_status st;
 	struct db_stmt *s;
+	int problems = 0;
 
-	if (sql->text == NULL)
-		return 0;
-	s = db_prepare(db, sql->positional, &st);
-	if (s == NULL) {
-		log_error("%s: %s", sql->where, db_error(db));
-		return 1;
+	for (; sql != NULL && sql->text != NULL; sql = sql->next) {
+		if ((s = db_prepare(db, sql->positional, &st)) == NULL) {
+			log_error("%s: %s", sql->where, db_error(db));
+			problems++;
+		}
+		db_stmt_free(s);
 	}
-	db_stmt_free(s);
-	return 0;
+	return problems;
 }
 
 /*
@@ -172,9 +172,10 @@ check_session_limits(struct db *db, const struct queue *q)
 static bool
 check_uses(const struct sql *sql, const char *param)
 {
-	for (size_t i = 0; sql->text != NULL && i < sql->nparams; i++)
-		if (strcmp(sql->params[i], param) == 0)
-			return true;
+	for (; sql != NULL && sql->text != NULL; sql = sql->next)
+		for (size_t i = 0; i < sql->nparams; i++)
+			if (strcmp(sql->params[i], param) == 0)
+				return true;
 	return false;
 }
 

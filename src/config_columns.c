@@ -201,8 +201,9 @@ config_check_columns(const struct queue *q, char *const *columns,
 		stmts[n++] = &q->lease.renew;
 	}
 	for (i = 0; i < n; i++)
-		problems += config_check_statement(q, stmts[i], columns,
-		    ncolumns, cols.data, builtins.data);
+		for (const struct sql *s = stmts[i]; s != NULL; s = s->next)
+			problems += config_check_statement(q, s, columns,
+			    ncolumns, cols.data, builtins.data);
 	problems += config_check_column(q, q->key_where, q->key_column,
 	    columns, ncolumns, cols.data);
 	problems += config_check_column(q, q->age_where, q->age_column,

@@ -37,22 +37,68 @@ config_field_backoff(struct load *ld, const struct config_item *it, void *dst,
 	    config_show(s, shown, sizeof(shown)));
 }
 
+/* One statement with :name parameters, said at line, named path. */
+static void
+config_statement(struct load *ld, const char *s, int key_line, int line,
+    const char *path, struct sql *q)
+{
+	char err[CONFIG_MSG_MAX];
+
+	q->where = config_where(ld, key_line, path);
+	if (sql_check_no_rows(s, err, sizeof(err)) == -1 ||
+	    sql_compile(q, s, err, sizeof(err)) == -1)
+		config_error(ld, line, path, "%s", err);
+}
+
 /* A statement with :name parameters. */
 static void
 config_field_statement(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "an SQL statement");
-	struct sql *q = dst;
-	char err[CONFIG_MSG_MAX];
 
 	(void)f;
-	if (s == NULL)
+	if (s != NULL)
+		config_statement(ld, s, it->key->line, it->value->line,
+		    it->path, dst);
+}
+
+/*
+ * done:, failed:, retry.update: a statement, or a list of them, run in
+ * order in the row's transaction (struct sql's next), each named by its
+ * place: queues.email.done[1].
+ */
+static void
+config_field_statements(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	const struct node *v = it->value;
+	struct sql *q = dst;
+	char path[CONFIG_PATH_MAX];
+
+	if (v->kind != NODE_SEQUENCE) {
+		config_field_statement(ld, it, dst, f);
 		return;
-	q->where = config_where(ld, it->key->line, it->path);
-	if (sql_check_no_rows(s, err, sizeof(err)) == -1 ||
-	    sql_compile(q, s, err, sizeof(err)) == -1)
-		config_error(ld, it->value->line, it->path, "%s", err);
+	}
+	if (v->nitems == 0 || v->nitems > SQL_LIST_MAX) {
+		config_error(ld, v->line, it->path, "expected a statement or a "
+		    "list of 1 to %d, not %zu", SQL_LIST_MAX, v->nitems);
+		return;
+	}
+	for (size_t i = 0; i < v->nitems; i++) {
+		const struct node *a = v->items[i];
+		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
+		if (i > 0)
+			q = q->next = xcalloc(1, sizeof(*q));
+		if (a->kind != NODE_SCALAR) {
+			if (a->kind != NODE_INVALID)
+				config_error(ld, a->line, path, "expected an "
+				    "SQL statement, not %s",
+				    config_node_kind_name(a));
+			continue;
+		}
+		config_statement(ld, a->value, a->line, a->line, path, q);
+	}
 }
 
 /* The select: no LIMIT, no locking clause, no parameters. */
@@ -91,7 +137,7 @@ static const struct config_field retry_fields[] = {
 	FIELD(struct retry_policy, "delay", duration, delay_ms, 0, 0),
 	FIELD(struct retry_policy, "max_delay", duration, max_delay_ms, 0, 0),
 	FIELD(struct retry_policy, "jitter", bool, jitter, 0, 0),
-	FIELD(struct retry_policy, "update", statement, update, 0, 0),
+	FIELD(struct retry_policy, "update", statements, update, 0, 0),
 };
 
 /*
@@ -344,9 +390,9 @@ static const struct config_field queue_fields[] = {
 	WHOLE("exec", exec),
 	WHOLE("pipe", pipe),
 	FIELD(struct queue, "timeout", duration, timeout_ms, 1, 0),
-	FIELD(struct queue, "done", statement, done, 0, 0),
+	FIELD(struct queue, "done", statements, done, 0, 0),
 	FIELD(struct queue, "retry", retry, retry, 0, 0),
-	FIELD(struct queue, "failed", statement, failed, 0, 0),
+	FIELD(struct queue, "failed", statements, failed, 0, 0),
 	FIELD(struct queue, "idle", duration, idle_ms, 0, 0),
 	WHOLE("wake", wake),
 	FIELD(struct queue, "max_jobs", long, max_jobs, 0, INT64_MAX),

@@ -113,7 +113,16 @@ struct sql {
 	char   **params;	/* parameter names in order, without the ':' */
 	size_t	 nparams;
 	char	*where;		/* "FILE:LINE: queues.email.done", for messages */
+	/*
+	 * The next statement of a list (done:, failed:, retry.update: may be
+	 * one): each runs after this one, in the same transaction, with the
+	 * same parameters.  NULL: the last, or the only one.
+	 */
+	struct sql *next;
 };
+
+/* Statements in a finishing statement's list, at most. */
+#define SQL_LIST_MAX		16
 
 int	 sql_compile(struct sql *, const char *text, char *err, size_t errlen);
 int	 sql_check_select(const char *text, char *err, size_t errlen);

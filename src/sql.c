@@ -93,6 +93,10 @@ sql_free(struct sql *q)
 {
 	size_t i;
 
+	if (q->next != NULL) {
+		sql_free(q->next);
+		free(q->next);
+	}
 	free(q->text);
 	free(q->positional);
 	for (i = 0; i < q->nparams; i++)

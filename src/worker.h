@@ -49,6 +49,10 @@ struct bound {
 	 * (worker_finish_text.c).
 	 */
 	char			*text;
+	/* The next statement of a list (struct sql's next), or NULL. */
+	struct bound		*next;
+	/* Where the statement of the list that failed last was said. */
+	const char		*failed_at;
 };
 
 /* A row claimed again this soon after it was finished never left. */
@@ -92,6 +96,8 @@ enum connect_status {
 #define COMMIT_FIRST		"COMMIT;\n"
 /* Taken by a batch's claim, for finish_oks to go back to. */
 #define CLAIMED_SAVEPOINT	"rowq_claimed"
+/* Taken before a list of finishing statements, to undo it as a whole. */
+#define LIST_SAVEPOINT		"rowq_row"
 
 /*
  * One turn: the rows one claim returned, read with the column layout kept
