@@ -164,6 +164,21 @@ bool	 sql_token_is(const char *text, const struct sql_token *,
 void	 sql_tokens_text(struct buf *, const char *text,
 	    const struct sql_token *, size_t from, size_t to);
 
+/* A statement taken apart: its text and its tokens (sql_tokenize). */
+struct sql_parse {
+	const char		*text;
+	struct sql_token	*t;
+	size_t			 n;
+};
+
+bool	 sql_parse_is(const struct sql_parse *, size_t i, const char *word);
+bool	 sql_parse_is_name(const struct sql_parse *, size_t i);
+/* A word that ends a table reference (WHERE, JOIN, ...): no alias. */
+bool	 sql_parse_clause_word(const struct sql_parse *, size_t i);
+char	*sql_parse_unquote(const struct sql_parse *, size_t i);
+char	*sql_parse_text(const struct sql_parse *, size_t from, size_t to);
+size_t	 sql_parse_skip_hints(const struct sql_parse *, size_t i);
+
 /* ---- prune_sql.c: a prune: statement, bounded and counted ---- */
 
 #define PRUNE_CHUNK_MAX		100000

@@ -524,3 +524,97 @@ sql_tokens_text(struct buf *b, const char *text, const struct sql_token *t,
 		buf_append(b, text + t[k].start, t[k].len);
 	}
 }
+
+/* ---- a statement's structure, for the readers that take one apart ---- */
+
+/* Words that end a table reference: what follows is not an alias. */
+static const char *const sql_clause_words[] = { "WHERE", "ORDER", "GROUP",
+    "HAVING", "WINDOW", "LIMIT", "FOR", "UNION", "EXCEPT", "INTERSECT",
+    "JOIN", "INNER", "LEFT", "RIGHT", "CROSS", "NATURAL", "STRAIGHT_JOIN",
+    "FULL", "OUTER", "ON", "USING", "USE", "FORCE", "IGNORE", "PARTITION",
+    "LOCK", "INTO", "PROCEDURE", "AS", NULL };
+
+bool
+sql_parse_is(const struct sql_parse *p, size_t i, const char *word)
+{
+	return i < p->n && sql_token_is(p->text, &p->t[i], word);
+}
+
+bool
+sql_parse_is_name(const struct sql_parse *p, size_t i)
+{
+	return i < p->n && (p->t[i].kind == SQL_TOKEN_WORD ||
+	    p->t[i].kind == SQL_TOKEN_NAME);
+}
+
+bool
+sql_parse_clause_word(const struct sql_parse *p, size_t i)
+{
+	if (i >= p->n || p->t[i].kind != SQL_TOKEN_WORD)
+		return false;
+	for (size_t k = 0; sql_clause_words[k] != NULL; k++)
+		if (sql_parse_is(p, i, sql_clause_words[k]))
+			return true;
+	return false;
+}
+
+/* A name without its backquotes (doubled ones undone), as the server sees it. */
+char *
+sql_parse_unquote(const struct sql_parse *p, size_t i)
+{
+	const struct sql_token *t = &p->t[i];
+	const char *s = p->text + t->start;
+	struct buf b = { 0 };
+
+	if (t->kind != SQL_TOKEN_NAME)
+		return xstrndup(s, t->len);
+	for (size_t k = 1; k + 1 < t->len; k++) {
+		buf_putc(&b, s[k]);
+		if (s[k] == '`')
+			k++;
+	}
+	if (b.data == NULL)
+		buf_puts(&b, "");
+	return buf_steal(&b);
+}
+
+/* Tokens [from, to) as sql_tokens_text writes them; the caller frees. */
+char *
+sql_parse_text(const struct sql_parse *p, size_t from, size_t to)
+{
+	struct buf b = { 0 };
+
+	sql_tokens_text(&b, p->text, p->t, from, to);
+	if (b.data == NULL)
+		buf_puts(&b, "");
+	return buf_steal(&b);
+}
+
+/*
+ * Index hints after the table: (USE | FORCE | IGNORE) (INDEX | KEY)
+ * [FOR JOIN | FOR ORDER BY | FOR GROUP BY] (names).  Returns the token
+ * after them.
+ */
+size_t
+sql_parse_skip_hints(const struct sql_parse *p, size_t i)
+{
+	while ((sql_parse_is(p, i, "USE") || sql_parse_is(p, i, "FORCE") ||
+	    sql_parse_is(p, i, "IGNORE")) &&
+	    (sql_parse_is(p, i + 1, "INDEX") || sql_parse_is(p, i + 1, "KEY"))) {
+		i += 2;
+		if (sql_parse_is(p, i, "FOR")) {
+			i++;
+			if (sql_parse_is(p, i, "ORDER") || sql_parse_is(p, i, "GROUP"))
+				i++;
+			i++;	/* JOIN, or the BY of ORDER BY */
+		}
+		if (!sql_parse_is(p, i, "("))
+			return i;
+		while (i < p->n && !(sql_parse_is(p, i, ")") && p->t[i].depth == 0))
+			i++;
+		if (i < p->n)
+			i++;
+	}
+	return i;
+}
+
