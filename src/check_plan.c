@@ -521,6 +521,21 @@ plan_indexes(struct db *db, const struct plan_shape *sh, struct plan_index *ix,
 	return nix;
 }
 
+/*
+ * "email" or "email AS e": the table as the select names it, to write
+ * FROM ... FORCE INDEX (...) with, which takes the table's name, not the
+ * alias alone.
+ */
+static const char *
+plan_from(const struct plan_shape *sh, char *buf, size_t len)
+{
+	if (strcmp(sh->alias, sh->table) == 0)
+		snprintf(buf, len, "%s", sh->table);
+	else
+		snprintf(buf, len, "%s AS %s", sh->table, sh->alias);
+	return buf;
+}
+
 /* "(a, b)" for an index as declared. */
 static void
 plan_index_cols(struct buf *b, const struct plan_index *ix)
@@ -726,7 +741,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 	struct plan_row mainrow = { "", "", "", "", "" };
 	const struct plan_index *serving = NULL, *where_only = NULL;
 	long long table_rows = -1;
-	char engine[32] = "";
+	char engine[32] = "", from[2 * PLAN_NAME_MAX + 8];
 	char *claim;
 	bool bad = false, analysable;
 	enum db_status st;
@@ -810,7 +825,8 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 		    "partly drained, write FROM %s FORCE INDEX (%s) in the "
 		    "select: the optimizer's statistics assume the waiting rows "
 		    "are spread evenly, but in a queue they are bunched at the "
-		    "end", sh.table, name.data, ideal.data, sh.alias, name.data);
+		    "end", sh.table, name.data, ideal.data,
+		    plan_from(&sh, from, sizeof(from)), name.data);
 		if (bad)
 			log_warnx("%s: the claim reads rows it will not return: "
 			    "%s", q->select.where, why.data);
@@ -828,7 +844,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 			    "assume the waiting rows are spread evenly, but in a "
 			    "queue they are bunched): write FROM %s FORCE INDEX "
 			    "(%s) in the select", q->select.where, serving->name,
-			    sh.alias, serving->name);
+			    plan_from(&sh, from, sizeof(from)), serving->name);
 		}
 	} else if (bad && uses_serving && sh.join) {
 		log_warnx("%s: the claim reads rows it will not return: %s",
