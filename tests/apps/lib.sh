@@ -1,0 +1,82 @@
+# shellcheck shell=bash
+# For the tests of the applications' job tables (tests/integration/2x_*.sh):
+# the application's DDL as shipped (tests/apps/APP.sql), its example
+# configuration (config/examples/APP.yaml) pointed at the test's server and
+# at a pipe handler of the test's, and the probe that the claim locks only
+# what it claims.  Sourced after lib.sh, once db_create has run.
+#
+#   app_schema APP             create the application's tables
+#   app_config APP FILE        the example, with this server and the handler
+#   app_handler                the pipe handler: each row's JSON goes to
+#                              $ROWQ_TEST_TMP/handled, one line a row; it
+#                              answers by the row's text: "hold" waits for
+#                              the file $ROWQ_TEST_TMP/release, "retry" and
+#                              "fail" answer so, anything else ok
+#   app_wait_held              wait until the held row's handler runs
+#   app_not_locked WHAT SQL    SQL, run while a handler runs, completes
+#                              within 2 s (it would wait for a lock held
+#                              by the claim otherwise)
+
+APP_DIR=$TESTS_DIR/apps
+
+app_schema()
+{
+	sql <"$APP_DIR/$1.sql"
+}
+
+app_config()
+{
+	local app=$1 file=$2
+	cat >"$file" <<YAML
+database:
+  socket: $ROWQ_TEST_SOCKET
+  user: root
+  name: $ROWQ_TEST_DB
+YAML
+	# The example without its database: block, with the test's handler.
+	sed -e '/^database:/,/^queues:/{/^queues:/!d}' \
+	    -e "s|^    pipe: .*|    pipe: [$ROWQ_TEST_TMP/app-handler]|" \
+	    -e "s|^    exec: .*|    pipe: [$ROWQ_TEST_TMP/app-handler]|" \
+	    -e 's/^    idle: .*/    idle: 100ms/' \
+	    "$REPO_ROOT/config/examples/$app.yaml" >>"$file"
+	app_handler
+}
+
+app_handler()
+{
+	# Handlers get no environment of the test's: the paths are written in.
+	{
+		echo '#!/bin/bash'
+		echo "d=$ROWQ_TEST_TMP"
+		cat <<'SH'
+while IFS= read -r row; do
+	printf '%s\n' "$row" >>"$d/handled"
+	case $row in
+	*hold*)
+		: >"$d/holding"
+		while [ ! -e "$d/release" ]; do sleep 0.05; done
+		echo ok ;;
+	*retry*) echo "retry the service is away" ;;
+	*fail*) echo "fail this cannot work" ;;
+	*) echo ok ;;
+	esac
+done
+SH
+	} >"$ROWQ_TEST_TMP/app-handler"
+	chmod +x "$ROWQ_TEST_TMP/app-handler"
+}
+
+app_wait_held()
+{
+	wait_until 20 '[ -e "$ROWQ_TEST_TMP/holding" ]' ||
+	    fail "the held row's handler did not start"
+}
+
+app_not_locked()
+{
+	local out status=0
+	out=$(mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot -N -B \
+	    "$ROWQ_TEST_DB" -e "SET SESSION innodb_lock_wait_timeout = 2;
+	    START TRANSACTION; $2; ROLLBACK" 2>&1) || status=$?
+	assert_eq 0 "$status" "$1, while a handler runs: $out"
+}
