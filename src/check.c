@@ -73,18 +73,50 @@ check_cursor_line(const struct queue *q, const char *what, struct buf *b)
 }
 
 /*
+ * Whether the claim locks by key (keyed.c), decided as the workers do:
+ * said when it does, with -d its statements.  Returns whether it applies,
+ * with k filled (the caller frees it in any case).
+ */
+static bool
+check_keyed(struct db *db, const struct queue *q, struct keyed_claim *k)
+{
+	struct buf b = { 0 };
+
+	if (keyed_derive(k, q->select.positional, q->done.positional) != 0 ||
+	    keyed_confirm(db, k, q->select.positional, q->batch) != 0) {
+		log_debug("%s: the claim does not lock by key: the select %s",
+		    q->select.where, k->reason);
+		return false;
+	}
+	log_info("%s: claims lock by key: the select's own claim would lock "
+	    "more than it claims (%s); instead, a list of the keys it would "
+	    "claim is read without locking (every %d claims, at least every "
+	    "%d ms), and each claim locks by key only the rows of %s it "
+	    "claims", q->select.where, k->why, KEYED_LIST_CLAIMS,
+	    KEYED_LIST_MS, k->table);
+	keyed_list_sql(&b, k, q->batch * q->workers * KEYED_LIST_CLAIMS);
+	check_cursor_line(q, "list (locks nothing)", &b);
+	keyed_lock_sql(&b, k, NULL, 0, q->batch);
+	check_cursor_line(q, "lock", &b);
+	buf_free(&b);
+	return true;
+}
+
+/*
  * Whether the queue's claims can scan the primary key from a cursor
  * (cursor.c).  With -d the derived statements are logged; under `rowq
  * check` a select of another shape gets one note that says what today's
- * claim costs and which shape avoids it.  Never a problem: both claims
- * work.
+ * claim costs and which shape avoids it, unless it locks by key
+ * (check_keyed).  Never a problem: both claims work.  Returns whether it
+ * locks by key, with k filled (the caller frees it in any case).
  */
-static void
+static bool
 check_cursor(struct db *db, const struct queue *q, const struct column *cols,
-    size_t ncols, bool explain)
+    size_t ncols, bool explain, struct keyed_claim *k)
 {
 	struct cursor_claim c;
 	struct buf b = { 0 };
+	bool by_key = false;
 
 	if (cursor_derive(&c, q->select.positional) == 0 &&
 	    cursor_confirm(db, &c, cols, ncols) == 0) {
@@ -100,6 +132,8 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 		check_cursor_line(q, "fallback, first (locks nothing)", &b);
 		cursor_claim_sql(&b, &c, CURSOR_AT, NULL, q->batch);
 		check_cursor_line(q, "fallback, then", &b);
+	} else if (check_keyed(db, q, k)) {
+		by_key = true;
 	} else if (explain) {
 		/* A note, not a warning: the shape may be chosen on purpose. */
 		log_info("%s: the claim cannot scan the primary key from a "
@@ -120,7 +154,9 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 	}
 	buf_free(&b);
 	cursor_free(&c);
+	return by_key;
 }
+
 
 /*
  * Warn about a server-side idle limit below what the queue's sessions
@@ -264,9 +300,11 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	if (ncols > 0)
 		problems += failed_check(db, q, q->key_column != NULL ?
 		    q->key_column : cols[0].name);
-	check_cursor(db, q, cols, ncols, explain);
+	struct keyed_claim keyed = { 0 };
+	bool by_key = check_cursor(db, q, cols, ncols, explain, &keyed);
 	db_stmt_free(claim);
-	problems += check_plan(db, q, explain);
+	problems += check_plan(db, q, explain, by_key ? &keyed : NULL);
+	keyed_free(&keyed);
 	problems += check_statement(db, &q->done);
 	problems += check_statement(db, &q->failed);
 	problems += check_statement(db, &q->retry.update);

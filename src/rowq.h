@@ -591,6 +591,49 @@ void	 pipe_drain(struct pipe_handler *);
 /* Only a pointer here: the files that use the database include db.h. */
 struct db;
 
+/* ---- keyed.c: the claim that locks only the rows it claims ---- */
+
+/* One list of keys serves this many claims at most, and this long. */
+#define KEYED_LIST_CLAIMS	1000
+#define KEYED_LIST_MS		1000
+/* Keys in one list, at most. */
+#define KEYED_LIST_MAX		10000
+
+/*
+ * A select whose own claim locks rows it does not claim (a row every
+ * claim joins, a sort), taken apart: the table its done changes and the
+ * parts the claim by key is built from, as written.
+ */
+struct keyed_claim {
+	char	*reason;	/* NULL: it applies; else "the select ..." */
+	char	*why;		/* keyed_confirm: what the own claim locks */
+	char	*schema;	/* the claimed table's; NULL: the connection's */
+	char	*table;		/* the table done changes, unquoted */
+	char	*alias;		/* as the select names it, unquoted */
+	char	*table_ref;	/* "t AS a", as written, without hints */
+	char	*columns;	/* "SELECT ..." up to FROM */
+	char	*from;		/* after FROM, up to WHERE or ORDER BY */
+	char	*from_head;	/* of from, before the claimed table */
+	char	*from_tail;	/* of from, after it and its hints */
+	char	*target;	/* the claimed table, [schema.]table as written */
+	size_t	 ref_start, ref_end;	/* its tokens, for keyed_derive */
+	char	*where;		/* the WHERE's condition; NULL: none */
+	char	*own_where;	/* its conjuncts of the claimed table alone */
+	char	*order;		/* after ORDER BY; NULL: none */
+	bool	 join;		/* FROM has more tables */
+	bool	 derived;	/* keyed_derive took it apart */
+	char	*pk;		/* keyed_confirm: the primary key column */
+};
+
+int	 keyed_derive(struct keyed_claim *, const char *select,
+	    const char *done);
+int	 keyed_confirm(struct db *, struct keyed_claim *, const char *select,
+	    int batch);
+void	 keyed_list_sql(struct buf *, const struct keyed_claim *, int limit);
+void	 keyed_lock_sql(struct buf *, const struct keyed_claim *,
+	    const char *const *keys, size_t n, int limit);
+void	 keyed_free(struct keyed_claim *);
+
 /* ---- cursor.c: the claim that scans the primary key from a cursor ---- */
 
 #define CURSOR_KEY_MAX		24	/* 20 digits, a sign, NUL, to spare */
@@ -770,6 +813,7 @@ struct worker_args {
 	const struct config	*cfg;
 	const struct queue	*queue;
 	int			 number;	/* from 1, within the queue */
+	int			 of;		/* the queue's workers, this one too */
 	bool			 drain;		/* exit when the select is empty */
 	struct worker_stats	*stats;
 	int			 close_fd;	/* the supervisor's, or -1 */
@@ -799,7 +843,9 @@ void	 wake_binlog_check(struct db *, const struct queue *);
 /* ---- check_plan.c: the claim's plan, for check.c ---- */
 
 /* Warns of a claim that reads rows it will not return; returns 0. */
-int	 check_plan(struct db *, const struct queue *, bool verbose);
+struct keyed_claim;
+int	 check_plan(struct db *, const struct queue *, bool verbose,
+	    const struct keyed_claim *);
 void	 check_plan_describe(const char *select, unsigned long version,
 	    struct buf *);
 

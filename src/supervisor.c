@@ -220,6 +220,8 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 			.cfg = sl->gen->cfg,
 			.queue = sl->queue,
 			.number = sl->number,
+			.of = s->opts->workers > 0 ? s->opts->workers :
+			    sl->queue->workers,
 			.drain = s->opts->drain,
 			.stats = sl->stats,
 			.close_fd = -1,

@@ -113,6 +113,11 @@ worker_disconnect(struct worker *w)
 	w->cursor_start = NULL;
 	w->cursor_on = false;
 	cursor_rewind(&w->cursor_at);
+	db_stmt_free(w->keyed_list_stmt);
+	w->keyed_list_stmt = NULL;
+	w->keyed_on = false;
+	rowset_clear(&w->keyed_list, 1);
+	w->keyed_next = 0;
 	/* A transaction on the link goes with it. */
 	if (w->turn.uncommitted)
 		turn_rolled_back(w);
@@ -646,6 +651,8 @@ worker_free(struct worker *w)
 	worker_disconnect(w);
 	turn_free(&w->turn);
 	cursor_free(&w->cursor);
+	keyed_free(&w->keyed);
+	free(w->keyed_list.rows);
 	buf_free(&w->claim_text);
 	recent_free(w->recent);
 	free(w->path);

@@ -154,6 +154,18 @@ struct worker {
 	bool			 cursor_on;	/* confirmed on this connection */
 	struct db_stmt		*cursor_start;	/* the fallback's first key */
 	struct cursor_state	 cursor_at;
+	/*
+	 * The claim by key (keyed.c), when the select's own claim locks
+	 * rows it does not claim: derived once, confirmed for each
+	 * connection; the list of keys it locks from, and where it is.
+	 */
+	struct keyed_claim	 keyed;
+	bool			 keyed_derived;
+	bool			 keyed_on;	/* confirmed on this connection */
+	struct db_stmt		*keyed_list_stmt; /* prepared for its layout */
+	struct rowset		 keyed_list;
+	size_t			 keyed_next;
+	int64_t			 keyed_read_ms;
 	struct buf		 claim_text;	/* as sent, with what rides on it */
 	struct bound		 done, retry, failed, lease, renew;
 	/* The connection's layout: the prepared claim's columns. */
