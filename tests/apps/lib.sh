@@ -10,8 +10,9 @@
 #   app_handler                the pipe handler: each row's JSON goes to
 #                              $ROWQ_TEST_TMP/handled, one line a row; it
 #                              answers by the row's text: "hold" waits for
-#                              the file $ROWQ_TEST_TMP/release, "retry" and
-#                              "fail" answer so, anything else ok
+#                              the file $ROWQ_TEST_TMP/release, "flaky"
+#                              retries once, "retry" and "fail" answer so,
+#                              anything else ok
 #   app_wait_held              wait until the held row's handler runs
 #   app_not_locked WHAT SQL    SQL, run while a handler runs, completes
 #                              within 2 s (it would wait for a lock held
@@ -51,7 +52,14 @@ app_handler()
 		cat <<'SH'
 while IFS= read -r row; do
 	printf '%s\n' "$row" >>"$d/handled"
-	case $row in
+	# A binary column comes as base64: its text counts too.
+	data=$(printf '%s' "$row" | sed -n 's/.*"data":"\([^"]*\)".*/\1/p' |
+	    base64 -d 2>/dev/null | tr -d '\0')
+	sum=$(printf '%s' "$row" | md5sum | cut -c1-16)
+	case "$row $data" in
+	*flaky*)
+		if [ -e "$d/flaky.$sum" ]; then echo ok
+		else : >"$d/flaky.$sum"; echo "retry not yet"; fi ;;
 	*hold*)
 		: >"$d/holding"
 		while [ ! -e "$d/release" ]; do sleep 0.05; done
