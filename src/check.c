@@ -108,18 +108,21 @@ check_keyed(struct db *db, const struct queue *q, struct keyed_claim *k)
  * check` a select of another shape gets one note that says what today's
  * claim costs and which shape avoids it, unless it locks by key
  * (check_keyed).  Never a problem: both claims work.  Returns whether it
- * locks by key, with k filled (the caller frees it in any case).
+ * locks by key, with k filled (the caller frees it in any case); *cursor
+ * says whether it claims from a cursor.
  */
 static bool
 check_cursor(struct db *db, const struct queue *q, const struct column *cols,
-    size_t ncols, bool explain, struct keyed_claim *k)
+    size_t ncols, bool explain, struct keyed_claim *k, bool *cursor)
 {
 	struct cursor_claim c;
 	struct buf b = { 0 };
 	bool by_key = false;
 
+	*cursor = false;
 	if (cursor_derive(&c, q->select.positional) == 0 &&
 	    cursor_confirm(db, &c, cols, ncols) == 0) {
+		*cursor = true;
 		log_debug("%s: the claim scans the primary key of %s from a "
 		    "cursor, the last %s this worker claimed (of a batch: its "
 		    "last), falling back to the first waiting row when it finds "
@@ -301,9 +304,10 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 		problems += failed_check(db, q, q->key_column != NULL ?
 		    q->key_column : cols[0].name);
 	struct keyed_claim keyed = { 0 };
-	bool by_key = check_cursor(db, q, cols, ncols, explain, &keyed);
+	bool cursor;
+	bool by_key = check_cursor(db, q, cols, ncols, explain, &keyed, &cursor);
 	db_stmt_free(claim);
-	problems += check_plan(db, q, explain, by_key ? &keyed : NULL);
+	problems += check_plan(db, q, explain, by_key ? &keyed : NULL, cursor);
 	keyed_free(&keyed);
 	problems += check_statement(db, &q->done);
 	problems += check_statement(db, &q->failed);

@@ -847,8 +847,13 @@ plan_by_key(struct db *db, const struct queue *q, const struct plan_shape *sh,
  */
 int
 check_plan(struct db *db, const struct queue *q, bool verbose,
-    const struct keyed_claim *keyed)
+    const struct keyed_claim *keyed, bool cursor)
 {
+	/*
+	 * Claimed from a cursor, the select's own plan is only the fallback's
+	 * first key, read without locking at most once a second: a note.
+	 */
+	void (*say)(const char *, ...) = cursor ? log_info : log_warnx;
 	struct plan_index *ix;
 	struct plan_shape sh;
 	struct rowset rs = { 0 };
@@ -929,6 +934,10 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 		    "InnoDB, whose row locks let workers share the queue",
 		    q->select.where, sh.table, engine);
 
+	if (cursor && (bad || (analysable && serving == NULL)))
+		log_info("%s: the claim is from a cursor; what follows is the "
+		    "plan of its fallback's first key, read without locking, at "
+		    "most once a second", q->select.where);
 	if (keyed != NULL)
 		plan_by_key(db, q, &sh, ix, nix, keyed, &mainrow, verbose);
 	else if (analysable && serving == NULL) {
@@ -949,18 +958,18 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 		    "end", sh.table, name.data, ideal.data,
 		    plan_from(&sh, from, sizeof(from)), name.data);
 		if (bad)
-			log_warnx("%s: the claim reads rows it will not return: "
+			say("%s: the claim reads rows it will not return: "
 			    "%s", q->select.where, why.data);
-		log_warnx("%s: %s", q->select.where, fix.data);
+		say("%s: %s", q->select.where, fix.data);
 	} else if (bad && analysable && !uses_serving) {
 		if (table_rows >= 0 && table_rows < PLAN_SMALL_ROWS) {
 			/* A small table is scanned whatever the indexes. */
 			log_debug("%s: claim plan ignored on a table of ~%lld "
 			    "rows: %s", q->select.where, table_rows, why.data);
 		} else {
-			log_warnx("%s: the claim reads rows it will not return: "
+			say("%s: the claim reads rows it will not return: "
 			    "%s", q->select.where, why.data);
-			log_warnx("%s: index %s serves the WHERE and the ORDER BY "
+			say("%s: index %s serves the WHERE and the ORDER BY "
 			    "but the optimizer does not use it (its statistics "
 			    "assume the waiting rows are spread evenly, but in a "
 			    "queue they are bunched): write FROM %s FORCE INDEX "
@@ -968,16 +977,16 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 			    plan_from(&sh, from, sizeof(from)), serving->name);
 		}
 	} else if (bad && uses_serving && sh.join) {
-		log_warnx("%s: the claim reads rows it will not return: %s",
+		say("%s: the claim reads rows it will not return: %s",
 		    q->select.where, why.data);
-		log_warnx("%s: index %s serves %s, but the join adds work to "
+		say("%s: index %s serves %s, but the join adds work to "
 		    "every claim: give each joined table an index on the "
 		    "columns it is joined on", q->select.where, serving->name,
 		    sh.table);
 	} else if (bad) {
-		log_warnx("%s: the claim reads rows it will not return: %s",
+		say("%s: the claim reads rows it will not return: %s",
 		    q->select.where, why.data);
-		log_warnx("%s: a claim should read only the rows it returns: "
+		say("%s: a claim should read only the rows it returns: "
 		    "the WHERE needs columns compared with constants (such as "
 		    "status = 'waiting' or done_at IS NULL) that finished rows "
 		    "no longer match, and an index that starts with them and "

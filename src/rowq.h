@@ -845,7 +845,7 @@ void	 wake_binlog_check(struct db *, const struct queue *);
 /* Warns of a claim that reads rows it will not return; returns 0. */
 struct keyed_claim;
 int	 check_plan(struct db *, const struct queue *, bool verbose,
-	    const struct keyed_claim *);
+	    const struct keyed_claim *, bool cursor);
 void	 check_plan_describe(const char *select, unsigned long version,
 	    struct buf *);
 
