@@ -4,9 +4,10 @@
 # recorded as the application records them, and the claim locking only
 # the job it claims (the application's UPDATE of another waiting job
 # completes while a handler runs); `rowq check` passes on each, and
-# --strict too but on Symfony 5's table, whose three one-column indexes
-# serve no claim of one queue by available_at (Symfony 6 added the one
-# that does): --strict names it.
+# --strict on Laravel's; it names the cause on the others: Drupal's ORDER
+# BY created, item_id, which keeps the claim from a cursor, and Symfony
+# 5's table, whose three one-column indexes serve no claim of one queue
+# by available_at (Symfony 6 added the one that does).
 # - Drupal's queue: done deletes the item; a failed try delays it
 #   (retry: without attempts_column, for ever), another queue's items
 #   stay;
@@ -50,7 +51,12 @@ sql "INSERT INTO queue (name, data, created)
     CASE seq WHEN 2 THEN 'hold' WHEN 5 THEN 'flaky' ELSE 'fetch' END, '\";}'),
     UNIX_TIMESTAMP() - 100 + seq FROM seq_1_to_20;
     INSERT INTO queue (name, data, created) VALUES ('locale_translation', 'a:0:{}', 1)"
-run drupal aggregator_feeds "UPDATE queue SET data = data WHERE item_id = 20"
+app_config drupal drupal.yaml
+status=0
+out=$("$ROWQ" -c drupal.yaml check --strict 2>&1) || status=$?
+assert_eq 1 "$status" "drupal: check --strict ($out)"
+assert_match "queues.aggregator_feeds.select: the claim cannot scan the primary key from a cursor: the select orders by more than one column" "$out" "drupal: --strict names the cause"
+run drupal aggregator_feeds "UPDATE queue SET data = data WHERE item_id = 20" lax
 assert_eq "locale_translation" "$(sql_value "SELECT GROUP_CONCAT(name) FROM queue")" "drupal: the items left"
 assert_eq "20 21" "$(awk -F'"item_id":' '{ split($2, a, ","); n[a[1]]++; t++ } END { print length(n), t }' handled)" "drupal: items handled, handler runs"
 assert_match "aggregator_feeds: 20 done, 1 retried, 0 failed, 0 errors" "$(cat drupal.out)" "drupal: the summary"
