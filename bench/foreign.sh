@@ -66,7 +66,7 @@ rewrite_action_scheduler()
 	echo "SELECT action_id, hook, args, extended_args, priority, attempts
 	    FROM wp_actionscheduler_actions
 	    WHERE claim_id = 0 AND scheduled_date_gmt <= UTC_TIMESTAMP()
-	    AND status = 'pending' ORDER BY scheduled_date_gmt, action_id"
+	    AND status = 'pending' ORDER BY action_id"
 }
 
 fill_drupal()

@@ -760,14 +760,21 @@ plan_list_ms(struct db *db, const struct queue *q,
  * The order that an existing index serves with the WHERE, once leading
  * ORDER BY columns go (a tie-breaker kept, ORDER BY priority, date, id
  * becoming ORDER BY date, id), in SQL to paste; else what would serve.
+ * A select of one table may order by its primary key instead, which rowq
+ * claims from a cursor, the claim that reads least.
  */
 static void
 plan_rewrite(struct buf *b, const struct plan_shape *sh,
-    const struct plan_index *ix, size_t nix)
+    const struct plan_index *ix, size_t nix, const char *pk)
 {
 	struct plan_shape *alt = xcalloc(1, sizeof(*alt));
 	const char *qual = sh->join ? sh->table : "";
 	struct buf name = { 0 }, ideal = { 0 };
+
+	if (!sh->join && pk != NULL)
+		buf_printf(b, "write ORDER BY %s, which rowq claims from a "
+		    "cursor, reading only the rows it returns (rows in the "
+		    "order they were added); or ", pk);
 
 	for (size_t s = 1; sh->order_known && s < sh->norder; s++) {
 		*alt = *sh;
@@ -779,7 +786,7 @@ plan_rewrite(struct buf *b, const struct plan_shape *sh,
 		for (size_t i = 0; i < nix; i++) {
 			if (plan_serves(alt, &ix[i]) != 2)
 				continue;
-			buf_puts(b, "write ORDER BY ");
+			buf_puts(b, b->len ? "ORDER BY " : "write ORDER BY ");
 			for (size_t k = 0; k < alt->norder; k++)
 				buf_printf(b, "%s%s%s%s%s", k ? ", " : "", qual,
 				    qual[0] ? "." : "", alt->order[k],
@@ -828,7 +835,7 @@ plan_by_key(struct db *db, const struct queue *q, const struct plan_shape *sh,
 		return;
 	}
 	ms = plan_list_ms(db, q, keyed);
-	plan_rewrite(&fix, sh, ix, nix);
+	plan_rewrite(&fix, sh, ix, nix, keyed->pk);
 	log_warnx("%s: the claim by key locks only the rows it claims, but its "
 	    "list of keys sorts every row the select matches (~%s rows of %s; "
 	    "EXPLAIN: %s), %.1f ms measured now, and each worker reads it once "
