@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
-# What `rowq check` says of a claim that locks or reads more than it
-# claims, in SQL that can be pasted:
-# - the FORCE INDEX it suggests names the table, not the select's alias
-#   (`FROM email AS e FORCE INDEX (...)`, not `FROM e FORCE INDEX`);
-# - a select whose claim sorts, claimed by key: the list's sort, its
-#   cost measured, and the rewrite with the existing index that serves it
-#   once the leading ORDER BY columns go; --strict fails on it;
-# - a select that joins a row every claim shares, claimed by key: said,
-#   and with -d the statements.
+# What `rowq check` says of a claim, in SQL that can be pasted: the FORCE
+# INDEX it suggests names the table, not the select's alias (`FROM email
+# AS e FORCE INDEX (...)`, not `FROM e FORCE INDEX`).  The claim by key's
+# warnings are in 26_app_magento and 28_app_action_scheduler, with the
+# applications' own selects.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start
