@@ -13,10 +13,12 @@
 #                              the file $ROWQ_TEST_TMP/release, "flaky"
 #                              retries once, "retry" and "fail" answer so,
 #                              anything else ok
-#   app_wait_held              wait until the held row's handler runs
-#   app_not_locked WHAT SQL    SQL, run while a handler runs, completes
-#                              within 2 s (it would wait for a lock held
-#                              by the claim otherwise)
+#   app_drain FILE OUT QUEUE WHAT SQL...
+#                              rowq drain QUEUE (output in OUT.out and
+#                              OUT.err), and while the held row's handler
+#                              runs, each SQL (named WHAT) completes
+#                              within 2 s: it would wait for a lock held
+#                              by the claim otherwise
 
 APP_DIR=$TESTS_DIR/apps
 
@@ -75,17 +77,30 @@ SH
 	chmod +x "$ROWQ_TEST_TMP/app-handler"
 }
 
-app_wait_held()
-{
-	wait_until 20 '[ -e "$ROWQ_TEST_TMP/holding" ]' ||
-	    fail "the held row's handler did not start"
-}
-
-app_not_locked()
+_app_not_locked()
 {
 	local out status=0
 	out=$(mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot -N -B \
 	    "$ROWQ_TEST_DB" -e "SET SESSION innodb_lock_wait_timeout = 2;
 	    START TRANSACTION; $2; ROLLBACK" 2>&1) || status=$?
 	assert_eq 0 "$status" "$1, while a handler runs: $out"
+}
+
+app_drain()
+{
+	local file=$1 out=$2 queue=$3 pid
+	shift 3
+	rm -f "$ROWQ_TEST_TMP"/holding "$ROWQ_TEST_TMP"/release
+	"$ROWQ" -c "$file" drain "$queue" >"$out.out" 2>"$out.err" &
+	pid=$!
+	track_pid "$pid"
+	wait_until 20 '[ -e "$ROWQ_TEST_TMP/holding" ]' ||
+	    fail "the held row's handler did not start: $(cat "$out.err")"
+	while [ $# -ge 2 ]; do
+		_app_not_locked "$1" "$2"
+		shift 2
+	done
+	: >"$ROWQ_TEST_TMP/release"
+	wait "$pid" || fail "drain $queue: $(cat "$out.err")"
+	untrack_pid "$pid"
 }

@@ -32,17 +32,11 @@ out=$("$ROWQ" -d -c q.yaml check 2>&1) || fail "check -d: $out"
 assert_match "queues.product_action_attribute_update.select: claims lock by key" "$out" "-d check: the claim by key"
 assert_match "queues.product_action_attribute_update.select: lock: SELECT .* JOIN \(SELECT \* FROM queue_message_status AS .queue_message_status. FORCE INDEX \(PRIMARY\) WHERE" "$out" "-d check: its lock"
 
-"$ROWQ" -c q.yaml drain product_action_attribute_update >drain.out 2>drain.err &
-pid=$!
-track_pid "$pid"
-app_wait_held
-app_not_locked "the queue row every claim joins" \
-    "UPDATE queue SET name = name WHERE id = 2"
-app_not_locked "another waiting message" \
+app_drain q.yaml drain product_action_attribute_update \
+    "the queue row every claim joins" \
+    "UPDATE queue SET name = name WHERE id = 2" \
+    "another waiting message" \
     "UPDATE queue_message_status SET number_of_trials = number_of_trials WHERE message_id = 40"
-: >release
-wait "$pid" || fail "drain: $(cat drain.err)"
-untrack_pid "$pid"
 assert_eq "4 38 0, 6 2 4" "$(sql_value "SELECT GROUP_CONCAT(CONCAT(status, ' ', n, ' ', t) ORDER BY status SEPARATOR ', ') FROM (SELECT status, COUNT(*) n, SUM(number_of_trials) t FROM queue_message_status WHERE queue_id = 2 GROUP BY status) s")" "statuses and trials"
 assert_eq 2 "$(sql_value "SELECT status FROM queue_message_status WHERE queue_id = 3")" "another queue's message"
 # Every message once, the retried one three times.

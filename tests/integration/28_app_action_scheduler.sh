@@ -46,15 +46,8 @@ out=$("$ROWQ" -c q.yaml check --strict 2>&1) || status=$?
 assert_eq 1 "$status" "check --strict ($out)"
 assert_match "its list of keys sorts every row the select matches .*write ORDER BY action_id, which rowq claims from a cursor.*; or ORDER BY scheduled_date_gmt, action_id, which index claim_id_status_scheduled_date_gmt \(claim_id, status, scheduled_date_gmt\) serves" "$out" "check --strict: the cause and the rewrites"
 
-"$ROWQ" -c q.yaml drain actions >drain.out 2>drain.err &
-pid=$!
-track_pid "$pid"
-app_wait_held
-app_not_locked "another pending action" \
+app_drain q.yaml drain actions "another pending action" \
     "UPDATE wp_actionscheduler_actions SET last_attempt_gmt = last_attempt_gmt WHERE action_id = 30"
-: >release
-wait "$pid" || fail "drain: $(cat drain.err)"
-untrack_pid "$pid"
 assert_eq "complete 29, failed 1" "$(sql_value "SELECT GROUP_CONCAT(CONCAT(status, ' ', n) ORDER BY status SEPARATOR ', ') FROM (SELECT status, COUNT(*) n FROM wp_actionscheduler_actions WHERE action_id <= 30 GROUP BY status) s")" "the due actions"
 assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM wp_actionscheduler_actions WHERE action_id <= 30 AND (attempts <> 1 + action_id % 2 OR last_attempt_gmt < UTC_TIMESTAMP() - INTERVAL 1 MINUTE)")" "attempts and last attempt recorded"
 assert_eq "pending canceled complete pending" "$(sql "SELECT status FROM wp_actionscheduler_actions WHERE action_id > 30 ORDER BY action_id" | xargs)" "the others"

@@ -28,19 +28,12 @@ cd "$ROWQ_TEST_TMP"
 # waiting job) runs while the held job's handler waits.
 run()
 {
-	local out pid strict=(--strict)
+	local out strict=(--strict)
 	[ "${4:-}" != lax ] || strict=()
-	rm -f holding release handled flaky.*
+	rm -f handled flaky.*
 	out=$("$ROWQ" -c "$1.yaml" check "${strict[@]}" 2>&1) ||
 	    fail "$1: check ${strict[*]}: $out"
-	"$ROWQ" -c "$1.yaml" drain "$2" >"$1.out" 2>"$1.err" &
-	pid=$!
-	track_pid "$pid"
-	app_wait_held
-	app_not_locked "$1: another waiting job" "$3"
-	: >release
-	wait "$pid" || fail "$1: drain: $(cat "$1.err")"
-	untrack_pid "$pid"
+	app_drain "$1.yaml" "$1" "$2" "$1: another waiting job" "$3"
 }
 
 # ---- Drupal ----
