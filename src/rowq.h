@@ -425,6 +425,7 @@ struct stopper {
 };
 
 int64_t	 now_ms(void);			/* CLOCK_MONOTONIC */
+int64_t	 now_us(void);			/* the same, in microseconds */
 int64_t	 wall_ms(void);			/* CLOCK_REALTIME */
 int	 proc_signalfd(const int *signals, size_t n);
 void	 proc_child_signals(void);	/* undo the parent's signal setup */
@@ -789,12 +790,14 @@ struct worker_stats {
 	/*
 	 * Drain: when this worker's last COMMIT of finished rows came back,
 	 * and when its last look that found nothing (no row claimed, and
-	 * the select, read without locking, empty) began; drained_ms is 0
-	 * from a claim that returned rows on (now_ms).  The drain ends when
-	 * every worker's look began after every such commit.
+	 * the select, read without locking, empty) began; drained_us is 0
+	 * from a claim that returned rows on.  The drain ends when
+	 * every worker's look began after every such commit.  In
+	 * microseconds (now_us): a look and a commit are often less than a
+	 * millisecond apart.
 	 */
-	volatile int64_t	 finished_ms;
-	volatile int64_t	 drained_ms;
+	volatile int64_t	 finished_us;
+	volatile int64_t	 drained_us;
 	struct rate		 rate;		/* rows finished, per second */
 	struct histogram	 claim;		/* seconds a claim took */
 	struct histogram	 handler;	/* seconds a handler ran */

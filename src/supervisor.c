@@ -397,8 +397,8 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 
 	log_set_about(sl->queue->name, sl->number);
 	supervisor_add(t, sl->stats);
-	if (sl->stats->finished_ms > s->drain_finished_ms)
-		s->drain_finished_ms = sl->stats->finished_ms;
+	if (sl->stats->finished_us > s->drain_finished_us)
+		s->drain_finished_us = sl->stats->finished_us;
 	supervisor_describe_death(status, why, sizeof(why));
 	duration_format(lived, l, sizeof(l));
 	if (!clean)
@@ -689,7 +689,7 @@ supervisor_restart_due(struct supervisor *s, int64_t now, int64_t *next)
 static bool
 supervisor_drained(const struct supervisor *s)
 {
-	int64_t first = INT64_MAX, last = s->drain_finished_ms;
+	int64_t first = INT64_MAX, last = s->drain_finished_us;
 	int n = 0;
 
 	if (!generation_complete(s->current))
@@ -700,13 +700,13 @@ supervisor_drained(const struct supervisor *s)
 			return false;
 		if (sl->pid == 0)
 			continue;
-		if (sl->stats->drained_ms == 0)
+		if (sl->stats->drained_us == 0)
 			return false;
 		n++;
-		if (sl->stats->drained_ms < first)
-			first = sl->stats->drained_ms;
-		if (sl->stats->finished_ms > last)
-			last = sl->stats->finished_ms;
+		if (sl->stats->drained_us < first)
+			first = sl->stats->drained_us;
+		if (sl->stats->finished_us > last)
+			last = sl->stats->finished_us;
 	}
 	return n > 0 && first > last;
 }

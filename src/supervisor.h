@@ -212,8 +212,8 @@ struct supervisor {
 	bool			 stopping;
 	int			 exit_code;
 	int64_t			 started_ms;
-	/* Drain: the last finished_ms of the workers that exited. */
-	int64_t			 drain_finished_ms;
+	/* Drain: the last finished_us of the workers that exited. */
+	int64_t			 drain_finished_us;
 	/* Reload: a SIGHUP sets wanted; one check runs at a time. */
 	bool			 reload_wanted;
 	pid_t			 check_pid;	/* 0: no check running */

@@ -621,7 +621,7 @@ worker_idle(struct worker *w, int64_t idle_ms)
 /*
  * Drain, after a turn that began at look and claimed nothing: when the
  * select, read without locking, finds nothing either, say so to the
- * supervisor (drained_ms), which ends the drain once every worker of the
+ * supervisor (drained_us), which ends the drain once every worker of the
  * named queues has found nothing since the last rows any of them
  * finished (a retry or a done may move a row into another queue's
  * select).  Rows that others hold are waited for: they may come back.
@@ -633,11 +633,11 @@ worker_drain_look(struct worker *w, int64_t look)
 {
 	struct worker_stats *st = w->args->stats;
 
+	if (st != NULL && st->finished_us >= look)
+		return true;
 	if (st == NULL || status_select_finds(w->db, w->q) != 0)
 		return false;
-	if (st->finished_ms >= look)
-		return true;
-	st->drained_ms = look;
+	st->drained_us = look;
 	return false;
 }
 
@@ -730,7 +730,7 @@ worker_run(const struct worker_args *args)
 		/* The first start is not a restart. */
 		if (args->stats && w.pipe.restarts > 1)
 			args->stats->handler_restarts = w.pipe.restarts - 1;
-		int64_t look = now_ms();
+		int64_t look = now_us();
 		int n = w.q->lease.enabled ? lease_turn(&w) :
 		    worker_turn_transaction(&w);
 		if (w.drain_failed) {

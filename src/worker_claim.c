@@ -599,7 +599,7 @@ claim_batch(struct worker *w)
 	if (claim_came_back(w))
 		return -1;
 	if (w->args->stats && w->turn.rows.nrows > 0)
-		w->args->stats->drained_ms = 0;
+		w->args->stats->drained_us = 0;
 	return (int)w->turn.rows.nrows;
 }
 
