@@ -52,6 +52,7 @@ OBJS =	build/backoff.o \
 	build/handler_retry_in.o \
 	build/helper_child.o \
 	build/json.o \
+	build/keyed.o \
 	build/log.o \
 	build/metrics.o \
 	build/notify.o \

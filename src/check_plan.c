@@ -9,7 +9,8 @@
  * whole queue to one worker while the others find nothing.
  *
  * Two sources, because neither is enough alone.  The select itself, read
- * with a small tokenizer, says which index would serve it: the columns the
+ * with sql.c's tokenizer as the server reads it (an executable comment's
+ * contents are code), says which index would serve it: the columns the
  * WHERE fixes (col = constant, col IS NULL), then the ORDER BY columns.
  * That judgement holds whatever the table holds today.  EXPLAIN says what
  * the optimizer does now, which depends on the table's statistics: on a
@@ -27,9 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define PLAN_SMALL_ROWS		1000
-#define PLAN_TOKENS_MAX		4096
 #define PLAN_COLUMNS_MAX	32
 #define PLAN_INDEXES_MAX	64
 #define PLAN_NAME_MAX		65	/* identifier, NUL included */
@@ -59,6 +60,7 @@ struct plan_shape {
 	bool		 where_known;		/* its equalities could be read */
 	char		 eq[PLAN_COLUMNS_MAX][PLAN_NAME_MAX];
 	size_t		 neq;
+	bool		 has_order;		/* ORDER BY at its top level */
 	bool		 order_known;		/* plain columns only */
 	char		 order[PLAN_COLUMNS_MAX][PLAN_NAME_MAX];
 	bool		 desc[PLAN_COLUMNS_MAX];
@@ -73,86 +75,42 @@ struct plan_index {
 	size_t		 nshown;	/* as declared, for messages */
 };
 
-static bool
-plan_word_char(char c)
-{
-	return isalnum((unsigned char)c) || c == '_' || c == '$' ||
-	    (unsigned char)c >= 0x80;
-}
-
-/* Split the select into tokens; comments and white space are dropped. */
+/*
+ * The select's tokens (sql.c's tokenizer), read as this server reads
+ * them: the contents of an executable comment it runs are tokens like the
+ * rest.  Quoted names lose their quotes (doubled ones are rare in names);
+ * an optimizer hint is dropped.  Returns the number of tokens, 0 when the
+ * select cannot be read; *t is the caller's to free.
+ */
 static size_t
-plan_tokenize(const char *s, struct plan_tok *t, size_t max)
+plan_tokens(const char *s, unsigned long version, struct plan_tok **out)
 {
-	static const char *const ops[] = { "<=>", "<=", ">=", "<>", "!=",
-	    "&&", "||", ":=" };
-	size_t n = 0, i = 0;
-	int depth = 0;
+	static const enum plan_tok_kind kinds[] = {
+		[SQL_TOKEN_WORD] = PT_WORD, [SQL_TOKEN_NAME] = PT_IDENT,
+		[SQL_TOKEN_STRING] = PT_STRING, [SQL_TOKEN_NUMBER] = PT_NUMBER,
+		[SQL_TOKEN_PUNCT] = PT_PUNCT,
+	};
+	struct sql_token *t = NULL;
+	struct plan_tok *p;
+	size_t n = 0, np = 0;
+	char err[128];
 
-	while (s[i] != '\0' && n < max) {
-		char c = s[i];
-		size_t len = 1;
-		enum plan_tok_kind kind = PT_PUNCT;
-
-		if (isspace((unsigned char)c)) {
-			i++;
+	*out = NULL;
+	if (sql_tokenize_server(s, version, &t, &n, err, sizeof(err)) != 0)
+		return 0;
+	p = xcalloc(n + 1, sizeof(*p));
+	for (size_t i = 0; i < n; i++) {
+		const struct sql_token *k = &t[i];
+		bool quoted = k->kind == SQL_TOKEN_NAME;
+		if (k->kind == SQL_TOKEN_EXEC_COMMENT)
 			continue;
-		}
-		if (c == '#' || (c == '-' && s[i + 1] == '-' &&
-		    (s[i + 2] == '\0' || isspace((unsigned char)s[i + 2])))) {
-			i += strcspn(s + i, "\n");
-			continue;
-		}
-		if (c == '/' && s[i + 1] == '*') {
-			const char *end = strstr(s + i + 2, "*/");
-			i = end ? (size_t)(end - s) + 2 : strlen(s);
-			continue;
-		}
-		if (c == '\'' || c == '"' || c == '`') {
-			while (s[i + len] != '\0') {
-				if (s[i + len] == '\\' && c != '`' &&
-				    s[i + len + 1] != '\0')
-					len += 2;
-				else if (s[i + len] == c && s[i + len + 1] == c)
-					len += 2;
-				else if (s[i + len] == c) {
-					len++;
-					break;
-				} else
-					len++;
-			}
-			kind = c == '`' ? PT_IDENT : PT_STRING;
-			/* Quotes stripped; doubled quotes are rare in names. */
-			t[n++] = (struct plan_tok){ kind, s + i + 1,
-			    len >= 2 ? len - 2 : 0, depth };
-			i += len;
-			continue;
-		}
-		if (isdigit((unsigned char)c) || (c == '.' &&
-		    isdigit((unsigned char)s[i + 1]))) {
-			while (isalnum((unsigned char)s[i + len]) ||
-			    s[i + len] == '.')
-				len++;
-			kind = PT_NUMBER;
-		} else if (plan_word_char(c)) {
-			while (plan_word_char(s[i + len]))
-				len++;
-			kind = PT_WORD;
-		} else {
-			for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
-				if (strncmp(s + i, ops[k], strlen(ops[k])) == 0) {
-					len = strlen(ops[k]);
-					break;
-				}
-		}
-		if (c == ')')
-			depth--;
-		t[n++] = (struct plan_tok){ kind, s + i, len, depth };
-		if (c == '(')
-			depth++;
-		i += len;
+		p[np++] = (struct plan_tok){ kinds[k->kind],
+		    s + k->start + (quoted ? 1 : 0),
+		    quoted && k->len >= 2 ? k->len - 2 : k->len, k->depth };
 	}
-	return n;
+	free(t);
+	*out = p;
+	return np;
 }
 
 static bool
@@ -312,14 +270,15 @@ plan_clause_end(const struct plan_tok *t)
 
 /* Read the parts of the select that choose an index. */
 static void
-plan_shape(const char *select, struct plan_shape *sh)
+plan_shape(const char *select, unsigned long version,
+    const struct keyed_claim *keyed, struct plan_shape *sh)
 {
-	struct plan_tok *t = xcalloc(PLAN_TOKENS_MAX, sizeof(*t));
-	size_t n = plan_tokenize(select, t, PLAN_TOKENS_MAX);
+	struct plan_tok *t;
+	size_t n = plan_tokens(select, version, &t);
 	size_t i, j, start;
 
 	memset(sh, 0, sizeof(*sh));
-	if (n == PLAN_TOKENS_MAX || n == 0 || !plan_is(&t[0], "SELECT"))
+	if (n == 0 || !plan_is(&t[0], "SELECT"))
 		goto out;
 
 	/* FROM [schema.]table [[AS] alias], then a join or not. */
@@ -343,6 +302,13 @@ plan_shape(const char *select, struct plan_shape *sh)
 			    plan_is(&t[i], "JOIN") ||
 			    plan_is(&t[i], "STRAIGHT_JOIN")))
 				sh->join = true;
+	}
+	/* Claimed by key: the table that matters is the one done changes. */
+	if (keyed != NULL && sh->table[0] != '\0') {
+		snprintf(sh->schema, sizeof(sh->schema), "%s",
+		    keyed->schema ? keyed->schema : "");
+		snprintf(sh->table, sizeof(sh->table), "%s", keyed->table);
+		snprintf(sh->alias, sizeof(sh->alias), "%s", keyed->alias);
 	}
 	if (sh->table[0] == '\0')
 		goto out;
@@ -383,6 +349,7 @@ plan_shape(const char *select, struct plan_shape *sh)
 	i = plan_find(t, 0, n, "ORDER");
 	sh->order_known = true;
 	if (i + 1 < n && plan_is(&t[i + 1], "BY")) {
+		sh->has_order = true;
 		for (j = i + 2; j < n && sh->order_known; ) {
 			char col[PLAN_NAME_MAX];
 			size_t k = plan_column(sh, t + j, n - j, col);
@@ -407,6 +374,29 @@ plan_shape(const char *select, struct plan_shape *sh)
 	}
 out:
 	free(t);
+}
+
+/*
+ * The select as plan_shape reads it, in words: "table email, fixed
+ * status, order id"; for `rowq -d check` and the unit tests.
+ */
+void
+check_plan_describe(const char *select, unsigned long version, struct buf *b)
+{
+	struct plan_shape sh;
+
+	plan_shape(select, version, NULL, &sh);
+	buf_printf(b, "table %s", sh.table[0] ? sh.table : "?");
+	if (strcmp(sh.alias, sh.table) != 0)
+		buf_printf(b, " as %s", sh.alias);
+	if (sh.join)
+		buf_puts(b, ", joined");
+	buf_puts(b, ", fixed");
+	for (size_t i = 0; i < sh.neq; i++)
+		buf_printf(b, " %s", sh.eq[i]);
+	buf_puts(b, ", order");
+	for (size_t i = 0; i < sh.norder; i++)
+		buf_printf(b, " %s%s", sh.order[i], sh.desc[i] ? " DESC" : "");
 }
 
 static bool
@@ -538,6 +528,21 @@ plan_indexes(struct db *db, const struct plan_shape *sh, struct plan_index *ix,
 	free(rs.rows);
 	db_stmt_free(s);
 	return nix;
+}
+
+/*
+ * "email" or "email AS e": the table as the select names it, to write
+ * FROM ... FORCE INDEX (...) with, which takes the table's name, not the
+ * alias alone.
+ */
+static const char *
+plan_from(const struct plan_shape *sh, char *buf, size_t len)
+{
+	if (strcmp(sh->alias, sh->table) == 0)
+		snprintf(buf, len, "%s", sh->table);
+	else
+		snprintf(buf, len, "%s AS %s", sh->table, sh->alias);
+	return buf;
 }
 
 /* "(a, b)" for an index as declared. */
@@ -727,14 +732,135 @@ plan_judge(const struct plan_row *p, bool main, struct buf *why)
 	return why->len > before;
 }
 
+/* How long the claim by key's list takes now, in ms; -1 if it failed. */
+static double
+plan_list_ms(struct db *db, const struct queue *q,
+    const struct keyed_claim *keyed)
+{
+	struct rowset rs = { 0 };
+	struct column *cols = NULL;
+	size_t ncols = 0;
+	struct buf sql = { 0 };
+	struct timespec t0, t1;
+	enum db_status st;
+
+	keyed_list_sql(&sql, keyed, q->batch * q->workers * KEYED_LIST_CLAIMS);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	st = db_query(db, sql.data, &rs, &cols, &ncols);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	columns_free(cols, ncols);
+	buf_free(&sql);
+	return st != DB_OK ? -1 : (double)(t1.tv_sec - t0.tv_sec) * 1000 +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+}
+
+/*
+ * The order that an existing index serves with the WHERE, once leading
+ * ORDER BY columns go (a tie-breaker kept, ORDER BY priority, date, id
+ * becoming ORDER BY date, id), in SQL to paste; else what would serve.
+ * A select of one table may order by its primary key instead, which rowq
+ * claims from a cursor, the claim that reads least.
+ */
+static void
+plan_rewrite(struct buf *b, const struct plan_shape *sh,
+    const struct plan_index *ix, size_t nix, const char *pk)
+{
+	struct plan_shape *alt = xcalloc(1, sizeof(*alt));
+	const char *qual = sh->join ? sh->table : "";
+	struct buf name = { 0 }, ideal = { 0 };
+
+	if (!sh->join && pk != NULL)
+		buf_printf(b, "write ORDER BY %s, which rowq claims from a "
+		    "cursor, reading only the rows it returns (rows in the "
+		    "order they were added); or ", pk);
+
+	for (size_t s = 1; sh->order_known && s < sh->norder; s++) {
+		*alt = *sh;
+		alt->norder = sh->norder - s;
+		memmove(alt->order, sh->order + s, alt->norder *
+		    sizeof(alt->order[0]));
+		memmove(alt->desc, sh->desc + s, alt->norder *
+		    sizeof(alt->desc[0]));
+		for (size_t i = 0; i < nix; i++) {
+			if (plan_serves(alt, &ix[i]) != 2)
+				continue;
+			buf_puts(b, b->len ? "ORDER BY " : "write ORDER BY ");
+			for (size_t k = 0; k < alt->norder; k++)
+				buf_printf(b, "%s%s%s%s%s", k ? ", " : "", qual,
+				    qual[0] ? "." : "", alt->order[k],
+				    alt->desc[k] ? " DESC" : "");
+			buf_printf(b, ", which index %s ", ix[i].name);
+			plan_index_cols(b, &ix[i]);
+			buf_puts(b, " serves: the list then reads only the rows "
+			    "it returns (without ");
+			for (size_t k = 0; k < s; k++)
+				buf_printf(b, "%s%s", k ? ", " : "", sh->order[k]);
+			buf_puts(b, " in the order)");
+			free(alt);
+			return;
+		}
+	}
+	free(alt);
+	plan_ideal(&ideal, &name, sh);
+	buf_printf(b, "give %s the index that serves the WHERE and the ORDER "
+	    "BY: ALTER TABLE %s ADD INDEX %s %s", sh->table, sh->table,
+	    name.data, ideal.data);
+	buf_free(&name);
+	buf_free(&ideal);
+}
+
+/*
+ * Claimed by key (keyed.c): the lock reads only what it claims, but the
+ * list it locks from is the select, read without locking, and a sort
+ * there reads every row the select matches, once a second and every
+ * KEYED_LIST_CLAIMS claims of each worker: measured, and the order that
+ * an index serves named.
+ */
+static void
+plan_by_key(struct db *db, const struct queue *q, const struct plan_shape *sh,
+    const struct plan_index *ix, size_t nix, const struct keyed_claim *keyed,
+    const struct plan_row *main, bool verbose)
+{
+	struct buf fix = { 0 };
+	double ms;
+
+	if (!plan_extra(main, "Using filesort") &&
+	    !plan_extra(main, "Using temporary")) {
+		if (verbose)
+			log_info("%s: claim plan: by key, its list read "
+			    "through %s%s%s", q->select.where, main->type,
+			    main->key[0] ? " on index " : "", main->key);
+		return;
+	}
+	ms = plan_list_ms(db, q, keyed);
+	plan_rewrite(&fix, sh, ix, nix, keyed->pk);
+	log_warnx("%s: the claim by key locks only the rows it claims, but its "
+	    "list of keys sorts every row the select matches (~%s rows of %s; "
+	    "EXPLAIN: %s), %.1f ms measured now, and each worker reads it once "
+	    "a second and every %d claims: with %d workers, %.0f ms of the "
+	    "server's time a second, growing with the queue, and rows that "
+	    "come wait for the next list; %s", q->select.where, main->rows,
+	    sh->table, main->extra, ms, KEYED_LIST_CLAIMS, q->workers,
+	    ms * q->workers, fix.data);
+	buf_free(&fix);
+}
+
 /*
  * EXPLAIN the claim and warn about a plan that reads rows it will not
  * return.  Only warns: returns 0, the number of problems found.  With
  * verbose, a clean plan is logged too (at info level).
  */
 int
-check_plan(struct db *db, const struct queue *q, bool verbose)
+check_plan(struct db *db, const struct queue *q, bool verbose,
+    const struct keyed_claim *keyed, bool cursor)
 {
+	/*
+	 * Claimed from a cursor, the select's own plan is only the fallback's
+	 * first key, read without locking at most once a second: a note.
+	 */
+	void (*say)(const char *, ...) = cursor ? log_info : log_warnx;
 	struct plan_index *ix;
 	struct plan_shape sh;
 	struct rowset rs = { 0 };
@@ -745,7 +871,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 	struct plan_row mainrow = { "", "", "", "", "" };
 	const struct plan_index *serving = NULL, *where_only = NULL;
 	long long table_rows = -1;
-	char engine[32] = "";
+	char engine[32] = "", from[2 * PLAN_NAME_MAX + 8];
 	char *claim;
 	bool bad = false, analysable;
 	enum db_status st;
@@ -766,13 +892,21 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 		return 0;
 	}
 
-	plan_shape(q->select.positional, &sh);
+	plan_shape(q->select.positional, db_server_version(db), keyed, &sh);
 	ix = xcalloc(PLAN_INDEXES_MAX, sizeof(*ix));	/* 140 KiB: not the stack */
 	if (sh.table[0] != '\0')
 		nix = plan_indexes(db, &sh, ix, PLAN_INDEXES_MAX, &table_rows,
 		    engine, sizeof(engine));
 	plan_warn_desc(q, &sh, nix > 0 && strcmp(ix[0].name, "PRIMARY") == 0 ?
 	    &ix[0] : NULL);
+	if (sh.table[0] != '\0' && !sh.has_order)
+		log_warnx("%s: the select has no ORDER BY: rows are claimed in "
+		    "no defined order (whichever the plan meets first, which "
+		    "may change with the table), so a row can wait behind rows "
+		    "that came after it, on a busy queue for ever; order by the "
+		    "key or by the time a row waits for (ORDER BY id), and give "
+		    "it the index that serves the WHERE and the ORDER BY",
+		    q->select.where);
 	/* The engine is known when the table is: a plain table, found. */
 	analysable = engine[0] != '\0' && sh.where_known &&
 	    sh.order_known && (sh.neq > 0 || sh.norder > 0);
@@ -792,7 +926,8 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 			plan_field(&rs.rows[r], cols, ncols, "rows"),
 			plan_field(&rs.rows[r], cols, ncols, "Extra"),
 		};
-		bool main = r == 0 || strcmp(p.table, sh.alias) == 0;
+		bool main = (r == 0 && keyed == NULL) ||
+		    strcmp(p.table, sh.alias) == 0;
 		if (main && mainrow.table[0] == '\0')
 			mainrow = p;
 		bad |= plan_judge(&p, main, &why);
@@ -806,7 +941,13 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 		    "InnoDB, whose row locks let workers share the queue",
 		    q->select.where, sh.table, engine);
 
-	if (analysable && serving == NULL) {
+	if (cursor && (bad || (analysable && serving == NULL)))
+		log_info("%s: the claim is from a cursor; what follows is the "
+		    "plan of its fallback's first key, read without locking, at "
+		    "most once a second", q->select.where);
+	if (keyed != NULL)
+		plan_by_key(db, q, &sh, ix, nix, keyed, &mainrow, verbose);
+	else if (analysable && serving == NULL) {
 		plan_ideal(&ideal, &name, &sh);
 		buf_printf(&fix, "no index of %s serves both the WHERE and the "
 		    "ORDER BY", sh.table);
@@ -821,37 +962,38 @@ check_plan(struct db *db, const struct queue *q, bool verbose)
 		    "partly drained, write FROM %s FORCE INDEX (%s) in the "
 		    "select: the optimizer's statistics assume the waiting rows "
 		    "are spread evenly, but in a queue they are bunched at the "
-		    "end", sh.table, name.data, ideal.data, sh.alias, name.data);
+		    "end", sh.table, name.data, ideal.data,
+		    plan_from(&sh, from, sizeof(from)), name.data);
 		if (bad)
-			log_warnx("%s: the claim reads rows it will not return: "
+			say("%s: the claim reads rows it will not return: "
 			    "%s", q->select.where, why.data);
-		log_warnx("%s: %s", q->select.where, fix.data);
+		say("%s: %s", q->select.where, fix.data);
 	} else if (bad && analysable && !uses_serving) {
 		if (table_rows >= 0 && table_rows < PLAN_SMALL_ROWS) {
 			/* A small table is scanned whatever the indexes. */
 			log_debug("%s: claim plan ignored on a table of ~%lld "
 			    "rows: %s", q->select.where, table_rows, why.data);
 		} else {
-			log_warnx("%s: the claim reads rows it will not return: "
+			say("%s: the claim reads rows it will not return: "
 			    "%s", q->select.where, why.data);
-			log_warnx("%s: index %s serves the WHERE and the ORDER BY "
+			say("%s: index %s serves the WHERE and the ORDER BY "
 			    "but the optimizer does not use it (its statistics "
 			    "assume the waiting rows are spread evenly, but in a "
 			    "queue they are bunched): write FROM %s FORCE INDEX "
 			    "(%s) in the select", q->select.where, serving->name,
-			    sh.alias, serving->name);
+			    plan_from(&sh, from, sizeof(from)), serving->name);
 		}
 	} else if (bad && uses_serving && sh.join) {
-		log_warnx("%s: the claim reads rows it will not return: %s",
+		say("%s: the claim reads rows it will not return: %s",
 		    q->select.where, why.data);
-		log_warnx("%s: index %s serves %s, but the join adds work to "
+		say("%s: index %s serves %s, but the join adds work to "
 		    "every claim: give each joined table an index on the "
 		    "columns it is joined on", q->select.where, serving->name,
 		    sh.table);
 	} else if (bad) {
-		log_warnx("%s: the claim reads rows it will not return: %s",
+		say("%s: the claim reads rows it will not return: %s",
 		    q->select.where, why.data);
-		log_warnx("%s: a claim should read only the rows it returns: "
+		say("%s: a claim should read only the rows it returns: "
 		    "the WHERE needs columns compared with constants (such as "
 		    "status = 'waiting' or done_at IS NULL) that finished rows "
 		    "no longer match, and an index that starts with them and "

@@ -17,6 +17,7 @@ const char *const config_builtin_params[] = {
 	"error",	/* the handler's message */
 	"output",	/* the handler's standard output */
 	"lease",	/* this claim's token: queues with lease: only */
+	"lease_int",	/* the same as a positive BIGINT: lease only */
 	"duration",	/* the lease's duration in seconds: lease only */
 	NULL,
 };
@@ -84,6 +85,7 @@ config_builtin(const struct queue *q, const char *name)
 	for (i = 0; config_builtin_params[i] != NULL; i++)
 		if (strcmp(config_builtin_params[i], name) == 0)
 			return (strcmp(name, "lease") != 0 &&
+			    strcmp(name, "lease_int") != 0 &&
 			    strcmp(name, "duration") != 0) || q->lease.enabled;
 	return false;
 }
@@ -199,8 +201,9 @@ config_check_columns(const struct queue *q, char *const *columns,
 		stmts[n++] = &q->lease.renew;
 	}
 	for (i = 0; i < n; i++)
-		problems += config_check_statement(q, stmts[i], columns,
-		    ncolumns, cols.data, builtins.data);
+		for (const struct sql *s = stmts[i]; s != NULL; s = s->next)
+			problems += config_check_statement(q, s, columns,
+			    ncolumns, cols.data, builtins.data);
 	problems += config_check_column(q, q->key_where, q->key_column,
 	    columns, ncolumns, cols.data);
 	problems += config_check_column(q, q->age.where, q->age.name,

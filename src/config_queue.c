@@ -37,22 +37,68 @@ config_field_backoff(struct load *ld, const struct config_item *it, void *dst,
 	    config_show(s, shown, sizeof(shown)));
 }
 
+/* One statement with :name parameters, said at line, named path. */
+static void
+config_statement(struct load *ld, const char *s, int key_line, int line,
+    const char *path, struct sql *q)
+{
+	char err[CONFIG_MSG_MAX];
+
+	q->where = config_where(ld, key_line, path);
+	if (sql_check_no_rows(s, err, sizeof(err)) == -1 ||
+	    sql_compile(q, s, err, sizeof(err)) == -1)
+		config_error(ld, line, path, "%s", err);
+}
+
 /* A statement with :name parameters. */
 void
 config_field_statement(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
 	const char *s = config_scalar(ld, it, "an SQL statement");
-	struct sql *q = dst;
-	char err[CONFIG_MSG_MAX];
 
 	(void)f;
-	if (s == NULL)
+	if (s != NULL)
+		config_statement(ld, s, it->key->line, it->value->line,
+		    it->path, dst);
+}
+
+/*
+ * done:, failed:, retry.update: a statement, or a list of them, run in
+ * order in the row's transaction (struct sql's next), each named by its
+ * place: queues.email.done[1].
+ */
+static void
+config_field_statements(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	const struct node *v = it->value;
+	struct sql *q = dst;
+	char path[CONFIG_PATH_MAX];
+
+	if (v->kind != NODE_SEQUENCE) {
+		config_field_statement(ld, it, dst, f);
 		return;
-	q->where = config_where(ld, it->key->line, it->path);
-	if (sql_check_no_rows(s, err, sizeof(err)) == -1 ||
-	    sql_compile(q, s, err, sizeof(err)) == -1)
-		config_error(ld, it->value->line, it->path, "%s", err);
+	}
+	if (v->nitems == 0 || v->nitems > SQL_LIST_MAX) {
+		config_error(ld, v->line, it->path, "expected a statement or a "
+		    "list of 1 to %d, not %zu", SQL_LIST_MAX, v->nitems);
+		return;
+	}
+	for (size_t i = 0; i < v->nitems; i++) {
+		const struct node *a = v->items[i];
+		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
+		if (i > 0)
+			q = q->next = xcalloc(1, sizeof(*q));
+		if (a->kind != NODE_SCALAR) {
+			if (a->kind != NODE_INVALID)
+				config_error(ld, a->line, path, "expected an "
+				    "SQL statement, not %s",
+				    config_node_kind_name(a));
+			continue;
+		}
+		config_statement(ld, a->value, a->line, a->line, path, q);
+	}
 }
 
 /* The select: no LIMIT, no locking clause, no parameters. */
@@ -91,21 +137,21 @@ static const struct config_field retry_fields[] = {
 	FIELD(struct retry_policy, "delay", duration, delay_ms, 0, 0),
 	FIELD(struct retry_policy, "max_delay", duration, max_delay_ms, 0, 0),
 	FIELD(struct retry_policy, "jitter", bool, jitter, 0, 0),
-	FIELD(struct retry_policy, "update", statement, update, 0, 0),
+	FIELD(struct retry_policy, "update", statements, update, 0, 0),
 };
 
 /*
  * max_attempts stays 0 here when absent: the queue's checks, which know
- * whether there is a failed: statement, turn that into the default or
- * into "unlimited".
+ * whether there is a failed: statement and an attempts_column, turn that
+ * into the default or into "unlimited".  Without attempts_column no try
+ * is counted: every try is try 1, retried without a limit (a job table
+ * that keeps no count, as Drupal's queue).
  */
 static void
 config_field_retry(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
-	static const char *const required[] = {
-		"attempts_column", "update", NULL
-	};
+	static const char *const required[] = { "update", NULL };
 	const struct node *seen[NELEMS(retry_fields)] = { 0 };
 	struct retry_policy *r = dst;
 	const struct node *k;
@@ -127,7 +173,14 @@ config_field_retry(struct load *ld, const struct config_item *it, void *dst,
 		config_path(path, sizeof(path), it->path, "max_attempts");
 		config_error(ld, k->line, path, "max_attempts needs a failed "
 		    "statement to run after the last attempt");
+	} else if (k != NULL &&
+	    SEEN(retry_fields, seen, "attempts_column") == NULL) {
+		config_path(path, sizeof(path), it->path, "max_attempts");
+		config_error(ld, k->line, path, "max_attempts counts tries in "
+		    "retry.attempts_column: name one, or leave max_attempts "
+		    "out to retry without a limit");
 	}
+	r->where = config_where(ld, it->key->line, it->path);
 	/* A long delay: alone is no mistake; max_delay follows it up. */
 	if (SEEN(retry_fields, seen, "max_delay") == NULL) {
 		if (r->max_delay_ms < r->delay_ms)
@@ -161,6 +214,7 @@ config_field_lease(struct load *ld, const struct config_item *it, void *dst,
 	    seen) == -1)
 		return;
 	l->enabled = true;
+	l->where = config_where(ld, it->key->line, it->path);
 	config_require(ld, it, lease_fields, NELEMS(lease_fields), seen,
 	    required);
 }
@@ -394,9 +448,9 @@ static const struct config_field queue_fields[] = {
 	WHOLE("exec", exec),
 	WHOLE("pipe", pipe),
 	FIELD(struct queue, "timeout", duration, timeout_ms, 1, 0),
-	FIELD(struct queue, "done", statement, done, 0, 0),
+	FIELD(struct queue, "done", statements, done, 0, 0),
 	FIELD(struct queue, "retry", retry, retry, 0, 0),
-	FIELD(struct queue, "failed", statement, failed, 0, 0),
+	FIELD(struct queue, "failed", statements, failed, 0, 0),
 	FIELD(struct queue, "idle", duration, idle_ms, 0, 0),
 	WHOLE("wake", wake),
 	FIELD(struct queue, "max_jobs", long, max_jobs, 0, INT64_MAX),
@@ -464,6 +518,7 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	 * attempt, so max_attempts stays 0: retry for ever.
 	 */
 	if (q->retry.enabled && q->retry.max_attempts == 0 &&
+	    q->retry.attempts_column != NULL &&
 	    SEEN(queue_fields, seen, "failed") != NULL)
 		q->retry.max_attempts = 5;
 	/*
@@ -583,6 +638,7 @@ config_queue_free(struct queue *q)
 	sql_free(&q->done);
 	free(q->retry.attempts_column);
 	free(q->retry.attempts_where);
+	free(q->retry.where);
 	sql_free(&q->retry.update);
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
@@ -594,6 +650,7 @@ config_queue_free(struct queue *q)
 	free(q->traceparent.name);
 	free(q->traceparent.where);
 	config_program_free(&q->on_failed);
+	free(q->lease.where);
 	free(q->wake_where);
 	sql_free(&q->failed_count);
 	sql_free(&q->failed_select);

@@ -60,13 +60,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* Words that end a table reference: what follows is not an alias. */
-static const char *const cursor_clause_words[] = { "WHERE", "ORDER", "GROUP",
-    "HAVING", "WINDOW", "LIMIT", "FOR", "UNION", "EXCEPT", "INTERSECT",
-    "JOIN", "INNER", "LEFT", "RIGHT", "CROSS", "NATURAL", "STRAIGHT_JOIN",
-    "FULL", "OUTER", "ON", "USING", "USE", "FORCE", "IGNORE", "PARTITION",
-    "LOCK", "INTO", "PROCEDURE", "AS", NULL };
-
 /* Clauses that may not follow the table, and what the select then is. */
 static const struct {
 	const char	*word;
@@ -86,76 +79,14 @@ static const struct {
 	{ NULL, NULL },
 };
 
-/* The select being taken apart. */
-struct cursor_parse {
-	const char		*text;
-	struct sql_token	*t;
-	size_t			 n;
-};
-
 static bool
-cursor_is(const struct cursor_parse *p, size_t i, const char *word)
+cursor_name_eq(const struct sql_parse *p, size_t i, const char *name)
 {
-	return i < p->n && sql_token_is(p->text, &p->t[i], word);
-}
-
-static bool
-cursor_is_name(const struct cursor_parse *p, size_t i)
-{
-	return i < p->n && (p->t[i].kind == SQL_TOKEN_WORD ||
-	    p->t[i].kind == SQL_TOKEN_NAME);
-}
-
-static bool
-cursor_clause_word(const struct cursor_parse *p, size_t i)
-{
-	if (i >= p->n || p->t[i].kind != SQL_TOKEN_WORD)
-		return false;
-	for (size_t k = 0; cursor_clause_words[k] != NULL; k++)
-		if (cursor_is(p, i, cursor_clause_words[k]))
-			return true;
-	return false;
-}
-
-/* A name without its backquotes (doubled ones undone), as the server sees it. */
-static char *
-cursor_unquote(const struct cursor_parse *p, size_t i)
-{
-	const struct sql_token *t = &p->t[i];
-	const char *s = p->text + t->start;
-	struct buf b = { 0 };
-
-	if (t->kind != SQL_TOKEN_NAME)
-		return xstrndup(s, t->len);
-	for (size_t k = 1; k + 1 < t->len; k++) {
-		buf_putc(&b, s[k]);
-		if (s[k] == '`')
-			k++;
-	}
-	if (b.data == NULL)
-		buf_puts(&b, "");
-	return buf_steal(&b);
-}
-
-static bool
-cursor_name_eq(const struct cursor_parse *p, size_t i, const char *name)
-{
-	char *s = cursor_unquote(p, i);
+	char *s = sql_parse_unquote(p, i);
 	bool eq = strcmp(s, name) == 0;
 
 	free(s);
 	return eq;
-}
-
-static char *
-cursor_text(const struct cursor_parse *p, size_t from, size_t to)
-{
-	struct buf b = { 0 };
-
-	sql_tokens_text(&b, p->text, p->t, from, to);
-	if (b.data == NULL)
-		buf_puts(&b, "");
-	return buf_steal(&b);
 }
 
 static int
@@ -171,46 +102,18 @@ cursor_refuse(struct cursor_claim *c, const char *fmt, const char *arg)
 
 /* The first depth-0 token from i on that is one of the refused clauses. */
 static int
-cursor_no_clause(struct cursor_claim *c, const struct cursor_parse *p,
+cursor_no_clause(struct cursor_claim *c, const struct sql_parse *p,
     size_t from, size_t to)
 {
 	for (size_t i = from; i < to; i++) {
 		if (p->t[i].depth != 0)
 			continue;
 		for (size_t k = 0; cursor_refused[k].word != NULL; k++)
-			if (cursor_is(p, i, cursor_refused[k].word))
+			if (sql_parse_is(p, i, cursor_refused[k].word))
 				return cursor_refuse(c, "%s",
 				    cursor_refused[k].reason);
 	}
 	return 0;
-}
-
-/*
- * Index hints after the table: (USE | FORCE | IGNORE) (INDEX | KEY)
- * [FOR JOIN | FOR ORDER BY | FOR GROUP BY] (names).  Returns the token
- * after them.
- */
-static size_t
-cursor_skip_hints(const struct cursor_parse *p, size_t i)
-{
-	while ((cursor_is(p, i, "USE") || cursor_is(p, i, "FORCE") ||
-	    cursor_is(p, i, "IGNORE")) &&
-	    (cursor_is(p, i + 1, "INDEX") || cursor_is(p, i + 1, "KEY"))) {
-		i += 2;
-		if (cursor_is(p, i, "FOR")) {
-			i++;
-			if (cursor_is(p, i, "ORDER") || cursor_is(p, i, "GROUP"))
-				i++;
-			i++;	/* JOIN, or the BY of ORDER BY */
-		}
-		if (!cursor_is(p, i, "("))
-			return i;
-		while (i < p->n && !(cursor_is(p, i, ")") && p->t[i].depth == 0))
-			i++;
-		if (i < p->n)
-			i++;
-	}
-	return i;
 }
 
 /*
@@ -219,43 +122,43 @@ cursor_skip_hints(const struct cursor_parse *p, size_t i)
  * Returns 0, or -1 after refusing.
  */
 static int
-cursor_table(struct cursor_claim *c, const struct cursor_parse *p, size_t *i,
+cursor_table(struct cursor_claim *c, const struct sql_parse *p, size_t *i,
     char **alias)
 {
 	size_t k = *i, ref = *i, hints;
 
-	if (cursor_is(p, k, "("))
+	if (sql_parse_is(p, k, "("))
 		return cursor_refuse(c, "reads from a subquery, not a table",
 		    NULL);
-	if (!cursor_is_name(p, k) || cursor_clause_word(p, k))
+	if (!sql_parse_is_name(p, k) || sql_parse_clause_word(p, k))
 		return cursor_refuse(c, "has no table after FROM", NULL);
-	if (cursor_is(p, k + 1, ".") && cursor_is_name(p, k + 2)) {
-		c->schema = cursor_unquote(p, k);
+	if (sql_parse_is(p, k + 1, ".") && sql_parse_is_name(p, k + 2)) {
+		c->schema = sql_parse_unquote(p, k);
 		k += 2;
 	}
-	c->table = cursor_unquote(p, k);
+	c->table = sql_parse_unquote(p, k);
 	k++;
-	if (cursor_is(p, k, "AS") && cursor_is_name(p, k + 1))
+	if (sql_parse_is(p, k, "AS") && sql_parse_is_name(p, k + 1))
 		k++;
-	if (cursor_is_name(p, k) && !cursor_clause_word(p, k))
-		*alias = cursor_unquote(p, k++);
+	if (sql_parse_is_name(p, k) && !sql_parse_clause_word(p, k))
+		*alias = sql_parse_unquote(p, k++);
 	else
 		*alias = xstrdup(c->table);
-	c->table_ref = cursor_text(p, ref, k);
+	c->table_ref = sql_parse_text(p, ref, k);
 	hints = k;
-	k = cursor_skip_hints(p, k);
-	c->hints = cursor_text(p, hints, k);
+	k = sql_parse_skip_hints(p, k);
+	c->hints = sql_parse_text(p, hints, k);
 	*i = k;
-	if (cursor_is(p, k, "PARTITION"))
+	if (sql_parse_is(p, k, "PARTITION"))
 		return cursor_refuse(c, "names partitions", NULL);
-	if (cursor_is(p, k, ",") || cursor_is(p, k, "JOIN") ||
-	    cursor_is(p, k, "INNER") || cursor_is(p, k, "LEFT") ||
-	    cursor_is(p, k, "RIGHT") || cursor_is(p, k, "CROSS") ||
-	    cursor_is(p, k, "NATURAL") || cursor_is(p, k, "STRAIGHT_JOIN") ||
-	    cursor_is(p, k, "FULL"))
+	if (sql_parse_is(p, k, ",") || sql_parse_is(p, k, "JOIN") ||
+	    sql_parse_is(p, k, "INNER") || sql_parse_is(p, k, "LEFT") ||
+	    sql_parse_is(p, k, "RIGHT") || sql_parse_is(p, k, "CROSS") ||
+	    sql_parse_is(p, k, "NATURAL") || sql_parse_is(p, k, "STRAIGHT_JOIN") ||
+	    sql_parse_is(p, k, "FULL"))
 		return cursor_refuse(c, "joins tables", NULL);
-	if (k < p->n && !cursor_is(p, k, "WHERE") && !cursor_is(p, k, "ORDER")) {
-		char *word = cursor_text(p, k, k + 1);
+	if (k < p->n && !sql_parse_is(p, k, "WHERE") && !sql_parse_is(p, k, "ORDER")) {
+		char *word = sql_parse_text(p, k, k + 1);
 		if (cursor_no_clause(c, p, k, k + 1) == 0)
 			cursor_refuse(c, "has %s after its table", word);
 		free(word);
@@ -269,18 +172,18 @@ cursor_table(struct cursor_claim *c, const struct cursor_parse *p, size_t *i,
  * the token after ORDER.  Returns 0, or -1 after refusing.
  */
 static int
-cursor_order(struct cursor_claim *c, const struct cursor_parse *p, size_t i,
+cursor_order(struct cursor_claim *c, const struct sql_parse *p, size_t i,
     const char *alias)
 {
 	size_t start, col, end;
 
-	if (!cursor_is(p, i, "BY"))
+	if (!sql_parse_is(p, i, "BY"))
 		return cursor_refuse(c, "has ORDER without BY", NULL);
 	start = col = i + 1;
-	while (cursor_is_name(p, col) && cursor_is(p, col + 1, ".") &&
-	    cursor_is_name(p, col + 2))
+	while (sql_parse_is_name(p, col) && sql_parse_is(p, col + 1, ".") &&
+	    sql_parse_is_name(p, col + 2))
 		col += 2;
-	if (!cursor_is_name(p, col) || cursor_clause_word(p, col))
+	if (!sql_parse_is_name(p, col) || sql_parse_clause_word(p, col))
 		return cursor_refuse(c, "orders by something other than a "
 		    "column", NULL);
 	/* A qualifier must name this table: t.id, alias.id or s.t.id. */
@@ -289,15 +192,15 @@ cursor_order(struct cursor_claim *c, const struct cursor_parse *p, size_t i,
 		return cursor_refuse(c, "orders by a column of another table",
 		    NULL);
 	end = col + 1;
-	if (cursor_is(p, end, "ASC"))
+	if (sql_parse_is(p, end, "ASC"))
 		end++;
-	if (cursor_is(p, end, "DESC")) {
-		char *name = cursor_unquote(p, col);
+	if (sql_parse_is(p, end, "DESC")) {
+		char *name = sql_parse_unquote(p, col);
 		cursor_refuse(c, "orders by %s DESC, not ascending", name);
 		free(name);
 		return -1;
 	}
-	if (cursor_is(p, end, ","))
+	if (sql_parse_is(p, end, ","))
 		return cursor_refuse(c, "orders by more than one column", NULL);
 	if (end < p->n) {
 		if (cursor_no_clause(c, p, end, p->n) == -1)
@@ -305,15 +208,15 @@ cursor_order(struct cursor_claim *c, const struct cursor_parse *p, size_t i,
 		return cursor_refuse(c, "orders by something other than a "
 		    "column", NULL);
 	}
-	c->key_column = cursor_unquote(p, col);
-	c->key_ref = cursor_text(p, start, col + 1);
+	c->key_column = sql_parse_unquote(p, col);
+	c->key_ref = sql_parse_text(p, start, col + 1);
 	return 0;
 }
 
 int
 cursor_derive(struct cursor_claim *c, const char *select)
 {
-	struct cursor_parse p = { .text = select };
+	struct sql_parse p = { .text = select };
 	char err[128], *alias = NULL;
 	size_t i, from = 0, where = 0, order = 0;
 
@@ -326,26 +229,26 @@ cursor_derive(struct cursor_claim *c, const char *select)
 			    "optimizer hint", NULL);
 			goto out;
 		}
-	if (!cursor_is(&p, 0, "SELECT")) {
+	if (!sql_parse_is(&p, 0, "SELECT")) {
 		cursor_refuse(c, "does not start with SELECT", NULL);
 		goto out;
 	}
 	for (i = 1; i < p.n; i++) {
 		if (p.t[i].depth != 0)
 			continue;
-		if (from == 0 && (cursor_is(&p, i, "DISTINCT") ||
-		    cursor_is(&p, i, "DISTINCTROW"))) {
+		if (from == 0 && (sql_parse_is(&p, i, "DISTINCT") ||
+		    sql_parse_is(&p, i, "DISTINCTROW"))) {
 			cursor_refuse(c, "has DISTINCT", NULL);
 			goto out;
 		}
-		if (cursor_is(&p, i, "UNION") || cursor_is(&p, i, "EXCEPT") ||
-		    cursor_is(&p, i, "INTERSECT")) {
+		if (sql_parse_is(&p, i, "UNION") || sql_parse_is(&p, i, "EXCEPT") ||
+		    sql_parse_is(&p, i, "INTERSECT")) {
 			cursor_no_clause(c, &p, i, i + 1);
 			goto out;
 		}
-		if (from == 0 && cursor_is(&p, i, "FROM"))
+		if (from == 0 && sql_parse_is(&p, i, "FROM"))
 			from = i;
-		else if (from != 0 && cursor_is(&p, i, "FROM")) {
+		else if (from != 0 && sql_parse_is(&p, i, "FROM")) {
 			cursor_refuse(c, "has two FROMs", NULL);
 			goto out;
 		}
@@ -354,14 +257,14 @@ cursor_derive(struct cursor_claim *c, const char *select)
 		cursor_refuse(c, "has no FROM", NULL);
 		goto out;
 	}
-	c->columns = cursor_text(&p, 0, from);
+	c->columns = sql_parse_text(&p, 0, from);
 	i = from + 1;
 	if (cursor_table(c, &p, &i, &alias) == -1)
 		goto out;
-	if (cursor_is(&p, i, "WHERE")) {
+	if (sql_parse_is(&p, i, "WHERE")) {
 		where = i;
 		for (i = where + 1; i < p.n && !(p.t[i].depth == 0 &&
-		    cursor_is(&p, i, "ORDER")); i++)
+		    sql_parse_is(&p, i, "ORDER")); i++)
 			;
 		if (cursor_no_clause(c, &p, where + 1, i) == -1)
 			goto out;
@@ -369,9 +272,9 @@ cursor_derive(struct cursor_claim *c, const char *select)
 			cursor_refuse(c, "has an empty WHERE", NULL);
 			goto out;
 		}
-		c->where = cursor_text(&p, where + 1, i);
+		c->where = sql_parse_text(&p, where + 1, i);
 	}
-	if (!cursor_is(&p, i, "ORDER")) {
+	if (!sql_parse_is(&p, i, "ORDER")) {
 		cursor_refuse(c, "has no ORDER BY", NULL);
 		goto out;
 	}

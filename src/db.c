@@ -205,6 +205,13 @@ db_server_is_mariadb(struct db *db)
 	return v != NULL && strstr(v, "MariaDB") != NULL;
 }
 
+/* The server's version as 101100 for 10.11.0, for reading its SQL. */
+unsigned long
+db_server_version(struct db *db)
+{
+	return mysql_get_server_version(db->mysql);
+}
+
 void
 db_close(struct db *db)
 {
@@ -666,19 +673,56 @@ db_stmt_execute(struct db_stmt *s, const struct value *v, size_t n)
 	return DB_OK;
 }
 
+/*
+ * The rows a statement changed, from the result it is at: none for a
+ * result set (my_ulonglong -1).
+ */
+static unsigned long long
+db_stmt_changed(struct db_stmt *s)
+{
+	my_ulonglong n = mysql_stmt_affected_rows(s->stmt);
+
+	return n == (my_ulonglong)-1 ? 0 : (unsigned long long)n;
+}
+
+/*
+ * A CALL's procedure may return result sets, one for each SELECT it
+ * runs, before the status of the CALL itself: all are read and dropped,
+ * or the connection is out of sync (2014) for the next statement.
+ * *affected adds what each changed.
+ */
+static enum db_status
+db_stmt_rest(struct db_stmt *s, unsigned long long *affected)
+{
+	while (mysql_stmt_more_results(s->stmt)) {
+		int r = mysql_stmt_next_result(s->stmt);
+		if (r > 0)
+			return db_fail_stmt(s);
+		if (r < 0)
+			break;
+		*affected += db_stmt_changed(s);
+		if (mysql_stmt_field_count(s->stmt) > 0)
+			mysql_stmt_free_result(s->stmt);
+	}
+	return DB_OK;
+}
+
 enum db_status
 db_stmt_exec(struct db_stmt *s, const struct value *v, size_t n,
     unsigned long long *affected)
 {
+	unsigned long long changed;
 	enum db_status st;
 
 	if ((st = db_stmt_execute(s, v, n)) != DB_OK)
 		return st;
-	if (affected)
-		*affected = (unsigned long long)mysql_stmt_affected_rows(s->stmt);
-	if (s->ncols > 0)
+	changed = db_stmt_changed(s);
+	if (s->ncols > 0 || mysql_stmt_field_count(s->stmt) > 0)
 		mysql_stmt_free_result(s->stmt);
-	return DB_OK;
+	st = db_stmt_rest(s, &changed);
+	if (affected)
+		*affected = changed;
+	return st;
 }
 
 /* Copy the current row out of the fetch buffers. */

@@ -100,6 +100,7 @@ void		 row_free(struct row *, size_t ncols);
  */
 bool		 db_in_transaction(const struct db *);
 bool		 db_server_is_mariadb(struct db *);
+unsigned long	 db_server_version(struct db *);
 void		 columns_free(struct column *, size_t);
 
 /* ---- db_bulk.c: one execute for a batch's rows ---- */

@@ -26,7 +26,7 @@ db_idle_need(const struct queue *q, struct idle_need *need)
 {
 	int64_t handler_ms = q->timeout_ms + HANDLER_KILL_GRACE_MS;
 	bool bulk_done = q->batch > 1 && !q->lease.enabled &&
-	    q->done.text != NULL;
+	    q->done.text != NULL && q->done.next == NULL;
 
 	for (size_t i = 0; bulk_done && i < q->done.nparams; i++)
 		if (strcmp(q->done.params[i], "output") == 0 ||

@@ -53,6 +53,7 @@ static bool	log_journal;
 static bool	log_native;		/* sd_journal_sendv still works */
 static bool	log_timestamps;
 static bool	log_debugging;
+static unsigned long log_warnings;	/* said so far, for check --strict */
 static char	*log_capture_buf;
 static size_t	 log_capture_len;
 
@@ -341,6 +342,8 @@ log_vwrite(int prio, const char *errstr, const char *fmt, va_list ap)
 	int saved = errno;
 	va_list copy;
 
+	if (prio == PRIO_WARNING)
+		log_warnings++;
 	if (log_capture_buf != NULL && log_capture_buf[0] == '\0' &&
 	    prio <= PRIO_ERR) {
 		va_copy(copy, ap);
@@ -409,6 +412,13 @@ log_warn(const char *fmt, ...)
 	const char *e = strerror(errno);
 
 	LOG_BODY(PRIO_WARNING, e);
+}
+
+/* How many warnings this process has logged. */
+unsigned long
+log_warning_count(void)
+{
+	return log_warnings;
 }
 
 void

@@ -13,7 +13,7 @@
 
 static const char usage_text[] =
 "usage: rowq [-c FILE] [-d] run\n"
-"       rowq [-c FILE] check\n"
+"       rowq [-c FILE] check [--strict]\n"
 "       rowq [-c FILE] drain QUEUE... [-w N]\n"
 "       rowq [-c FILE] status [QUEUE...] [--json]\n"
 "       rowq [-c FILE] prune QUEUE [--dry-run]\n"
@@ -30,6 +30,7 @@ static const char usage_text[] =
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
 "  check   validate the configuration against the database; exit 0 or 78\n"
+"          (--strict: 1 when it warned of anything)\n"
 "  drain   work the named queues until their select finds nothing\n"
 "  status  ready rows, rows in progress, oldest age, and the daemon's\n"
 "          counters; exit 1 when a queue is older than its alert_age\n"
@@ -120,22 +121,39 @@ load_checked(const char *path, struct config **out, bool explain,
 	return ROWQ_EXIT_OK;
 }
 
+/*
+ * With --strict, a warning fails the check too (exit 1): a deploy can
+ * refuse a queue whose claim is slow or whose semantics are doubtful.
+ */
 static int
-cmd_check(const char *path)
+cmd_check(const char *path, int argc, char **argv)
 {
 	struct config *cfg;
-	int rc = load_checked(path, &cfg, true, NULL);
+	bool strict = argc == 2 && strcmp(argv[1], "--strict") == 0;
+	unsigned long warnings = log_warning_count();
+	int rc;
 
-	if (rc != ROWQ_EXIT_OK)
+	if (argc > 2 || (argc == 2 && !strict)) {
+		fprintf(stderr, "rowq: check: unknown argument %s\n", argv[1]);
+		return usage(stderr, ROWQ_EXIT_USAGE);
+	}
+	if ((rc = load_checked(path, &cfg, true, NULL)) != ROWQ_EXIT_OK)
 		return rc;
-	printf("%s: ok, %zu queue%s", path, cfg->nqueues,
-	    cfg->nqueues == 1 ? "" : "s");
-	if (cfg->nschedules > 0)
-		printf(", %zu schedule%s", cfg->nschedules,
-		    cfg->nschedules == 1 ? "" : "s");
-	putchar('\n');
+	warnings = log_warning_count() - warnings;
+	if (strict && warnings > 0) {
+		fprintf(stderr, "%s: %lu warning%s, and --strict: not ok\n",
+		    path, warnings, warnings == 1 ? "" : "s");
+		rc = ROWQ_EXIT_FAILURE;
+	} else {
+		printf("%s: ok, %zu queue%s", path, cfg->nqueues,
+		    cfg->nqueues == 1 ? "" : "s");
+		if (cfg->nschedules > 0)
+			printf(", %zu schedule%s", cfg->nschedules,
+			    cfg->nschedules == 1 ? "" : "s");
+		putchar('\n');
+	}
 	config_free(cfg);
-	return ROWQ_EXIT_OK;
+	return rc;
 }
 
 static int
@@ -365,8 +383,8 @@ main(int argc, char **argv)
 	const char *cmd = argv[optind];
 	if (strcmp(cmd, "run") == 0 && optind + 1 == argc)
 		return cmd_run(path);
-	if (strcmp(cmd, "check") == 0 && optind + 1 == argc)
-		return cmd_check(path);
+	if (strcmp(cmd, "check") == 0)
+		return cmd_check(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "drain") == 0)
 		return cmd_drain(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "status") == 0)

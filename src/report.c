@@ -389,10 +389,12 @@ report_summary(struct supervisor *s)
 		struct totals t = supervisor_count(s, cfg->queues[i].name);
 		uint64_t rows = t.done + t.retried + t.failed;
 		printf("%s: %llu done, %llu retried, %llu failed, %llu errors, "
-		    "%llu restarts in %.2fs (%.0f rows/s)\n",
+		    "%llu deadlocks retried, %llu restarts in %.2fs "
+		    "(%.0f rows/s)\n",
 		    cfg->queues[i].name, (unsigned long long)t.done,
 		    (unsigned long long)t.retried, (unsigned long long)t.failed,
 		    (unsigned long long)t.errors,
+		    (unsigned long long)t.db_retries,
 		    (unsigned long long)t.restarts, secs,
 		    secs > 0 ? (double)rows / secs : 0.0);
 		if (t.errors > 0 && s->exit_code == ROWQ_EXIT_OK)

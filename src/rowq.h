@@ -110,6 +110,7 @@ void	 log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+unsigned long log_warning_count(void);
 _Noreturn void fatal(const char *, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fatalx(const char *, ...) __attribute__((format(printf, 1, 2)));
 
@@ -127,7 +128,16 @@ struct sql {
 	char   **params;	/* parameter names in order, without the ':' */
 	size_t	 nparams;
 	char	*where;		/* "FILE:LINE: queues.email.done", for messages */
+	/*
+	 * The next statement of a list (done:, failed:, retry.update: may be
+	 * one): each runs after this one, in the same transaction, with the
+	 * same parameters.  NULL: the last, or the only one.
+	 */
+	struct sql *next;
 };
+
+/* Statements in a finishing statement's list, at most. */
+#define SQL_LIST_MAX		16
 
 int	 sql_compile(struct sql *, const char *text, char *err, size_t errlen);
 int	 sql_check_select(const char *text, char *err, size_t errlen);
@@ -157,10 +167,32 @@ struct sql_token {
 /* 0 and *out (caller frees), or -1 with err for an unterminated literal. */
 int	 sql_tokenize(const char *text, struct sql_token **out, size_t *n,
 	    char *err, size_t errlen);
+/*
+ * The same, read as a server of that version reads it (101100 for
+ * 10.11.0; 0 for any): the contents of executable comments that it runs
+ * are tokens like the rest, those it skips are dropped.
+ */
+int	 sql_tokenize_server(const char *text, unsigned long server_version,
+	    struct sql_token **out, size_t *n, char *err, size_t errlen);
 bool	 sql_token_is(const char *text, const struct sql_token *,
 	    const char *word);
 void	 sql_tokens_text(struct buf *, const char *text,
 	    const struct sql_token *, size_t from, size_t to);
+
+/* A statement taken apart: its text and its tokens (sql_tokenize). */
+struct sql_parse {
+	const char		*text;
+	struct sql_token	*t;
+	size_t			 n;
+};
+
+bool	 sql_parse_is(const struct sql_parse *, size_t i, const char *word);
+bool	 sql_parse_is_name(const struct sql_parse *, size_t i);
+/* A word that ends a table reference (WHERE, JOIN, ...): no alias. */
+bool	 sql_parse_clause_word(const struct sql_parse *, size_t i);
+char	*sql_parse_unquote(const struct sql_parse *, size_t i);
+char	*sql_parse_text(const struct sql_parse *, size_t from, size_t to);
+size_t	 sql_parse_skip_hints(const struct sql_parse *, size_t i);
 
 /* ---- prune_sql.c: a prune: statement, bounded and counted ---- */
 
@@ -188,6 +220,7 @@ struct retry_policy {
 	int		 max_attempts;	/* tries in all, the first included */
 	char		*attempts_column;
 	char		*attempts_where; /* "FILE:LINE: queues.email.retry.attempts_column" */
+	char		*where;		/* "FILE:LINE: queues.email.retry" */
 	enum backoff_kind backoff;
 	int64_t		 delay_ms;
 	int64_t		 max_delay_ms;
@@ -200,6 +233,7 @@ struct lease_policy {
 	struct sql	 claim;		/* takes the row out of the select */
 	struct sql	 renew;		/* text NULL: claim renews too */
 	int64_t		 duration_ms;
+	char		*where;		/* "FILE:LINE: queues.email.lease" */
 };
 
 /* env: one variable for handlers; value NULL: rowq's own, when it has it. */
@@ -439,6 +473,7 @@ struct stopper {
 };
 
 int64_t	 now_ms(void);			/* CLOCK_MONOTONIC */
+int64_t	 now_us(void);			/* the same, in microseconds */
 int64_t	 wall_ms(void);			/* CLOCK_REALTIME */
 int	 proc_signalfd(const int *signals, size_t n);
 void	 proc_child_signals(void);	/* undo the parent's signal setup */
@@ -471,6 +506,49 @@ int	 handler_resolve(const char *prog, char **path);
 
 /* Only a pointer here: the files that use the database include db.h. */
 struct db;
+
+/* ---- keyed.c: the claim that locks only the rows it claims ---- */
+
+/* One list of keys serves this many claims at most, and this long. */
+#define KEYED_LIST_CLAIMS	1000
+#define KEYED_LIST_MS		1000
+/* Keys in one list, at most. */
+#define KEYED_LIST_MAX		10000
+
+/*
+ * A select whose own claim locks rows it does not claim (a row every
+ * claim joins, a sort), taken apart: the table its done changes and the
+ * parts the claim by key is built from, as written.
+ */
+struct keyed_claim {
+	char	*reason;	/* NULL: it applies; else "the select ..." */
+	char	*why;		/* keyed_confirm: what the own claim locks */
+	char	*schema;	/* the claimed table's; NULL: the connection's */
+	char	*table;		/* the table done changes, unquoted */
+	char	*alias;		/* as the select names it, unquoted */
+	char	*table_ref;	/* "t AS a", as written, without hints */
+	char	*columns;	/* "SELECT ..." up to FROM */
+	char	*from;		/* after FROM, up to WHERE or ORDER BY */
+	char	*from_head;	/* of from, before the claimed table */
+	char	*from_tail;	/* of from, after it and its hints */
+	char	*target;	/* the claimed table, [schema.]table as written */
+	size_t	 ref_start, ref_end;	/* its tokens, for keyed_derive */
+	char	*where;		/* the WHERE's condition; NULL: none */
+	char	*own_where;	/* its conjuncts of the claimed table alone */
+	char	*order;		/* after ORDER BY; NULL: none */
+	bool	 join;		/* FROM has more tables */
+	bool	 derived;	/* keyed_derive took it apart */
+	char	*pk;		/* keyed_confirm: the primary key column */
+};
+
+int	 keyed_derive(struct keyed_claim *, const char *select,
+	    const char *done);
+int	 keyed_confirm(struct db *, struct keyed_claim *, const char *select,
+	    int batch);
+void	 keyed_list_sql(struct buf *, const struct keyed_claim *, int limit);
+void	 keyed_lock_sql(struct buf *, const struct keyed_claim *,
+	    const char *const *keys, size_t n, int limit);
+void	 keyed_free(struct keyed_claim *);
 
 /* ---- cursor.c: the claim that scans the primary key from a cursor ---- */
 
@@ -639,6 +717,17 @@ struct worker_stats {
 	 * waits to be woken instead of claiming (wake_watch.c).
 	 */
 	volatile int64_t	 watched_ms;
+	/*
+	 * Drain: when this worker's last COMMIT of finished rows came back,
+	 * and when its last look that found nothing (no row claimed, and
+	 * the select, read without locking, empty) began; drained_us is 0
+	 * from a claim that returned rows on.  The drain ends when
+	 * every worker's look began after every such commit.  In
+	 * microseconds (now_us): a look and a commit are often less than a
+	 * millisecond apart.
+	 */
+	volatile int64_t	 finished_us;
+	volatile int64_t	 drained_us;
 	struct rate		 rate;		/* rows finished, per second */
 	struct histogram	 claim;		/* seconds a claim took */
 	/* seconds a handler ran, by how its row ended */
@@ -661,6 +750,7 @@ struct worker_args {
 	int			 number;	/* from 1, within the queue */
 	int			 generation;	/* the supervisor's, for the log */
 	int			 on_failed_fd;	/* its datagrams; -1: none */
+	int			 of;		/* the queue's workers, this one too */
 	bool			 drain;		/* exit when the select is empty */
 	struct worker_stats	*stats;
 	int			 close_fd;	/* the supervisor's, or -1 */
@@ -690,7 +780,11 @@ void	 wake_binlog_check(struct db *, const struct queue *);
 /* ---- check_plan.c: the claim's plan, for check.c ---- */
 
 /* Warns of a claim that reads rows it will not return; returns 0. */
-int	 check_plan(struct db *, const struct queue *, bool verbose);
+struct keyed_claim;
+int	 check_plan(struct db *, const struct queue *, bool verbose,
+	    const struct keyed_claim *, bool cursor);
+void	 check_plan_describe(const char *select, unsigned long version,
+	    struct buf *);
 
 /* ---- check_galera.c: a Galera node, for check.c ---- */
 

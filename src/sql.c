@@ -10,6 +10,7 @@
 #include "rowq.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -92,6 +93,10 @@ sql_free(struct sql *q)
 {
 	size_t i;
 
+	if (q->next != NULL) {
+		sql_free(q->next);
+		free(q->next);
+	}
 	free(q->text);
 	free(q->positional);
 	for (i = 0; i < q->nparams; i++)
@@ -355,25 +360,81 @@ sql_number_len(const char *s)
 	return len;
 }
 
-int
-sql_tokenize(const char *text, struct sql_token **out, size_t *ntokens,
-    char *err, size_t errlen)
+/*
+ * The opener of an executable comment at s: slash, star, '!' or "M!",
+ * then the version it needs, if any (5 or 6 digits: 50100 is 5.1.0,
+ * 100500 is MariaDB 10.5.0).  Returns the opener's length, 0 when s opens
+ * no executable comment; *needs is the version, 0 for none.
+ */
+static size_t
+sql_exec_opener(const char *s, unsigned long *needs)
+{
+	size_t i = 2, digits = 0;
+
+	*needs = 0;
+	if (s[0] != '/' || s[1] != '*')
+		return 0;
+	if (s[i] == 'M')
+		i++;
+	if (s[i] != '!')
+		return 0;
+	i++;
+	while (isdigit((unsigned char)s[i + digits]) && digits < 6)
+		*needs = *needs * 10 + (unsigned long)(s[i + digits++] - '0');
+	/* Fewer than 5 digits are not a version but the code's own. */
+	if (digits < 5) {
+		*needs = 0;
+		digits = 0;
+	}
+	return i + digits;
+}
+
+/*
+ * server_version 0: an executable comment is one token, whole; else its
+ * contents are read as the code they are on a server of that version
+ * (mysql_get_server_version's form, 101100 for 10.11.0): the server runs
+ * them when they need no version or one it has, and skips them as a
+ * comment otherwise.  "M!" is MariaDB's own: a caller that asks for a
+ * version talks to MariaDB.  An optimizer hint (slash, star, '+') stays
+ * one token either way.
+ */
+static int
+sql_tokenize_as(const char *text, unsigned long server_version,
+    struct sql_token **out, size_t *ntokens, char *err, size_t errlen)
 {
 	struct sql_token *t = NULL;
 	size_t n = 0, cap = 0, i = 0;
 	int depth = 0;
+	bool in_exec = false;
 
 	while (text[i] != '\0') {
 		bool unterminated;
 		size_t len = sql_skip(text + i, &unterminated);
 		enum sql_token_kind kind;
 		char c = text[i];
+		unsigned long needs;
+		size_t opener;
 
+		if (in_exec && c == '*' && text[i + 1] == '/') {
+			in_exec = false;
+			i += 2;
+			continue;
+		}
 		if (unterminated) {
 			snprintf(err, errlen, "unterminated %s",
 			    c == '/' ? "comment" : "quoted string");
 			free(t);
 			return -1;
+		}
+		if (server_version > 0 && !in_exec &&
+		    (opener = sql_exec_opener(text + i, &needs)) > 0) {
+			if (needs > server_version) {
+				i += len;	/* skipped as a comment */
+				continue;
+			}
+			in_exec = true;
+			i += opener;
+			continue;
 		}
 		if (len > 0 && c == '/' && (text[i + 2] == '!' ||
 		    text[i + 2] == '+' || (text[i + 2] == 'M' &&
@@ -423,6 +484,21 @@ sql_tokenize(const char *text, struct sql_token **out, size_t *ntokens,
 	return 0;
 }
 
+int
+sql_tokenize(const char *text, struct sql_token **out, size_t *ntokens,
+    char *err, size_t errlen)
+{
+	return sql_tokenize_as(text, 0, out, ntokens, err, errlen);
+}
+
+int
+sql_tokenize_server(const char *text, unsigned long server_version,
+    struct sql_token **out, size_t *ntokens, char *err, size_t errlen)
+{
+	return sql_tokenize_as(text, server_version ? server_version : ULONG_MAX,
+	    out, ntokens, err, errlen);
+}
+
 /* A word token, compared without regard to case. */
 bool
 sql_token_is(const char *text, const struct sql_token *t, const char *word)
@@ -448,3 +524,97 @@ sql_tokens_text(struct buf *b, const char *text, const struct sql_token *t,
 		buf_append(b, text + t[k].start, t[k].len);
 	}
 }
+
+/* ---- a statement's structure, for the readers that take one apart ---- */
+
+/* Words that end a table reference: what follows is not an alias. */
+static const char *const sql_clause_words[] = { "WHERE", "ORDER", "GROUP",
+    "HAVING", "WINDOW", "LIMIT", "FOR", "UNION", "EXCEPT", "INTERSECT",
+    "JOIN", "INNER", "LEFT", "RIGHT", "CROSS", "NATURAL", "STRAIGHT_JOIN",
+    "FULL", "OUTER", "ON", "USING", "USE", "FORCE", "IGNORE", "PARTITION",
+    "LOCK", "INTO", "PROCEDURE", "AS", NULL };
+
+bool
+sql_parse_is(const struct sql_parse *p, size_t i, const char *word)
+{
+	return i < p->n && sql_token_is(p->text, &p->t[i], word);
+}
+
+bool
+sql_parse_is_name(const struct sql_parse *p, size_t i)
+{
+	return i < p->n && (p->t[i].kind == SQL_TOKEN_WORD ||
+	    p->t[i].kind == SQL_TOKEN_NAME);
+}
+
+bool
+sql_parse_clause_word(const struct sql_parse *p, size_t i)
+{
+	if (i >= p->n || p->t[i].kind != SQL_TOKEN_WORD)
+		return false;
+	for (size_t k = 0; sql_clause_words[k] != NULL; k++)
+		if (sql_parse_is(p, i, sql_clause_words[k]))
+			return true;
+	return false;
+}
+
+/* A name without its backquotes (doubled ones undone), as the server sees it. */
+char *
+sql_parse_unquote(const struct sql_parse *p, size_t i)
+{
+	const struct sql_token *t = &p->t[i];
+	const char *s = p->text + t->start;
+	struct buf b = { 0 };
+
+	if (t->kind != SQL_TOKEN_NAME)
+		return xstrndup(s, t->len);
+	for (size_t k = 1; k + 1 < t->len; k++) {
+		buf_putc(&b, s[k]);
+		if (s[k] == '`')
+			k++;
+	}
+	if (b.data == NULL)
+		buf_puts(&b, "");
+	return buf_steal(&b);
+}
+
+/* Tokens [from, to) as sql_tokens_text writes them; the caller frees. */
+char *
+sql_parse_text(const struct sql_parse *p, size_t from, size_t to)
+{
+	struct buf b = { 0 };
+
+	sql_tokens_text(&b, p->text, p->t, from, to);
+	if (b.data == NULL)
+		buf_puts(&b, "");
+	return buf_steal(&b);
+}
+
+/*
+ * Index hints after the table: (USE | FORCE | IGNORE) (INDEX | KEY)
+ * [FOR JOIN | FOR ORDER BY | FOR GROUP BY] (names).  Returns the token
+ * after them.
+ */
+size_t
+sql_parse_skip_hints(const struct sql_parse *p, size_t i)
+{
+	while ((sql_parse_is(p, i, "USE") || sql_parse_is(p, i, "FORCE") ||
+	    sql_parse_is(p, i, "IGNORE")) &&
+	    (sql_parse_is(p, i + 1, "INDEX") || sql_parse_is(p, i + 1, "KEY"))) {
+		i += 2;
+		if (sql_parse_is(p, i, "FOR")) {
+			i++;
+			if (sql_parse_is(p, i, "ORDER") || sql_parse_is(p, i, "GROUP"))
+				i++;
+			i++;	/* JOIN, or the BY of ORDER BY */
+		}
+		if (!sql_parse_is(p, i, "("))
+			return i;
+		while (i < p->n && !(sql_parse_is(p, i, ")") && p->t[i].depth == 0))
+			i++;
+		if (i < p->n)
+			i++;
+	}
+	return i;
+}
+

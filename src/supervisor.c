@@ -217,6 +217,8 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 			.queue = sl->queue,
 			.number = sl->number,
 			.generation = sl->gen->number,
+			.of = s->opts->workers > 0 ? s->opts->workers :
+			    sl->queue->workers,
 			.drain = s->opts->drain,
 			.stats = sl->stats,
 			.close_fd = -1,
@@ -366,6 +368,8 @@ supervisor_describe_death(int status, char *buf, size_t len)
 	buf_free(&b);
 }
 
+static void supervisor_begin_stop(struct supervisor *, const char *why);
+
 /* A worker is gone: count what it did, and decide about its restart. */
 static void
 supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
@@ -379,6 +383,8 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 
 	log_set_about(sl->queue->name, sl->number);
 	supervisor_add(t, sl->stats);
+	if (sl->stats->finished_us > s->drain_finished_us)
+		s->drain_finished_us = sl->stats->finished_us;
 	supervisor_describe_death(status, why, sizeof(why));
 	duration_format(lived, l, sizeof(l));
 	if (!clean)
@@ -413,6 +419,15 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 		s->exit_code = ROWQ_EXIT_CONFIG;
 		slot_set_state(s, sl, SLOT_FREE);
 		log_set_about(NULL, 0);
+		return;
+	}
+	if (s->opts->drain && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == ROWQ_EXIT_FAILURE) {
+		/* It said why (a row that comes straight back round). */
+		s->exit_code = ROWQ_EXIT_FAILURE;
+		slot_set_state(s, sl, SLOT_FREE);
+		log_set_about(NULL, 0);
+		supervisor_begin_stop(s, "the drain cannot end");
 		return;
 	}
 	t->restarts++;
@@ -738,6 +753,46 @@ supervisor_restart_due(struct supervisor *s, int64_t now, int64_t *next)
 }
 
 /*
+ * A drain is over when every worker's last look found nothing, and began
+ * after the last rows any worker finished were committed: none holds a
+ * row, and nothing finished since could have moved one into a select.
+ */
+static bool
+supervisor_drained(const struct supervisor *s)
+{
+	int64_t first = INT64_MAX, last = s->drain_finished_us;
+	int n = 0;
+
+	if (!generation_complete(s->current))
+		return false;
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->state == SLOT_RESTARTING)
+			return false;
+		if (sl->pid == 0)
+			continue;
+		if (sl->stats->drained_us == 0)
+			return false;
+		n++;
+		if (sl->stats->drained_us < first)
+			first = sl->stats->drained_us;
+		if (sl->stats->finished_us > last)
+			last = sl->stats->finished_us;
+	}
+	return n > 0 && first > last;
+}
+
+/* The drain is over: each idle worker is told to exit (SIGTERM). */
+static void
+supervisor_end_drain(struct supervisor *s)
+{
+	s->stopping = true;
+	for (int i = 0; i < s->nslots; i++)
+		supervisor_finish_slot(&s->slots[i],
+		    s->slots[i].gen->cfg->stop_timeout_ms);
+}
+
+/*
  * The watchdog is fed only from the loop, and only while it can do its
  * job: read signals and fork workers.  A supervisor stuck anywhere, or one
  * that has been unable to fork for a whole watchdog period, goes quiet and
@@ -785,6 +840,13 @@ supervisor_loop(struct supervisor *s)
 		if (running == 0 && !pending && s->check_pid == 0 &&
 		    (s->stopping || s->opts->drain))
 			break;
+		if (s->opts->drain && !s->stopping) {
+			if (supervisor_drained(s))
+				supervisor_end_drain(s);
+			/* Workers' looks are read often: the end is not late. */
+			if (now + DRAIN_LOOK_MS < next)
+				next = now + DRAIN_LOOK_MS;
+		}
 		if (watchdog > 0 && now >= next_ping) {
 			if (supervisor_healthy(s, now, 2 * watchdog))
 				notify_watchdog();

@@ -247,6 +247,9 @@ struct status_client {
 	int64_t		 deadline_ms;
 };
 
+/* How often a drain's supervisor reads its workers' looks. */
+#define DRAIN_LOOK_MS		50
+
 struct supervisor {
 	const struct run_options *opts;
 	int			 sigfd;
@@ -263,6 +266,8 @@ struct supervisor {
 	bool			 stopping;
 	int			 exit_code;
 	int64_t			 started_ms;
+	/* Drain: the last finished_us of the workers that exited. */
+	int64_t			 drain_finished_us;
 	/* Reload: a SIGHUP sets wanted; one check runs at a time. */
 	bool			 reload_wanted;
 	pid_t			 check_pid;	/* 0: no check running */

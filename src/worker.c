@@ -113,6 +113,11 @@ worker_disconnect(struct worker *w)
 	w->cursor_start = NULL;
 	w->cursor_on = false;
 	cursor_rewind(&w->cursor_at);
+	db_stmt_free(w->keyed_list_stmt);
+	w->keyed_list_stmt = NULL;
+	w->keyed_on = false;
+	rowset_clear(&w->keyed_list, 1);
+	w->keyed_next = 0;
 	/* A transaction on the link goes with it. */
 	if (w->turn.uncommitted)
 		turn_rolled_back(w);
@@ -194,7 +199,8 @@ worker_ensure_db(struct worker *w)
 void
 worker_db_failed(struct worker *w, enum db_status st, const char *what)
 {
-	if (w->args->stats)
+	/* A deadlock rolled back and retried is InnoDB's way, not an error. */
+	if (w->args->stats && st != DB_RETRY)
 		w->args->stats->errors++;
 	worker_note_error(w, what, db_error(w->db));
 	switch (st) {
@@ -651,6 +657,29 @@ worker_idle(struct worker *w, int64_t idle_ms)
 	w->stopper.wake = false;
 }
 
+/*
+ * Drain, after a turn that began at look and claimed nothing: when the
+ * select, read without locking, finds nothing either, say so to the
+ * supervisor (drained_us), which ends the drain once every worker of the
+ * named queues has found nothing since the last rows any of them
+ * finished (a retry or a done may move a row into another queue's
+ * select).  Rows that others hold are waited for: they may come back.
+ * Returns true when the worker should look again at once: its own COMMIT
+ * went with that claim, so the look began before it.
+ */
+static bool
+worker_drain_look(struct worker *w, int64_t look)
+{
+	struct worker_stats *st = w->args->stats;
+
+	if (st != NULL && st->finished_us >= look)
+		return true;
+	if (st == NULL || status_select_finds(w->db, w->q) != 0)
+		return false;
+	st->drained_us = look;
+	return false;
+}
+
 static void
 worker_free(struct worker *w)
 {
@@ -662,6 +691,8 @@ worker_free(struct worker *w)
 	on_failed_free(w);
 	turn_free(&w->turn);
 	cursor_free(&w->cursor);
+	keyed_free(&w->keyed);
+	free(w->keyed_list.rows);
 	buf_free(&w->claim_text);
 	recent_free(w->recent);
 	free(w->path);
@@ -740,17 +771,20 @@ worker_run(const struct worker_args *args)
 		/* The first start is not a restart. */
 		if (args->stats && w.pipe.restarts > 1)
 			args->stats->handler_restarts = w.pipe.restarts - 1;
+		int64_t look = now_us();
 		int n = w.q->lease.enabled ? lease_turn(&w) :
 		    worker_turn_transaction(&w);
+		if (w.drain_failed) {
+			rc = ROWQ_EXIT_FAILURE;
+			break;
+		}
 		if (n == 0) {
 			w.widen = 0;
-			/*
-			 * Rows held by others may come back: wait for them;
-			 * rows that cannot be worked will not be.
-			 */
-			if (args->drain && (w.only_unworkable ||
-			    status_select_finds(w.db, w.q) == 0))
+			/* Rows that cannot be worked will not be. */
+			if (args->drain && w.only_unworkable)
 				break;
+			if (args->drain && worker_drain_look(&w, look))
+				continue;
 			worker_set_state(&w, WORKER_IDLE, NULL);
 			proc_title("rowq: %s worker %d (idle)", w.q->name,
 			    args->number);

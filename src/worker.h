@@ -24,7 +24,18 @@ enum param_source {
 	PARAM_ERROR,
 	PARAM_OUTPUT,
 	PARAM_LEASE,
+	PARAM_LEASE_INT,
 	PARAM_DURATION,
+};
+
+/*
+ * A lease's token, new at each claim: :lease, 32 hex digits, and
+ * :lease_int, a positive BIGINT for an integer claim column, made of
+ * the first 63 of the same 128 random bits.
+ */
+struct lease_token {
+	char		 hex[33];
+	long long	 n;
 };
 
 /* A finishing statement, prepared, and where each of its values comes from. */
@@ -39,6 +50,10 @@ struct bound {
 	 * (worker_finish_text.c).
 	 */
 	char			*text;
+	/* The next statement of a list (struct sql's next), or NULL. */
+	struct bound		*next;
+	/* Where the statement of the list that failed last was said. */
+	const char		*failed_at;
 };
 
 /* A row claimed again this soon after it was finished never left. */
@@ -82,6 +97,8 @@ enum connect_status {
 #define COMMIT_FIRST		"COMMIT;\n"
 /* Taken by a batch's claim, for finish_oks to go back to. */
 #define CLAIMED_SAVEPOINT	"rowq_claimed"
+/* Taken before a list of finishing statements, to undo it as a whole. */
+#define LIST_SAVEPOINT		"rowq_row"
 
 /*
  * One turn: the rows one claim returned, read with the column layout kept
@@ -155,6 +172,18 @@ struct worker {
 	bool			 cursor_on;	/* confirmed on this connection */
 	struct db_stmt		*cursor_start;	/* the fallback's first key */
 	struct cursor_state	 cursor_at;
+	/*
+	 * The claim by key (keyed.c), when the select's own claim locks
+	 * rows it does not claim: derived once, confirmed for each
+	 * connection; the list of keys it locks from, and where it is.
+	 */
+	struct keyed_claim	 keyed;
+	bool			 keyed_derived;
+	bool			 keyed_on;	/* confirmed on this connection */
+	struct db_stmt		*keyed_list_stmt; /* prepared for its layout */
+	struct rowset		 keyed_list;
+	size_t			 keyed_next;
+	int64_t			 keyed_read_ms;
 	struct buf		 claim_text;	/* as sent, with what rides on it */
 	struct bound		 done, retry, failed, lease, renew;
 	/* The connection's layout: the prepared claim's columns. */
@@ -167,11 +196,12 @@ struct worker {
 	struct server_clock	 clock;		/* for ready_at: */
 	int			 widen;		/* extra rows for the next claim */
 	bool			 only_unworkable; /* drain: nothing else left */
+	bool			 drain_failed;	/* drain: a row came straight back */
 	struct turn		 turn;
 	char			*path;
 	char		       **base_env;
 	struct pipe_handler	 pipe;
-	char			 token[33];	/* :lease of the current row */
+	struct lease_token	 token;		/* of the current row */
 	const struct row	*leased_row;	/* being renewed, or NULL */
 	int			 leased_attempt;
 	int64_t			 lease_renewed_ms;

@@ -98,12 +98,59 @@ claim_prepare_cursor(struct worker *w)
 }
 
 /*
+ * Whether the claim locks by key (keyed.c): for a select that is not
+ * claimed from a cursor and whose own claim locks rows it does not claim
+ * (a row every claim joins, a sort), derived once and confirmed for each
+ * connection.  When it does not apply, the select's own claim is used;
+ * `rowq check` says what that costs.
+ */
+static enum connect_status
+claim_prepare_keyed(struct worker *w)
+{
+	enum db_status st;
+	struct buf b = { 0 };
+	size_t n;
+
+	if (!w->keyed_derived) {
+		w->keyed_derived = true;
+		(void)keyed_derive(&w->keyed, w->q->select.positional,
+		    w->q->done.positional);
+	}
+	if (w->cursor_on || keyed_confirm(w->db, &w->keyed, w->q->select.positional,
+	    w->q->batch) != 0) {
+		if (!w->cursor_on)
+			log_debug("%s: claims as written: the select %s",
+			    w->q->select.where, w->keyed.reason);
+		return CONNECT_OK;
+	}
+	keyed_list_sql(&b, &w->keyed, 1);
+	w->keyed_list_stmt = db_prepare(w->db, b.data, &st);
+	buf_free(&b);
+	if (w->keyed_list_stmt == NULL) {
+		log_error("%s: the claim by key's list: %s",
+		    w->q->select.where, db_error(w->db));
+		return st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
+	}
+	(void)db_stmt_columns(w->keyed_list_stmt, &n);
+	if (n != 1) {
+		log_error("%s: the claim by key's list returns %zu columns",
+		    w->q->select.where, n);
+		return CONNECT_CONFIG;
+	}
+	log_debug("%s: claims lock by key: the select's own claim: %s",
+	    w->q->select.where, w->keyed.why);
+	w->keyed_on = true;
+	return CONNECT_OK;
+}
+
+/*
  * The design's one rule: finishing a row must take it out of the select,
  * or at least change it.  A row claimed again, unchanged, right after this
  * worker finished it would come straight back round for ever; say which
  * statement failed to move it, and pause this worker's claims (with
- * growing delays) rather than run its handler again and again.  Returns
- * true when the turn must stop.
+ * growing delays) rather than run its handler again and again.  A drain,
+ * which would then never end, ends instead (w->drain_failed), with the
+ * same message.  Returns true when the turn must stop.
  */
 static bool
 claim_came_back(struct worker *w)
@@ -129,7 +176,8 @@ claim_came_back(struct worker *w)
 	log_set_row(key.data);
 	log_error("claimed again, unchanged, right after %s finished it: "
 	    "that statement does not take the row out of the select, so it "
-	    "would come straight back round; claims paused for %s", where, d);
+	    "would come straight back round; %s%s", where, w->args->drain ?
+	    "the drain ends" : "claims paused for ", w->args->drain ? "" : d);
 	log_set_row(NULL);
 	worker_note_error(w, key.data, "came straight back round: the "
 	    "finishing statement does not take it out of the select");
@@ -137,6 +185,11 @@ claim_came_back(struct worker *w)
 		w->args->stats->errors++;
 	(void)db_rollback(w->db);
 	turn_rolled_back(w);
+	if (w->args->drain) {
+		w->drain_failed = true;
+		buf_free(&key);
+		return true;
+	}
 	worker_set_state(w, WORKER_BACKOFF, key.data);
 	proc_title("rowq: %s worker %d (paused: row %s came back)",
 	    w->q->name, w->args->number, key.data);
@@ -216,16 +269,27 @@ claim_front_text(struct worker *w, const struct claim_front *f,
 		buf_puts(b, COMMIT_FIRST);
 }
 
-/* Send a claim's text, which carries the front if it has not gone yet. */
+/*
+ * Send a claim's text, which carries the front if it has not gone yet;
+ * its rows, of that layout, go to rs.
+ */
 static enum db_status
-claim_send(struct worker *w, struct claim_front *f, const char *sql)
+claim_send_to(struct worker *w, struct claim_front *f, const char *sql,
+    const struct column *cols, size_t ncols, struct rowset *rs)
 {
 	struct db_ahead gone = { 0 };
 	enum db_status st = db_select(w->db, sql, f->sent ? &gone : &f->ahead,
-	    w->cols, w->ncols, &w->turn.rows);
+	    cols, ncols, rs);
 
 	f->sent = true;
 	return st;
+}
+
+/* The same, for the turn's rows. */
+static enum db_status
+claim_send(struct worker *w, struct claim_front *f, const char *sql)
+{
+	return claim_send_to(w, f, sql, w->cols, w->ncols, &w->turn.rows);
 }
 
 /*
@@ -342,6 +406,108 @@ claim_by_cursor(struct worker *w, int limit, struct claim_front *f,
 	return st;
 }
 
+/* ---- the claim by key ---- */
+
+/* The list's layout: one column, the key. */
+static const struct column *
+claim_key_layout(struct worker *w)
+{
+	size_t n;
+
+	return db_stmt_columns(w->keyed_list_stmt, &n);
+}
+
+/* Read the list of keys again: KEYED_LIST_CLAIMS claims of every worker. */
+static enum db_status
+claim_key_list(struct worker *w, int limit, struct claim_front *f)
+{
+	struct buf *b = &w->claim_text;
+	size_t rows = (size_t)limit * (size_t)w->args->of * KEYED_LIST_CLAIMS;
+
+	rowset_clear(&w->keyed_list, 1);
+	w->keyed_next = 0;
+	w->keyed_read_ms = now_ms();
+	buf_reset(b);
+	claim_front_text(w, f, b);
+	keyed_list_sql(b, &w->keyed, rows < KEYED_LIST_MAX ? (int)rows :
+	    KEYED_LIST_MAX);
+	return claim_send_to(w, f, b->data, claim_key_layout(w), 1,
+	    &w->keyed_list);
+}
+
+/*
+ * The next keys of the list, up to max, each a valid integer: first this
+ * worker's share (the keys that are its number modulo the queue's
+ * workers, so that workers that read the list at different times still
+ * do not meet on the same rows), then the others' (a worker that is busy
+ * or gone leaves them).  keyed_next counts both passes.
+ */
+static size_t
+claim_key_window(struct worker *w, const char **keys, size_t max)
+{
+	const struct rowset *l = &w->keyed_list;
+	unsigned long long of = w->args->of > 0 ? (unsigned)w->args->of : 1;
+	unsigned long long mine = (unsigned)(w->args->number - 1) % of;
+	size_t n = 0;
+
+	for (; n < max && w->keyed_next < 2 * l->nrows; w->keyed_next++) {
+		bool second = w->keyed_next >= l->nrows;
+		const struct row *r = &l->rows[w->keyed_next % l->nrows];
+		if (!cursor_key_valid(r->value[0], r->len[0]))
+			continue;
+		unsigned long long k = strtoull(r->value[0] +
+		    (r->value[0][0] == '-'), NULL, 10);
+		if ((k % of == mine) != second)
+			keys[n++] = r->value[0];
+	}
+	return n;
+}
+
+/* Lock what is free of keys, up to limit rows, and read them. */
+static enum db_status
+claim_key_lock(struct worker *w, const char **keys, size_t n, int limit,
+    struct claim_front *f)
+{
+	struct buf *b = &w->claim_text;
+
+	buf_reset(b);
+	claim_front_text(w, f, b);
+	keyed_lock_sql(b, &w->keyed, keys, n, limit);
+	if (w->bulk_done)
+		buf_printf(b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
+	return claim_send(w, f, b->data);
+}
+
+/*
+ * The claim by key: the next keys of this worker's share of the list
+ * (read again when used up or old), then the next, until they yield
+ * rows, or the list was read twice and still yields none (its rows are
+ * held by others).
+ */
+static enum db_status
+claim_by_key(struct worker *w, int limit, struct claim_front *f)
+{
+	size_t window = (size_t)limit, n;
+	const char **keys = xcalloc(window, sizeof(*keys));
+	enum db_status st = DB_OK;
+	int lists = 0;
+
+	while (st == DB_OK && w->turn.rows.nrows == 0) {
+		if (w->keyed_next >= 2 * w->keyed_list.nrows ||
+		    now_ms() - w->keyed_read_ms >= KEYED_LIST_MS) {
+			if (lists++ == 2)
+				break;
+			st = claim_key_list(w, limit, f);
+			if (st != DB_OK || w->keyed_list.nrows == 0)
+				break;
+		}
+		if ((n = claim_key_window(w, keys, window)) > 0)
+			st = claim_key_lock(w, keys, n, limit, f);
+	}
+	free(keys);
+	return st;
+}
+
 /*
  * The claim came back with the held row's `done` in front (f): counted;
  * or refused, and settled (the row marked failed instead, the transaction
@@ -406,6 +572,8 @@ claim_batch(struct worker *w)
 		w->turn.limit = limit;
 		if (w->cursor_on)
 			st = claim_by_cursor(w, limit, &f, &fallback);
+		else if (w->keyed_on)
+			st = claim_by_key(w, limit, &f);
 		else
 			st = claim_select(w, limit, &f);
 		if ((held = claim_held_done(w, &f, st, &again)) != DB_OK) {
@@ -437,6 +605,8 @@ claim_batch(struct worker *w)
 	    CLAIM_WITH_COMMIT : CLAIM_PLAIN);
 	if (claim_came_back(w))
 		return -1;
+	if (w->args->stats && w->turn.rows.nrows > 0)
+		w->args->stats->drained_us = 0;
 	return (int)w->turn.rows.nrows;
 }
 
@@ -447,5 +617,7 @@ claim_prepare(struct worker *w)
 {
 	enum connect_status r = claim_prepare_select(w);
 
-	return r == CONNECT_OK ? claim_prepare_cursor(w) : r;
+	if (r == CONNECT_OK)
+		r = claim_prepare_cursor(w);
+	return r == CONNECT_OK ? claim_prepare_keyed(w) : r;
 }

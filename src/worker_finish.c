@@ -13,6 +13,10 @@
 void
 finish_unbind(struct bound *b)
 {
+	if (b->next != NULL) {
+		finish_unbind(b->next);
+		free(b->next);
+	}
 	db_stmt_free(b->stmt);
 	free(b->source);
 	free(b->column);
@@ -21,7 +25,10 @@ finish_unbind(struct bound *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* Prepare one finishing statement and work out where its values come from. */
+/*
+ * Prepare a finishing statement (each of a list) and work out where its
+ * values come from.
+ */
 enum connect_status
 finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
 {
@@ -31,7 +38,8 @@ finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
 	} builtins[] = {
 		{ "attempt", PARAM_ATTEMPT }, { "delay", PARAM_DELAY },
 		{ "error", PARAM_ERROR }, { "output", PARAM_OUTPUT },
-		{ "lease", PARAM_LEASE }, { "duration", PARAM_DURATION },
+		{ "lease", PARAM_LEASE }, { "lease_int", PARAM_LEASE_INT },
+		{ "duration", PARAM_DURATION },
 	};
 	enum db_status st;
 
@@ -60,7 +68,10 @@ finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
 			return CONNECT_CONFIG;
 		}
 	}
-	return CONNECT_OK;
+	if (sql->next == NULL)
+		return CONNECT_OK;
+	b->next = xcalloc(1, sizeof(*b->next));
+	return finish_bind(w, b->next, sql->next);
 }
 
 /*
@@ -72,7 +83,8 @@ finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
 bool
 finish_batches_done(const struct worker *w)
 {
-	if (w->q->batch < 2 || w->q->lease.enabled || w->done.stmt == NULL)
+	if (w->q->batch < 2 || w->q->lease.enabled || w->done.stmt == NULL ||
+	    w->done.next != NULL)
 		return false;
 	for (size_t i = 0; i < w->done.sql->nparams; i++)
 		if (w->done.source[i] == PARAM_OUTPUT ||
@@ -146,8 +158,12 @@ finish_values(struct worker *w, const struct bound *b, const struct row *row,
 			break;
 		case PARAM_LEASE:
 			v->type = VALUE_TEXT;
-			v->s = w->token;
-			v->len = strlen(w->token);
+			v->s = w->token.hex;
+			v->len = strlen(w->token.hex);
+			break;
+		case PARAM_LEASE_INT:
+			v->type = VALUE_INT;
+			v->i = w->token.n;
 			break;
 		case PARAM_DURATION:
 			v->type = VALUE_INT;
@@ -159,15 +175,55 @@ finish_values(struct worker *w, const struct bound *b, const struct row *row,
 
 /*
  * Run a statement for a row; a database error is returned to roll back.
- * *affected says how many rows it changed.
+ * *affected says how many rows it changed.  A list runs in order behind
+ * a savepoint, so that its statements take effect together or, once
+ * finish_undo has gone back to it, not at all; its first statement is
+ * the row's own (it takes the row out of the select, and tests a lease):
+ * when that changes no row, the others do not run, and *affected is 0.
+ * b->failed_at says which statement failed.
  */
 enum db_status
 finish_exec(struct worker *w, struct bound *b, const struct row *row,
     int attempt, int64_t delay_ms, unsigned long long *affected)
 {
-	finish_values(w, b, row, attempt, delay_ms, b->values);
+	unsigned long long more;
+	enum db_status st;
+
 	*affected = 0;
-	return db_stmt_exec(b->stmt, b->values, b->sql->nparams, affected);
+	b->failed_at = b->sql->where;
+	if (b->next != NULL &&
+	    (st = db_run(w->db, "SAVEPOINT " LIST_SAVEPOINT)) != DB_OK)
+		return st;
+	finish_values(w, b, row, attempt, delay_ms, b->values);
+	st = db_stmt_exec(b->stmt, b->values, b->sql->nparams, affected);
+	for (struct bound *x = b->next; x != NULL && st == DB_OK &&
+	    *affected > 0; x = x->next) {
+		b->failed_at = x->sql->where;
+		finish_values(w, x, row, attempt, delay_ms, x->values);
+		st = db_stmt_exec(x->stmt, x->values, x->sql->nparams, &more);
+	}
+	if (st == DB_OK)
+		b->failed_at = NULL;
+	return st;
+}
+
+/*
+ * A list failed for this row alone (the transaction still open): what
+ * its first statements did is undone with the rest.
+ */
+static enum db_status
+finish_undo(struct worker *w, const struct bound *b)
+{
+	if (b->next == NULL)
+		return DB_OK;
+	return db_run(w->db, "ROLLBACK TO SAVEPOINT " LIST_SAVEPOINT);
+}
+
+/* The statement of b that failed, for messages. */
+static const char *
+finish_where(const struct bound *b)
+{
+	return b->failed_at != NULL ? b->failed_at : b->sql->where;
 }
 
 /*
@@ -330,12 +386,16 @@ static enum db_status
 finish_failed_instead(struct worker *w, struct bound *b,
     const struct row *row, int attempt, const char *key)
 {
+	enum db_status st;
+
 	buf_reset(&w->result.error);
-	buf_printf(&w->result.error, "%s for key %s: %s", b->sql->where, key,
-	    db_error(w->db));
+	buf_printf(&w->result.error, "%s for key %s: %s", finish_where(b),
+	    key, db_error(w->db));
 	utf8_sanitize(&w->result.error);
 	log_error("%s; marking the row failed instead", w->result.error.data);
 	worker_note_error(w, key, w->result.error.data);
+	if ((st = finish_undo(w, b)) != DB_OK)
+		return st;
 	return finish_one(w, &w->failed, row, attempt, 0, key);
 }
 
@@ -374,7 +434,7 @@ finish_settle(struct worker *w, struct bound *b, const struct row *row,
 	    !db_in_transaction(w->db)) {
 		log_error("%s for key %s: %s; the server rolled back the whole "
 		    "transaction, so the turn's other rows go back to the "
-		    "queue", b->sql->where, key.data, db_error(w->db));
+		    "queue", finish_where(b), key.data, db_error(w->db));
 		st = DB_RETRY;
 	} else if (st == DB_FATAL && b != &w->failed && w->failed.stmt != NULL) {
 		used = &w->failed;
@@ -386,7 +446,7 @@ finish_settle(struct worker *w, struct bound *b, const struct row *row,
 		on_failed_note(w, row, key.data, attempt);
 	else
 		snprintf(w->failing, sizeof(w->failing), "%s for key %s",
-		    used->sql->where, key.data);
+		    finish_where(used), key.data);
 	buf_free(&key);
 	return st;
 }

@@ -89,8 +89,8 @@ finish_text_bind(struct worker *w, struct bound *b)
 {
 	struct buf sql = { 0 };
 
-	if (b->stmt == NULL || w->q->lease.enabled || w->q->batch != 1 ||
-	    !finish_text_verb(b->sql->positional))
+	if (b->stmt == NULL || b->next != NULL || w->q->lease.enabled ||
+	    w->q->batch != 1 || !finish_text_verb(b->sql->positional))
 		return;
 	for (size_t i = 0; i < b->sql->nparams; i++)
 		if (b->source[i] == PARAM_ERROR ||

@@ -8,18 +8,22 @@
 
 #include <string.h>
 
-/* A token unique to this claim, for :lease. */
+/* A token unique to this claim, for :lease and :lease_int. */
 static void
-lease_new_token(char token[33])
+lease_new_token(struct lease_token *token)
 {
 	static const char hex[] = "0123456789abcdef";
 	uint64_t a = backoff_random(), b = backoff_random();
 
 	for (int i = 0; i < 16; i++) {
-		token[i] = hex[(a >> (i * 4)) & 15];
-		token[16 + i] = hex[(b >> (i * 4)) & 15];
+		token->hex[i] = hex[(a >> (i * 4)) & 15];
+		token->hex[16 + i] = hex[(b >> (i * 4)) & 15];
 	}
-	token[32] = '\0';
+	token->hex[32] = '\0';
+	/* 1 to 2^63 - 1: positive in a signed BIGINT and an unsigned one. */
+	token->n = (long long)(a >> 1);
+	if (token->n == 0)
+		token->n = 1;
 }
 
 /*
@@ -103,7 +107,7 @@ lease_renew(void *ctx, struct handler_result *res)
  * error (rolled back).
  */
 static int
-lease_rows(struct worker *w, char (*tokens)[33], bool *leased)
+lease_rows(struct worker *w, struct lease_token *tokens, bool *leased)
 {
 	unsigned long long affected;
 	enum db_status st;
@@ -114,8 +118,8 @@ lease_rows(struct worker *w, char (*tokens)[33], bool *leased)
 		leased[i] = false;
 		if (nleased >= w->q->batch || !turn_row_workable(w, (size_t)i))
 			continue;
-		lease_new_token(w->token);
-		memcpy(tokens[i], w->token, sizeof(w->token));
+		lease_new_token(&w->token);
+		tokens[i] = w->token;
 		st = finish_exec(w, &w->lease, row, finish_attempt(w, row), 0,
 		    &affected);
 		if (st != DB_OK) {
@@ -169,7 +173,7 @@ lease_work_row(struct worker *w, const struct row *row)
 int
 lease_turn(struct worker *w)
 {
-	char tokens[CLAIM_MAX][33];
+	struct lease_token tokens[CLAIM_MAX];
 	/*
 	 * lease_rows sets one for each of the n rows claimed; zeroed all the
 	 * same for scan-build, which cannot tell that worker_turn_end returns
@@ -190,7 +194,7 @@ lease_turn(struct worker *w)
 	for (int i = 0; i < n; i++) {
 		if (!leased[i] || w->stopper.stop)
 			continue;
-		memcpy(w->token, tokens[i], sizeof(w->token));
+		w->token = tokens[i];
 		if (lease_work_row(w, &w->turn.rows.rows[i]) != 0)
 			return -1;
 	}

@@ -86,6 +86,8 @@ turn_committed(struct worker *w)
 
 	if (w->recent != NULL)
 		recent_commit(w->recent);
+	if (stats && n > 0)
+		stats->finished_us = now_us();
 	if (stats) {
 		stats->done += t->pending_done;
 		stats->retried += t->pending_retried;

@@ -134,6 +134,69 @@ START_TEST(test_claim_clause)
 }
 END_TEST
 
+/* What the plan check reads of a select, in check_plan_describe's words. */
+static void
+plan_reads(const char *select, unsigned long version, const char *want)
+{
+	struct buf b = { 0 };
+
+	check_plan_describe(select, version, &b);
+	ck_assert_msg(strcmp(b.data, want) == 0, "%s\n  read as: %s\n  "
+	    "expected: %s", select, b.data, want);
+	buf_free(&b);
+}
+
+/*
+ * MariaDB runs what an executable comment holds (slash, star, '!'), and
+ * what "M!" or a version it has holds; a version it has not, and a plain
+ * comment, it skips.  The plan check reads the select the same way.
+ */
+START_TEST(test_executable_comments_read_as_the_server_does)
+{
+	plan_reads("SELECT id FROM email WHERE status = 'waiting' ORDER BY id",
+	    101100, "table email, fixed status, order id");
+	plan_reads("SELECT id FROM email /*! WHERE status = 'waiting' */ "
+	    "ORDER BY id", 101100, "table email, fixed status, order id");
+	plan_reads("SELECT id FROM email WHERE status = 'waiting' "
+	    "/*!50100 AND kind = 'x' */ /*M!100500 ORDER BY kind, id */",
+	    101100, "table email, fixed status kind, order kind id");
+	/* Not for this server: a comment. */
+	plan_reads("SELECT id FROM email WHERE status = 'waiting' "
+	    "/*!110500 AND kind = 'x' */ ORDER BY id", 101100,
+	    "table email, fixed status, order id");
+	plan_reads("SELECT id FROM email /* WHERE status = 'waiting' */ "
+	    "ORDER BY id", 101100, "table email, fixed, order id");
+	/* A string holding the closer does not close it. */
+	plan_reads("SELECT id FROM email /*! WHERE note <> '*/' AND "
+	    "status = 'w' */ ORDER BY id", 101100,
+	    "table email, fixed status, order id");
+	/* An optimizer hint is no code. */
+	plan_reads("SELECT /*+ NO_RANGE_OPTIMIZATION(email) */ id FROM email "
+	    "WHERE status = 'w' ORDER BY id", 101100,
+	    "table email, fixed status, order id");
+}
+END_TEST
+
+START_TEST(test_tokenize_server)
+{
+	const char *text = "SELECT /*!40001 SQL_NO_CACHE */ id FROM t";
+	struct sql_token *t = NULL;
+	size_t n = 0;
+
+	ck_assert_int_eq(sql_tokenize(text, &t, &n, err, sizeof(err)), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_int_eq(t[1].kind, SQL_TOKEN_EXEC_COMMENT);
+	free(t);
+	ck_assert_int_eq(sql_tokenize_server(text, 101100, &t, &n, err,
+	    sizeof(err)), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert(sql_token_is(text, &t[1], "SQL_NO_CACHE"));
+	free(t);
+	ck_assert_int_eq(sql_tokenize_server("SELECT /*! 1", 101100, &t, &n,
+	    err, sizeof(err)), -1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -149,6 +212,8 @@ main(void)
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_select_rules);
 	tcase_add_test(tc, test_claim_clause);
+	tcase_add_test(tc, test_executable_comments_read_as_the_server_does);
+	tcase_add_test(tc, test_tokenize_server);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }
