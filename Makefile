@@ -90,6 +90,7 @@ OBJS =	build/backoff.o \
 	build/worker_on_failed.o \
 	build/worker_pickup.o \
 	build/worker_recent.o \
+	build/worker_row.o \
 	build/worker_turn.o
 
 UNIT_TESTS = \

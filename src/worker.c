@@ -328,10 +328,8 @@ worker_turn_end(struct worker *w, int worked, int n)
 bool
 worker_row_fits(struct worker *w, const struct row *row)
 {
-	size_t total = 0;
+	size_t total = row_bytes(w, row);
 
-	for (size_t c = 0; c < w->turn.ncols; c++)
-		total += row->value[c] ? row->len[c] : 0;
 	if (total <= ROW_BYTES_MAX)
 		return true;
 	buf_reset(&w->result.output);
@@ -363,25 +361,6 @@ worker_watch_link(void *ctx, struct handler_result *res)
 	return 1;
 }
 
-/*
- * The row's trace context: its trace id for the log, from now until the
- * row is done with; and TRACEPARENT=... for an exec handler in env (left
- * empty, which ends the handler's list, when there is none).
- */
-static void
-worker_traceparent(struct worker *w, const struct row *row, struct buf *env)
-{
-	int i = w->turn.trace_index;
-	char id[33];
-
-	if (i < 0 || row->value[i] == NULL ||
-	    !trace_parse(row->value[i], row->len[i], id))
-		return;
-	log_set_trace(id);
-	if (env != NULL)
-		buf_printf(env, "TRACEPARENT=%s", row->value[i]);
-}
-
 /* Run the handler for a row, whichever kind the queue has. */
 void
 worker_handle(struct worker *w, const struct row *row, const char *key,
@@ -391,9 +370,9 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	struct buf json = { 0 };
 	char attempt_s[32], worker_s[32];
 	struct buf qenv = { 0 }, kenv = { 0 }, tenv = { 0 };
+	char id[33];
 
-	json_row(&json, w->turn.cols, w->turn.ncols, row);
-	buf_putc(&json, '\n');
+	row_json(w, row, &json);
 	job.input = json.data;
 	job.input_len = json.len;
 	job.timeout_ms = w->q->timeout_ms;
@@ -416,7 +395,9 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 		snprintf(attempt_s, sizeof(attempt_s), "ROWQ_ATTEMPT=%d", attempt);
 		snprintf(worker_s, sizeof(worker_s), "ROWQ_WORKER=%d",
 		    w->args->number);
-		worker_traceparent(w, row, &tenv);
+		const char *tp = row_traceparent(w, row, id);
+		if (tp != NULL)
+			buf_printf(&tenv, "TRACEPARENT=%s", tp);
 		const char *extra[] = { qenv.data, kenv.data, attempt_s,
 		    worker_s, tenv.data, NULL };
 		job.argv = handler_argv(w->q->argv, w->turn.cols,
@@ -476,16 +457,18 @@ worker_outcome(const struct worker *w, const struct bound *b)
 enum db_status
 worker_row(struct worker *w, const struct row *row, bool *aborted)
 {
-	int attempt = finish_attempt(w, row);
+	int attempt = row_attempt(w, row);
 	struct buf key = { 0 };
 	struct bound *b;
 	int64_t delay_ms;
 	enum db_status st = DB_OK;
 
-	turn_key_text(w, row, &key);
+	char id[33];
+
+	row_key_text(w, row, &key);
 	log_set_row(key.data);
 	log_set_attempt(attempt);
-	worker_traceparent(w, row, NULL);
+	log_set_trace(row_traceparent(w, row, id) ? id : NULL);
 	worker_set_state(w, WORKER_BUSY, key.data);
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key.data);

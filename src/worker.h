@@ -251,9 +251,6 @@ void	 turn_free(struct turn *);
 void	 turn_hold(struct worker *, size_t i, int attempt);
 void	 turn_release_held(struct worker *);
 bool	 turn_layout_current(const struct worker *);
-const char *turn_key(const struct worker *, const struct row *, size_t *len);
-void	 turn_key_text(const struct worker *, const struct row *,
-	    struct buf *);
 bool	 turn_row_workable(struct worker *, size_t i);
 void	 turn_skip(struct worker *, const struct row *, const char *why);
 int	 turn_next_limit(const struct worker *);
@@ -263,7 +260,6 @@ enum connect_status finish_bind(struct worker *, struct bound *,
 	    const struct sql *);
 void	 finish_unbind(struct bound *);
 bool	 finish_batches_done(const struct worker *);
-int	 finish_attempt(const struct worker *, const struct row *);
 struct bound *finish_decide(struct worker *, int attempt, int64_t *delay_ms);
 enum db_status finish_exec(struct worker *, struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms,
@@ -294,6 +290,16 @@ void	 on_failed_note(struct worker *, const struct row *, const char *key,
 void	 on_failed_send(struct worker *);
 void	 on_failed_forget(struct worker *);
 void	 on_failed_free(struct worker *);
+
+/* worker_row.c */
+const char *row_key(const struct worker *, const struct row *, size_t *len);
+void	 row_key_text(const struct worker *, const struct row *,
+	    struct buf *);
+int	 row_attempt(const struct worker *, const struct row *);
+size_t	 row_bytes(const struct worker *, const struct row *);
+void	 row_json(const struct worker *, const struct row *, struct buf *);
+const char *row_traceparent(const struct worker *, const struct row *,
+	    char *trace_id);
 
 /* worker_pickup.c */
 void	 pickup_clock_read(struct worker *);

@@ -172,7 +172,7 @@ claim_came_back(struct worker *w)
 	int64_t delay = backoff_capped_ms(HOT_LOOP_BACKOFF_MIN_MS,
 	    HOT_LOOP_BACKOFF_MAX_MS, ++w->hot_loops);
 	duration_format(delay, d, sizeof(d));
-	turn_key_text(w, row, &key);
+	row_key_text(w, row, &key);
 	log_set_row(key.data);
 	log_error("claimed again, unchanged, right after %s finished it: "
 	    "that statement does not take the row out of the select, so it "
@@ -540,7 +540,7 @@ claim_failed(struct worker *w, const struct claim_front *f,
 
 	if (f->ahead.finish && w->turn.holding) {
 		struct buf key = { 0 };
-		turn_key_text(w, &w->turn.held, &key);
+		row_key_text(w, &w->turn.held, &key);
 		buf_printf(&ctx, "%s for key %s, %s", w->done.sql->where,
 		    key.data, what);
 		buf_free(&key);

@@ -6,7 +6,6 @@
 #include "worker.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,24 +225,6 @@ finish_where(const struct bound *b)
 	return b->failed_at != NULL ? b->failed_at : b->sql->where;
 }
 
-/*
- * This try's number, from 1: the attempts column plus one.  Capped at
- * INT_MAX, which no max_attempts exceeds, so a row at the cap fails
- * rather than retrying for ever.
- */
-int
-finish_attempt(const struct worker *w, const struct row *row)
-{
-	int i = w->turn.attempts_index;
-
-	if (i < 0 || row->value[i] == NULL)
-		return 1;
-	long long n = strtoll(row->value[i], NULL, 10);
-	if (n < 0)
-		n = 0;
-	return n >= INT_MAX - 1 ? INT_MAX : (int)n + 1;
-}
-
 /* The next line says how the row ended, and how long its handler ran. */
 static void
 finish_log_outcome(struct worker *w, const char *outcome)
@@ -330,7 +311,7 @@ static void
 finish_remember(struct worker *w, const struct row *row, const char *where)
 {
 	size_t len;
-	const char *key = turn_key(w, row, &len);
+	const char *key = row_key(w, row, &len);
 
 	if (w->recent == NULL)
 		w->recent = recent_new();
@@ -427,7 +408,7 @@ finish_settle(struct worker *w, struct bound *b, const struct row *row,
 	struct buf key = { 0 };
 	struct bound *used = b;
 
-	turn_key_text(w, row, &key);
+	row_key_text(w, row, &key);
 	if (st == DB_OK)
 		finish_counted(w, b, affected, key.data);
 	else if (st == DB_FATAL && !w->q->lease.enabled &&
@@ -458,7 +439,7 @@ finish_oks_unmatched(struct worker *w, unsigned long long affected)
 	struct buf keys = { 0 }, key = { 0 };
 
 	for (int i = 0; i < w->turn.noks && keys.len < 512; i++) {
-		turn_key_text(w, &w->turn.rows.rows[w->turn.ok_row[i]], &key);
+		row_key_text(w, &w->turn.rows.rows[w->turn.ok_row[i]], &key);
 		buf_printf(&keys, "%s%s", i ? ", " : "", key.data);
 	}
 	log_error("%s changed %llu of %d rows (keys %s%s): the others stay "
@@ -543,7 +524,7 @@ finish_oks(struct worker *w)
 	for (size_t i = 0; one_by_one && i < n && st == DB_OK; i++) {
 		const struct row *row = &w->turn.rows.rows[w->turn.ok_row[i]];
 		struct buf key = { 0 };
-		turn_key_text(w, row, &key);
+		row_key_text(w, row, &key);
 		log_set_row(key.data);
 		st = finish_row(w, &w->done, row, w->turn.ok_attempt[i], 0);
 		log_set_row(NULL);

@@ -120,7 +120,7 @@ lease_rows(struct worker *w, struct lease_token *tokens, bool *leased)
 			continue;
 		lease_new_token(&w->token);
 		tokens[i] = w->token;
-		st = finish_exec(w, &w->lease, row, finish_attempt(w, row), 0,
+		st = finish_exec(w, &w->lease, row, row_attempt(w, row), 0,
 		    &affected);
 		if (st != DB_OK) {
 			worker_db_failed(w, st, "lease.claim");

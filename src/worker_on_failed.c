@@ -37,12 +37,11 @@ on_failed_note(struct worker *w, const struct row *row, const char *key,
 		t->failed_notes_dropped++;
 		return;
 	}
-	json_row(&json, t->cols, t->ncols, row);
+	row_json(w, row, &json);
 	if (json.len > ON_FAILED_ROW_MAX) {
 		buf_reset(&json);
-		buf_puts(&json, "{}");
+		buf_puts(&json, "{}\n");
 	}
-	buf_putc(&json, '\n');
 	snprintf(m.queue, sizeof(m.queue), "%s", w->q->name);
 	m.outcome = worker_on_failed_outcome(w);
 	m.key_len = (uint32_t)strnlen(key, 4096);

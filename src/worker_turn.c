@@ -180,44 +180,6 @@ turn_layout_current(const struct worker *w)
 	return true;
 }
 
-/* A row's key as bytes: binary keys may hold zero bytes. */
-const char *
-turn_key(const struct worker *w, const struct row *row, size_t *len)
-{
-	int k = w->turn.key_index;
-
-	*len = row->value[k] ? row->len[k] : 0;
-	return row->value[k];
-}
-
-/*
- * The key as text for ROWQ_KEY and the logs: a binary key (BINARY(16),
- * VARBINARY) in lowercase hex, which says every byte and no other key's;
- * other keys as they are.
- */
-void
-turn_key_text(const struct worker *w, const struct row *row, struct buf *b)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t len;
-	const unsigned char *key = (const unsigned char *)turn_key(w, row, &len);
-
-	buf_reset(b);
-	buf_append(b, "", 0);		/* never NULL */
-	if (key == NULL) {
-		buf_puts(b, "NULL");
-		return;
-	}
-	if (w->turn.cols[w->turn.key_index].kind != COLUMN_BINARY) {
-		buf_append(b, key, len);
-		return;
-	}
-	for (size_t i = 0; i < len; i++) {
-		buf_putc(b, hex[key[i] >> 4]);
-		buf_putc(b, hex[key[i] & 15]);
-	}
-}
-
 /*
  * A row that cannot be worked is skipped: it is said once (a hash of its
  * values is kept, so the same row is not said again at every claim), and
@@ -237,7 +199,7 @@ turn_skip(struct worker *w, const struct row *row, const char *why)
 	if (*slot == h)
 		return;
 	*slot = h;	/* a collision only says a row once more */
-	turn_key_text(w, row, &key);
+	row_key_text(w, row, &key);
 	log_set_row(key.data);
 	log_set_outcome("skipped", -1);
 	log_error("%s: %s; skipped, and the queue goes on behind it (said "
@@ -257,7 +219,7 @@ turn_row_workable(struct worker *w, size_t i)
 {
 	const struct row *row = &w->turn.rows.rows[i];
 	size_t len, olen;
-	const char *key = turn_key(w, row, &len);
+	const char *key = row_key(w, row, &len);
 
 	if (key == NULL) {
 		turn_skip(w, row, "the key column is NULL in a claimed row, "
@@ -265,7 +227,7 @@ turn_row_workable(struct worker *w, size_t i)
 		return false;
 	}
 	for (size_t k = 0; k < i; k++) {
-		const char *other = turn_key(w, &w->turn.rows.rows[k], &olen);
+		const char *other = row_key(w, &w->turn.rows.rows[k], &olen);
 		if (other != NULL && olen == len && memcmp(other, key, len) == 0) {
 			turn_skip(w, row, "the select returned this key twice "
 			    "in one claim (a join?); handled once");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Batch 1: a row's `done` rides in front of the COMMIT and the next claim,
-# as an EXECUTE of it prepared by SQL (src/finish_text.c).
+# as an EXECUTE of it prepared by SQL (src/worker_finish_text.c).
 #   1. An integer key: the drain's `done`s are not prepared executes (they
 #      went with the claims), and every row is done once.
 #   2. Binary keys whose bytes are SQL's own (a quote, a backslash, ';',
@@ -12,7 +12,8 @@
 #      `done`, held for a claim that never comes, runs before the COMMIT;
 #      the rows behind it are left waiting, and a drain does them once.
 # A `done` that fails inside the multi-statement (the row marked failed
-# instead, the COMMIT only after it) is 46_sql_rows, batch 1.
+# instead, the COMMIT only after it) is 460_sql_rows, batch 1.
+# serial: counts the whole server's prepared executes (Com_stmt_execute).
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start

@@ -1,0 +1,105 @@
+/*
+ * worker_row.c: a claimed row's own questions, answered in the layout it
+ * was read with (the turn's columns, worker_turn.c): its key, as bytes
+ * and as text, its try, its size, its JSON form and its trace context.
+ * The worker (worker.c) asks them when it hands the row on, the outcome
+ * (worker_finish.c) when it binds the row's statement, so that a row's
+ * trip goes one way: claim, row, handler, outcome, commit.
+ */
+#include "worker.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A row's key as bytes: binary keys may hold zero bytes. */
+const char *
+row_key(const struct worker *w, const struct row *row, size_t *len)
+{
+	int k = w->turn.key_index;
+
+	*len = row->value[k] ? row->len[k] : 0;
+	return row->value[k];
+}
+
+/*
+ * The key as text for ROWQ_KEY and the logs: a binary key (BINARY(16),
+ * VARBINARY) in lowercase hex, which says every byte and no other key's;
+ * other keys as they are.
+ */
+void
+row_key_text(const struct worker *w, const struct row *row, struct buf *b)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len;
+	const unsigned char *key = (const unsigned char *)row_key(w, row, &len);
+
+	buf_reset(b);
+	buf_append(b, "", 0);		/* never NULL */
+	if (key == NULL) {
+		buf_puts(b, "NULL");
+		return;
+	}
+	if (w->turn.cols[w->turn.key_index].kind != COLUMN_BINARY) {
+		buf_append(b, key, len);
+		return;
+	}
+	for (size_t i = 0; i < len; i++) {
+		buf_putc(b, hex[key[i] >> 4]);
+		buf_putc(b, hex[key[i] & 15]);
+	}
+}
+
+/*
+ * This try's number, from 1: the attempts column plus one.  Capped at
+ * INT_MAX, which no max_attempts exceeds, so a row at the cap fails
+ * rather than retrying for ever.
+ */
+int
+row_attempt(const struct worker *w, const struct row *row)
+{
+	int i = w->turn.attempts_index;
+
+	if (i < 0 || row->value[i] == NULL)
+		return 1;
+	long long n = strtoll(row->value[i], NULL, 10);
+	if (n < 0)
+		n = 0;
+	return n >= INT_MAX - 1 ? INT_MAX : (int)n + 1;
+}
+
+/* The bytes of all its values, for ROW_BYTES_MAX. */
+size_t
+row_bytes(const struct worker *w, const struct row *row)
+{
+	size_t total = 0;
+
+	for (size_t c = 0; c < w->turn.ncols; c++)
+		total += row->value[c] ? row->len[c] : 0;
+	return total;
+}
+
+/* The row as one line of JSON, as its handler reads it. */
+void
+row_json(const struct worker *w, const struct row *row, struct buf *b)
+{
+	buf_reset(b);
+	json_row(b, w->turn.cols, w->turn.ncols, row);
+	buf_putc(b, '\n');
+}
+
+/*
+ * The row's trace context (traceparent_column:), when it is a valid
+ * one: its trace id in trace_id (33 bytes), and its value.  NULL: none.
+ */
+const char *
+row_traceparent(const struct worker *w, const struct row *row,
+    char *trace_id)
+{
+	int i = w->turn.trace_index;
+
+	if (i < 0 || row->value[i] == NULL ||
+	    !trace_parse(row->value[i], row->len[i], trace_id))
+		return NULL;
+	return row->value[i];
+}
