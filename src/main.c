@@ -18,6 +18,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] prune QUEUE [--dry-run]\n"
 "       rowq [-c FILE] failed QUEUE [--json] [--limit N]\n"
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
+"       rowq [-c FILE] discard QUEUE KEY... | --all [--where-error TEXT]\n"
 "       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
 "       rowq [-c FILE] resume QUEUE\n"
 "       rowq [-c FILE] wake QUEUE\n"
@@ -32,6 +33,7 @@ static const char usage_text[] =
 "  prune   run the queue's prune: once; --dry-run counts what it removes\n"
 "  failed  the newest failed rows of a queue, from its failed_select\n"
 "  requeue make failed rows waiting again, with the queue's requeue\n"
+"  discard give failed rows up, with the queue's discard\n"
 "  pause   stop the queue's workers in every daemon (within 2s)\n"
 "  resume  start them again\n"
 "  wake    tell the running daemon that the queue has rows (a hint)\n"
@@ -335,7 +337,7 @@ main(int argc, char **argv)
 		return prune_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "failed") == 0)
 		return failed_command(path, argc - optind, argv + optind);
-	if (strcmp(cmd, "requeue") == 0)
+	if (strcmp(cmd, "requeue") == 0 || strcmp(cmd, "discard") == 0)
 		return requeue_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "wake") == 0)
 		return cmd_wake(path, argc - optind, argv + optind);

@@ -253,6 +253,7 @@ struct queue {
 	long		 alert_failed;	/* status exits 1 over this; -1: off */
 	struct sql	 failed_select;	/* `rowq failed`, `requeue --all` */
 	struct sql	 requeue;	/* one failed row waiting again, by key */
+	struct sql	 discard;	/* one failed row given up, by key */
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
 	struct prune_policy prune;
@@ -699,7 +700,7 @@ int	 wake_command(const char *config_path, const char *queue);
 int	 status_command(const char *config_path, char **queues, size_t n,
 	    bool json);
 
-/* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue` ---- */
+/* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue`, `rowq discard` ---- */
 
 /* What both commands work with: failed_open fills it, failed_close frees. */
 struct failed_ctx {
@@ -708,18 +709,44 @@ struct failed_ctx {
 	struct db		*db;
 };
 
+/* What is done to failed rows by key: requeue: or discard:. */
+struct failed_action {
+	const char	*name;		/* the command, and the queue's key */
+	const char	*done;		/* "requeued", for messages */
+	size_t		 offset;	/* of its struct sql in struct queue */
+};
+
 int	 failed_command(const char *config_path, int argc, char **argv);
-int	 requeue_command(const char *config_path, int argc, char **argv);
 int	 failed_open(const char *config_path, const char *queue,
-	    const char *cmd, bool need_select, bool need_requeue,
+	    const char *cmd, bool need_select, const struct failed_action *need,
 	    struct failed_ctx *);
 void	 failed_close(struct failed_ctx *);
 struct db_stmt;
 struct db_stmt *failed_prepare(struct db *, const char *sql,
 	    const char *where, int *exit_status);
 void	 failed_quote(struct buf *, const char *identifier);
-/* rowq check: failed_select and requeue against the queue's key. */
+/* rowq check: failed_select, requeue and discard against the queue's key. */
 int	 failed_check(struct db *, const struct queue *, const char *key);
+
+/* One run of an action over keys (requeue.c). */
+struct requeue_run {
+	const struct failed_ctx	*what;
+	const struct failed_action *action;
+	struct db_stmt		*stmt;
+	bool			 quiet;		/* no line per key (the console) */
+	unsigned long long	 done;		/* rows requeued or discarded */
+	unsigned long long	 missed;	/* keys that changed no row */
+};
+
+extern const struct failed_action requeue_action, discard_action;
+const struct sql *failed_action_sql(const struct queue *,
+	    const struct failed_action *);
+int	 requeue_command(const char *config_path, int argc, char **argv);
+int	 requeue_begin(struct requeue_run *, const struct failed_ctx *,
+	    const struct failed_action *);
+int	 requeue_keys(struct requeue_run *, char **keys, size_t n);
+int	 requeue_all(struct requeue_run *, const char *where_error);
+void	 requeue_end(struct requeue_run *);
 
 /* ---- metrics.c: Prometheus exposition, the only includer of microhttpd ---- */
 
