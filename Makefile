@@ -8,7 +8,7 @@ UNITDIR	?= $(PREFIX)/lib/systemd/system
 DESTDIR	?=
 
 CC	?= cc
-PKGS	 = libmariadb yaml-0.1 libsystemd
+PKGS	 = libmariadb yaml-0.1 libsystemd libcrypt
 # Headers only: metrics.c loads the library itself when metrics: is set.
 PKGS_DLOPEN = libmicrohttpd
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -30,12 +30,21 @@ OBJS =	build/backoff.o \
 	build/check_plan.o \
 	build/config.o \
 	build/config_columns.o \
+	build/config_console.o \
 	build/config_env.o \
 	build/config_hosts.o \
 	build/config_queue.o \
 	build/config_tls.o \
 	build/config_walk.o \
 	build/config_yaml.o \
+	build/console.o \
+	build/console_auth.o \
+	build/console_chart.o \
+	build/console_failed.o \
+	build/console_html.o \
+	build/console_http.o \
+	build/console_page.o \
+	build/console_session.o \
 	build/cursor.o \
 	build/db.o \
 	build/db_bulk.o \
@@ -48,10 +57,13 @@ OBJS =	build/backoff.o \
 	build/handler_identity.o \
 	build/handler_pipe.o \
 	build/handler_retry_in.o \
+	build/heartbeat.o \
 	build/helper_child.o \
+	build/history.o \
 	build/json.o \
 	build/log.o \
 	build/metrics.o \
+	build/mhd.o \
 	build/notify.o \
 	build/pause.o \
 	build/pause_watch.o \

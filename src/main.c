@@ -3,6 +3,7 @@
  * the process on purpose, apart from fatal() on a broken invariant.
  */
 #include "rowq.h"
+#include "console.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -22,6 +23,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
 "       rowq [-c FILE] resume QUEUE\n"
 "       rowq [-c FILE] wake QUEUE\n"
+"       rowq console-user NAME [--role viewer|operator]\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
@@ -37,6 +39,8 @@ static const char usage_text[] =
 "  pause   stop the queue's workers in every daemon (within 2s)\n"
 "  resume  start them again\n"
 "  wake    tell the running daemon that the queue has rows (a hint)\n"
+"  console-user  read a password on standard input and print the line\n"
+"          of the console's users_file for NAME (viewer by default)\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -341,6 +345,8 @@ main(int argc, char **argv)
 		return requeue_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "wake") == 0)
 		return cmd_wake(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "console-user") == 0)
+		return console_user_command(argc - optind, argv + optind);
 	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
 		return cmd_pause(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);

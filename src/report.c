@@ -141,7 +141,9 @@ report_start(struct supervisor *s)
 {
 	const struct config *cfg = s->current->cfg;
 
-	if (cfg->metrics == NULL && cfg->metrics_textfile == NULL)
+	/* The console's charts show the probe's ages too (history.c). */
+	if (cfg->metrics == NULL && cfg->metrics_textfile == NULL &&
+	    !cfg->console.on)
 		return;
 	s->probe = mmap(NULL, sizeof(*s->probe), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -124,7 +124,7 @@ requeue_keys(struct requeue_run *run, char **keys, size_t n)
 /* ---- --all ---- */
 
 /* The first column of failed_select whose name holds "error". */
-static const char *
+const char *
 requeue_error_column(const struct column *cols, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -137,7 +137,7 @@ requeue_error_column(const struct column *cols, size_t n)
 }
 
 /* TEXT for LIKE, its own % _ and \ matching only themselves. */
-static void
+void
 requeue_like(struct buf *b, const char *text)
 {
 	buf_putc(b, '%');

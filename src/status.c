@@ -87,20 +87,8 @@ status_get(char *const *fields, size_t n, const char *key)
 	return NULL;
 }
 
-struct line {
-	char	**field;
-	size_t	  n;
-};
-
-struct live {
-	char		*text;		/* the daemon's answer, split in place */
-	struct line	*lines;
-	size_t		 nlines;
-	char		 error[256];	/* why there is no answer */
-};
-
-static void
-live_load(struct live *lv, const struct config *cfg)
+void
+status_live_load(struct live *lv, const struct config *cfg)
 {
 	char *path = status_socket_path(cfg);
 	char err[200];
@@ -129,8 +117,8 @@ live_load(struct live *lv, const struct config *cfg)
 	}
 }
 
-static void
-live_free(struct live *lv)
+void
+status_live_free(struct live *lv)
 {
 	for (size_t i = 0; i < lv->nlines; i++)
 		free(lv->lines[i].field);
@@ -139,8 +127,8 @@ live_free(struct live *lv)
 }
 
 /* The line of a kind ("daemon", "queue", "worker") for a queue, from i on. */
-static const struct line *
-live_find(const struct live *lv, const char *kind, const char *queue,
+const struct line *
+status_live_find(const struct live *lv, const char *kind, const char *queue,
     size_t *i)
 {
 	for (; *i < lv->nlines; (*i)++) {
@@ -157,8 +145,8 @@ live_find(const struct live *lv, const char *kind, const char *queue,
 	return NULL;
 }
 
-static const char *
-live_value(const struct line *l, const char *key)
+const char *
+status_live_value(const struct line *l, const char *key)
 {
 	const char *v = l ? status_get(l->field, l->n, key) : NULL;
 
@@ -166,23 +154,6 @@ live_value(const struct line *l, const char *key)
 }
 
 /* ---- the renderers: a table, JSON ---- */
-
-struct status_queue {
-	const struct queue	*q;
-	struct queue_db_status	 db;
-	bool			 db_ok;
-	bool			 alert;		/* older than alert_age */
-	bool			 alert_failed;	/* more failed than alert_failed */
-	long			 ready;
-	long			 in_progress;	/* -1: no daemon answered */
-	const struct pause_entry *pause; /* NULL: not paused */
-};
-
-/* The server status read from, and the TLS cipher: "" when none. */
-struct status_link {
-	char	where[300];
-	char	cipher[128];
-};
 
 static void
 status_age(char *out, size_t len, long long s)
@@ -199,24 +170,24 @@ status_prune_line(const char *queue, const struct line *l)
 {
 	char ago[32];
 
-	duration_format(atoll(live_value(l, "prune_ago")) * 1000, ago,
+	duration_format(atoll(status_live_value(l, "prune_ago")) * 1000, ago,
 	    sizeof(ago));
 	printf("  %s last prune: %s, %s rows in %s chunks, %.1fs, started "
-	    "%s ago%s%s\n", queue, live_value(l, "prune"),
-	    live_value(l, "prune_rows"), live_value(l, "prune_chunks"),
-	    (double)atoll(live_value(l, "prune_ms")) / 1000, ago,
-	    *live_value(l, "prune_error") ? ": " : "",
-	    live_value(l, "prune_error"));
+	    "%s ago%s%s\n", queue, status_live_value(l, "prune"),
+	    status_live_value(l, "prune_rows"), status_live_value(l, "prune_chunks"),
+	    (double)atoll(status_live_value(l, "prune_ms")) / 1000, ago,
+	    *status_live_value(l, "prune_error") ? ": " : "",
+	    status_live_value(l, "prune_error"));
 }
 
 /* How a queue's idle workers are woken, when it is not by polling. */
 static void
 status_wake_line(const char *queue, const struct line *l)
 {
-	printf("  %s wake: %s", queue, live_value(l, "wake"));
-	if (*live_value(l, "binlog_lag"))
+	printf("  %s wake: %s", queue, status_live_value(l, "wake"));
+	if (*status_live_value(l, "binlog_lag"))
 		printf(", %ss behind the server's binary log",
-		    live_value(l, "binlog_lag"));
+		    status_live_value(l, "binlog_lag"));
 	else
 		printf(" (polled until the binary log can be followed)");
 	putchar('\n');
@@ -253,7 +224,7 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
     const struct status_link *link)
 {
 	size_t i = 0;
-	const struct line *d = live_find(lv, "daemon", NULL, &i);
+	const struct line *d = status_live_find(lv, "daemon", NULL, &i);
 
 	/* Left of DONE: the database now; from DONE on: since the start. */
 	printf("%-16s %7s %11s %8s %11s %9s %8s %8s %8s\n", "QUEUE", "READY",
@@ -262,7 +233,7 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 	for (size_t k = 0; k < n; k++) {
 		char ready[24], inprog[24], age[32], failed[24];
 		size_t j = 0;
-		const struct line *l = live_find(lv, "queue", r[k].q->name, &j);
+		const struct line *l = status_live_find(lv, "queue", r[k].q->name, &j);
 
 		if (!r[k].db_ok) {
 			snprintf(ready, sizeof(ready), "?");
@@ -287,10 +258,10 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 		printf("%-16s %7s %11s %7s%s %10s%s %9s %8s %8s %8s\n",
 		    r[k].q->name, ready, inprog, age, r[k].alert ? "!" : " ",
 		    failed, r[k].alert_failed ? "!" : " ",
-		    l ? live_value(l, "done") : "-",
-		    l ? live_value(l, "retried") : "-",
-		    l ? live_value(l, "failed") : "-",
-		    l ? live_value(l, "rate") : "-");
+		    l ? status_live_value(l, "done") : "-",
+		    l ? status_live_value(l, "retried") : "-",
+		    l ? status_live_value(l, "failed") : "-",
+		    l ? status_live_value(l, "rate") : "-");
 	}
 	status_alerts(r, n);
 	for (size_t k = 0; k < n; k++) {
@@ -311,33 +282,33 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 		return;
 	}
 	printf("\ndaemon: pid %s, generation %s, last reload: %s\n",
-	    live_value(d, "pid"), live_value(d, "generation"),
-	    *live_value(d, "reload") ? live_value(d, "reload") : "none");
+	    status_live_value(d, "pid"), status_live_value(d, "generation"),
+	    *status_live_value(d, "reload") ? status_live_value(d, "reload") : "none");
 	for (size_t k = 0; k < n; k++) {
 		const struct line *w;
 		size_t j = 0;
-		while ((w = live_find(lv, "worker", r[k].q->name, &j)) != NULL) {
+		while ((w = status_live_find(lv, "worker", r[k].q->name, &j)) != NULL) {
 			char since[32] = "";
-			long long for_s = atoll(live_value(w, "for"));
+			long long for_s = atoll(status_live_value(w, "for"));
 			duration_format(for_s * 1000, since, sizeof(since));
 			printf("  %s/%s pid %s: %s", r[k].q->name,
-			    live_value(w, "number"), live_value(w, "pid"),
-			    live_value(w, "state"));
-			if (*live_value(w, "key"))
-				printf(" row %s", live_value(w, "key"));
+			    status_live_value(w, "number"), status_live_value(w, "pid"),
+			    status_live_value(w, "state"));
+			if (*status_live_value(w, "key"))
+				printf(" row %s", status_live_value(w, "key"));
 			printf(" for %s%s\n", since,
-			    strcmp(live_value(w, "retiring"), "1") == 0 ?
+			    strcmp(status_live_value(w, "retiring"), "1") == 0 ?
 			    " (retiring)" : "");
 		}
 		size_t q = 0;
-		const struct line *ql = live_find(lv, "queue", r[k].q->name, &q);
-		if (ql && *live_value(ql, "last_error"))
+		const struct line *ql = status_live_find(lv, "queue", r[k].q->name, &q);
+		if (ql && *status_live_value(ql, "last_error"))
 			printf("  %s last error: %s\n", r[k].q->name,
-			    live_value(ql, "last_error"));
-		if (ql && *live_value(ql, "prune"))
+			    status_live_value(ql, "last_error"));
+		if (ql && *status_live_value(ql, "prune"))
 			status_prune_line(r[k].q->name, ql);
-		if (ql && *live_value(ql, "wake") &&
-		    strcmp(live_value(ql, "wake"), "poll") != 0)
+		if (ql && *status_live_value(ql, "wake") &&
+		    strcmp(status_live_value(ql, "wake"), "poll") != 0)
 			status_wake_line(r[k].q->name, ql);
 	}
 }
@@ -382,20 +353,21 @@ json_live_line(struct buf *b, const struct line *l)
 	buf_putc(b, '}');
 }
 
-static void
-status_json(const struct status_queue *r, size_t n, const struct live *lv,
-    const struct status_link *link)
+/* The --json answer, into b (the console's /api/status too). */
+void
+status_json(struct buf *out, const struct status_queue *r, size_t n,
+    const struct live *lv, const struct status_link *link)
 {
 	struct buf b = { 0 };
 	size_t i = 0;
-	const struct line *d = live_find(lv, "daemon", NULL, &i);
+	const struct line *d = status_live_find(lv, "daemon", NULL, &i);
 	char num[32];
 
 	buf_puts(&b, "{\"queues\":[");
 	for (size_t k = 0; k < n; k++) {
 		bool first = true;
 		size_t j = 0;
-		const struct line *l = live_find(lv, "queue", r[k].q->name, &j);
+		const struct line *l = status_live_find(lv, "queue", r[k].q->name, &j);
 		buf_puts(&b, k ? ",{" : "{");
 		json_kv_str(&b, "name", r[k].q->name, &first);
 		if (r[k].db_ok) {
@@ -437,7 +409,7 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv,
 		const struct line *w;
 		size_t wi = 0;
 		bool firstw = true;
-		while ((w = live_find(lv, "worker", r[k].q->name, &wi)) != NULL) {
+		while ((w = status_live_find(lv, "worker", r[k].q->name, &wi)) != NULL) {
 			if (!firstw)
 				buf_putc(&b, ',');
 			json_live_line(&b, w);
@@ -464,8 +436,70 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv,
 		buf_putc(&b, '}');
 	}
 	buf_puts(&b, "}\n");
+	buf_append(out, b.data, b.len);
+	buf_free(&b);
+}
+
+static void
+status_json_print(const struct status_queue *r, size_t n,
+    const struct live *lv, const struct status_link *link)
+{
+	struct buf b = { 0 };
+
+	status_json(&b, r, n, lv, link);
 	fputs(b.data, stdout);
 	buf_free(&b);
+}
+
+/*
+ * What the database says of each queue in r (each r[k].q set), and
+ * which are paused (into paused, which r points into): a plain read of
+ * each, which locks nothing.  Returns 0, or ROWQ_EXIT_FAILURE when a read
+ * failed or a queue is past an alert.
+ */
+int
+status_read_db(struct db *db, const struct config *cfg, struct status_queue *r,
+    size_t n, struct pause_list *paused, struct status_link *link)
+{
+	int rc = ROWQ_EXIT_OK;
+
+	snprintf(link->where, sizeof(link->where), "%s", db_where(db));
+	snprintf(link->cipher, sizeof(link->cipher), "%s",
+	    db_cipher(db) ? db_cipher(db) : "");
+	if (pause_read(db, pause_table(cfg), paused) == -1) {
+		log_error("%s: pause_table: cannot read %s: %s", cfg->path,
+		    pause_table(cfg), db_error(db));
+		rc = ROWQ_EXIT_FAILURE;
+	}
+	for (size_t k = 0; k < n; k++) {
+		r[k].pause = pause_find(paused, r[k].q->name);
+		r[k].db_ok = status_query(db, r[k].q, &r[k].db) == 0;
+		if (!r[k].db_ok)
+			rc = ROWQ_EXIT_FAILURE;
+		r[k].alert = r[k].db_ok && r[k].q->alert_age_ms > 0 &&
+		    r[k].db.oldest_age_s * 1000 > r[k].q->alert_age_ms;
+		r[k].alert_failed = r[k].db_ok &&
+		    r[k].q->alert_failed >= 0 &&
+		    r[k].db.failed > r[k].q->alert_failed;
+		if (r[k].alert || r[k].alert_failed)
+			rc = ROWQ_EXIT_FAILURE;
+	}
+	return rc;
+}
+
+/* Ready and in progress, with the daemon's busy workers taken out. */
+void
+status_live_split(const struct live *lv, struct status_queue *r, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		size_t j = 0;
+		const struct line *l = status_live_find(lv, "queue",
+		    r[k].q->name, &j);
+		long busy = l && *status_live_value(l, "busy") ?
+		    atol(status_live_value(l, "busy")) : -1;
+		status_split(r[k].q, &r[k].db, busy, &r[k].ready,
+		    &r[k].in_progress);
+	}
 }
 
 /*
@@ -491,7 +525,7 @@ status_broken_config(const struct config *cfg, char **names, size_t nnames,
 	const struct line *l;
 	char *path = status_socket_path(cfg);
 
-	live_load(&lv, cfg);
+	status_live_load(&lv, cfg);
 	if (lv.text == NULL) {
 		log_error("%s: the configuration has errors, and no daemon "
 		    "answers on %s", cfg->path, lv.error);
@@ -503,8 +537,8 @@ status_broken_config(const struct config *cfg, char **names, size_t nnames,
 	    "configuration: fix the file before the next reload", cfg->path,
 	    path);
 	free(path);
-	while ((l = live_find(&lv, "queue", NULL, &i)) != NULL) {
-		const char *name = live_value(l, "queue");
+	while ((l = status_live_find(&lv, "queue", NULL, &i)) != NULL) {
+		const char *name = status_live_value(l, "queue");
 		bool wanted = nnames == 0;
 		for (size_t k = 0; k < nnames; k++)
 			wanted |= strcmp(names[k], name) == 0;
@@ -523,13 +557,13 @@ status_broken_config(const struct config *cfg, char **names, size_t nnames,
 		r[k].ready = r[k].in_progress = -1;
 	}
 	if (json)
-		status_json(r, n, &lv, &link);
+		status_json_print(r, n, &lv, &link);
 	else
 		status_table(r, n, &lv, &link);
 	fflush(stdout);
 	free(r);
 	free(q);
-	live_free(&lv);
+	status_live_free(&lv);
 	return ROWQ_EXIT_CONFIG;
 }
 
@@ -574,44 +608,17 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		    db_error(db));
 		rc = ROWQ_EXIT_FAILURE;
 	} else {
-		snprintf(link.where, sizeof(link.where), "%s", db_where(db));
-		snprintf(link.cipher, sizeof(link.cipher), "%s",
-		    db_cipher(db) ? db_cipher(db) : "");
-		if (pause_read(db, pause_table(cfg), &paused) == -1) {
-			log_error("%s: pause_table: cannot read %s: %s", path,
-			    pause_table(cfg), db_error(db));
-			rc = ROWQ_EXIT_FAILURE;
-		}
-		for (size_t k = 0; k < n; k++) {
-			r[k].pause = pause_find(&paused, r[k].q->name);
-			r[k].db_ok = status_query(db, r[k].q, &r[k].db) == 0;
-			if (!r[k].db_ok)
-				rc = ROWQ_EXIT_FAILURE;
-			r[k].alert = r[k].db_ok && r[k].q->alert_age_ms > 0 &&
-			    r[k].db.oldest_age_s * 1000 > r[k].q->alert_age_ms;
-			r[k].alert_failed = r[k].db_ok &&
-			    r[k].q->alert_failed >= 0 &&
-			    r[k].db.failed > r[k].q->alert_failed;
-			if (r[k].alert || r[k].alert_failed)
-				rc = ROWQ_EXIT_FAILURE;
-		}
+		rc = status_read_db(db, cfg, r, n, &paused, &link);
 	}
 	db_close(db);
-	live_load(&lv, cfg);
-	for (size_t k = 0; k < n; k++) {
-		size_t j = 0;
-		const struct line *l = live_find(&lv, "queue", r[k].q->name, &j);
-		long busy = l && *live_value(l, "busy") ?
-		    atol(live_value(l, "busy")) : -1;
-		status_split(r[k].q, &r[k].db, busy, &r[k].ready,
-		    &r[k].in_progress);
-	}
+	status_live_load(&lv, cfg);
+	status_live_split(&lv, r, n);
 	if (json)
-		status_json(r, n, &lv, &link);
+		status_json_print(r, n, &lv, &link);
 	else
 		status_table(r, n, &lv, &link);
 	fflush(stdout);
-	live_free(&lv);
+	status_live_free(&lv);
 out:
 	pause_list_free(&paused);
 	free(r);

@@ -141,7 +141,9 @@ struct supervisor_part {
 	X(pause_watch)		/* pauses, as the wake watcher reads them */ \
 	X(wake_watch)		/* the wake watcher child */		\
 	X(wake_binlog)		/* the binlog follower child */		\
-	X(wake_socket)		/* `rowq wake` */
+	X(wake_socket)		/* `rowq wake` */			\
+	X(history)		/* the console's charts: history.c */	\
+	X(console)		/* the web console child */
 
 #define SUPERVISOR_PART_DECLARE(name) \
 	extern const struct supervisor_part name##_part;
@@ -282,6 +284,8 @@ struct supervisor {
 	struct pollfd		*poll;
 	nfds_t			*poll_from;	/* where each part's begin */
 	char			*wake_path;
+	struct history		*history;	/* shared with the console */
+	struct console_link	*console;	/* console.c */
 };
 
 /*
