@@ -147,7 +147,8 @@ check:
 check-run: rowq build/asan/rowq $(UNIT_TESTS:%=build/unit/%) \
 		$(UNIT_TESTS:%=build/asan/unit/%) $(HANDLERS)
 	@sh tests/run-unit.sh $(UNIT_TESTS:%=build/unit/%) $(UNIT_TESTS:%=build/asan/unit/%)
-	@ROWQ=$(CURDIR)/build/asan/rowq sh tests/run-integration.sh
+	@ROWQ=$(CURDIR)/build/asan/rowq ROWQ_SCREENSHOTS=$(CURDIR)/build/screenshots \
+	    sh tests/run-integration.sh
 
 # The cluster tests (tests/cluster/): a Galera cluster of three nodes on
 # this machine; a minute or so, too heavy for `make check`; CI runs both.

@@ -216,19 +216,34 @@ console_state(struct buf *b, const struct status_queue *sq)
 		buf_puts(b, " <span class=\"tag gone\">alert</span>");
 }
 
-/* The last complete minute's counts of a queue; false: none. */
+/*
+ * A queue's rows per minute over the last 60 seconds, from its history:
+ * this minute's so far, and the part of the last minute's that falls in
+ * the window.  False: no history.
+ */
 static bool
-console_last_minute(const struct console *c, const char *queue,
+console_per_minute(const struct console *c, const char *queue,
     struct history_queue *h, struct history_minute *m)
 {
-	const struct history_minute *p;
+	const struct history_minute *now, *last;
+	int64_t wall = wall_ms(), minute = wall / 60000;
+	double rest = 1.0 - (double)(wall % 60000) / 60000.0;
 
 	if (c->history == NULL || !history_read(c->history, queue, h))
 		return false;
-	p = history_at(h, wall_ms() / 60000 - 1);
-	if (p == NULL)
-		return false;
-	*m = *p;
+	now = history_at(h, minute);
+	last = history_at(h, minute - 1);
+	memset(m, 0, sizeof(*m));
+	if (now != NULL) {
+		m->done = now->done;
+		m->retried = now->retried;
+		m->failed = now->failed;
+	}
+	if (last != NULL) {
+		m->done += (uint32_t)(last->done * rest + 0.5);
+		m->retried += (uint32_t)(last->retried * rest + 0.5);
+		m->failed += (uint32_t)(last->failed * rest + 0.5);
+	}
 	return true;
 }
 
@@ -261,7 +276,7 @@ console_queues(struct console_request *r, struct console_reply *rep)
 		const struct line *l = console_live(v, "queue", sq->q->name);
 		struct history_queue h;
 		struct history_minute m = { 0 };
-		bool hist = console_last_minute(r->c, sq->q->name, &h, &m);
+		bool hist = console_per_minute(r->c, sq->q->name, &h, &m);
 
 		buf_puts(b, "<tr><td><a href=\"");
 		console_queue_href(b, sq->q->name, "");
@@ -302,7 +317,7 @@ console_queues(struct console_request *r, struct console_reply *rep)
 		buf_puts(b, "</p>");
 	}
 	buf_puts(b, "<p class=\"muted\">Ready, in progress, oldest and failed "
-	    "rows: the database now; per minute: the last whole minute of "
+	    "rows: the database now; per minute: the last 60 seconds of "
 	    "this daemon; workers: busy/running here.</p>");
 	console_page_end(b);
 }
