@@ -52,7 +52,7 @@ console_login()
 	rm -f "$jar"
 	[ "$(console_curl -c "$jar" -o /dev/null -w '%{http_code}' \
 	    --data-urlencode "user=$user" --data-urlencode "password=$user-password" \
-	    "$CONSOLE/login")" = 303 ] || fail "login as $user"
+	    "$CONSOLE/login")" = 303 ] || fail "login as $user at $CONSOLE"
 }
 
 console_csrf()
