@@ -95,6 +95,7 @@ OBJS =	build/backoff.o \
 UNIT_TESTS = \
 	check_backoff \
 	check_config \
+	check_console \
 	check_cursor \
 	check_duration \
 	check_json \
