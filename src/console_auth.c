@@ -146,10 +146,6 @@ console_users_load(const char *path, struct console_users *u,
 		free(data);
 		return -1;
 	}
-	if (fstat(fd, &st) == 0 && (st.st_mode & S_IROTH))
-		log_warnx("%s: the console's users file is readable by "
-		    "everyone (mode %04o): chmod o-r it", path,
-		    (unsigned)(st.st_mode & 07777));
 	while (len <= CONSOLE_USERS_FILE_MAX &&
 	    (n = read(fd, data + len, CONSOLE_USERS_FILE_MAX + 1 - len)) != 0) {
 		if (n == -1 && errno == EINTR)
@@ -165,6 +161,10 @@ console_users_load(const char *path, struct console_users *u,
 		    CONSOLE_USERS_FILE_MAX);
 	else
 		rc = console_users_parse(data, len, path, u, why);
+	if (rc == 0 && fstat(fd, &st) == 0 && (st.st_mode & S_IROTH))
+		log_warnx("%s: the console's users file is readable by "
+		    "everyone (mode %04o): chmod o-r it", path,
+		    (unsigned)(st.st_mode & 07777));
 	close(fd);
 	explicit_bzero(data, len);
 	free(data);
