@@ -577,6 +577,7 @@ console_http_start(struct console *c)
 		free(h);
 		return NULL;
 	}
+	(void)fcntl(console_http_fd(h), F_SETFD, FD_CLOEXEC);
 	log_info("serving %s://%s/", h->tls ? "https" : "http",
 	    o->listen);
 	return h;
@@ -585,10 +586,7 @@ console_http_start(struct console *c)
 int
 console_http_fd(const struct console_http *h)
 {
-	const union MHD_DaemonInfo *i = mhd.get_daemon_info(h->mhd,
-	    MHD_DAEMON_INFO_EPOLL_FD);
-
-	return i ? i->epoll_fd : -1;
+	return mhd_epoll_fd(h->mhd);
 }
 
 void
@@ -597,26 +595,9 @@ console_http_run(struct console_http *h)
 	(void)mhd.run(h->mhd);
 }
 
-/*
- * The library's timers (idle clients cut): run when they are due, and
- * say when the next is, never sooner than 10 ms from now.
- */
+/* The library's timers: idle clients cut (mhd_timers). */
 void
 console_http_timers(struct console_http *h, int64_t now, int64_t *next)
 {
-	MHD_UNSIGNED_LONG_LONG ms;
-
-	if (mhd.get_timeout(h->mhd, &ms) != MHD_YES)
-		return;
-	if (ms == 0) {
-		/* Close, free the slots, listen again (see metrics_expire). */
-		for (int i = 0; i < 3; i++)
-			(void)mhd.run(h->mhd);
-		if (mhd.get_timeout(h->mhd, &ms) != MHD_YES)
-			return;
-	}
-	if (ms < 10)
-		ms = 10;
-	if (ms < INT32_MAX && now + (int64_t)ms < *next)
-		*next = now + (int64_t)ms;
+	mhd_timers(h->mhd, now, next);
 }

@@ -31,7 +31,7 @@ struct metrics {
  * sends nothing (a crashed scraper, a port scanner) must not hold a slot
  * for longer.  Past the limit, connections wait in the listen backlog
  * until a slot frees.  The timeouts run only when MHD_run is called at
- * the time MHD_get_timeout names (metrics_timeout_ms), not only when the
+ * the time MHD_get_timeout names (metrics_timers), not only when the
  * listener is readable.
  */
 #define METRICS_CLIENTS_MAX		16
@@ -307,10 +307,7 @@ metrics_start(const char *addr, metrics_render_fn render,
 int
 metrics_fd(const struct metrics *m)
 {
-	const union MHD_DaemonInfo *i = mhd.get_daemon_info(m->mhd,
-	    MHD_DAEMON_INFO_EPOLL_FD);
-
-	return i ? i->epoll_fd : -1;
+	return mhd_epoll_fd(m->mhd);
 }
 
 void
@@ -320,26 +317,13 @@ metrics_run(struct metrics *m)
 }
 
 /*
- * Clients past their timeout: one run closes them, the next frees their
- * slots, and only the one after listens again (the library stops
- * listening at its limit), accepting those that waited in the backlog.
+ * The clients' timeouts, driven from the supervisor's timers whatever
+ * the listener's descriptor says: an idle client is cut on time.
  */
 void
-metrics_expire(struct metrics *m)
+metrics_timers(struct metrics *m, int64_t now, int64_t *next)
 {
-	for (int i = 0; i < 3; i++)
-		(void)mhd.run(m->mhd);
-}
-
-/* In how many ms metrics_expire must run for the clients' timeouts; -1: none. */
-int64_t
-metrics_timeout_ms(const struct metrics *m)
-{
-	MHD_UNSIGNED_LONG_LONG ms;
-
-	if (mhd.get_timeout(m->mhd, &ms) != MHD_YES)
-		return -1;
-	return ms > INT32_MAX ? INT32_MAX : (int64_t)ms;
+	mhd_timers(m->mhd, now, next);
 }
 
 void

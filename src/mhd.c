@@ -80,6 +80,43 @@ mhd_load(const char *who)
 	return 0;
 }
 
+/* The daemon's epoll descriptor, for a poll() of our own; -1: none. */
+int
+mhd_epoll_fd(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *i = mhd.get_daemon_info(d,
+	    MHD_DAEMON_INFO_EPOLL_FD);
+
+	return i ? i->epoll_fd : -1;
+}
+
+/*
+ * The library's timers, which cut idle clients: run when they are due
+ * (one run closes the clients past their timeout, the next frees their
+ * slots, and only the one after listens again, the library having
+ * stopped listening at its limit, accepting those that waited in the
+ * backlog), and *next lowered to when the next is, never sooner than
+ * 10 ms from now: never a busy loop, whatever the library says.
+ */
+void
+mhd_timers(struct MHD_Daemon *d, int64_t now, int64_t *next)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	if (mhd.get_timeout(d, &ms) != MHD_YES)
+		return;
+	if (ms == 0) {
+		for (int i = 0; i < 3; i++)
+			(void)mhd.run(d);
+		if (mhd.get_timeout(d, &ms) != MHD_YES)
+			return;
+	}
+	if (ms < 10)
+		ms = 10;
+	if (ms < INT32_MAX && now + (int64_t)ms < *next)
+		*next = now + (int64_t)ms;
+}
+
 /* "HOST:PORT" (IPv4 or [IPv6]) into a socket address. */
 int
 mhd_address(const char *addr, struct sockaddr_storage *ss)

@@ -32,5 +32,7 @@ struct mhd_api {
 /* mhd.c (mhd_address is in rowq.h) */
 extern struct mhd_api mhd;
 int	 mhd_load(const char *who);
+int	 mhd_epoll_fd(struct MHD_Daemon *);
+void	 mhd_timers(struct MHD_Daemon *, int64_t now, int64_t *next);
 
 #endif /* MHD_H */

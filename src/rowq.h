@@ -846,8 +846,7 @@ struct metrics	*metrics_start(const char *addr, metrics_render_fn,
 		    metrics_wake_fn, void *ctx);
 int		 metrics_fd(const struct metrics *);
 void		 metrics_run(struct metrics *);
-void		 metrics_expire(struct metrics *);
-int64_t		 metrics_timeout_ms(const struct metrics *);
+void		 metrics_timers(struct metrics *, int64_t now, int64_t *next);
 void		 metrics_stop(struct metrics *);
 int		 metrics_write_textfile(const char *path, const struct buf *);
 

@@ -35,14 +35,6 @@ assert_eq 749 "$(count "status = 'failed'")" "the odd rows stay"
 assert_eq 0 "$(count "status = 'failed'")" "no failed row is left"
 assert_eq 1 "$(count 'id = 1501')" "the waiting row is untouched"
 
-expect_exit()
-{
-	local want=$1 pattern=$2 out status=0
-	shift 2
-	out=$("$ROWQ" "$@" 2>&1) || status=$?
-	assert_eq "$want" "$status" "exit status of rowq $*"
-	assert_match "$pattern" "$out" "message of rowq $*"
-}
 expect_exit 2 "name the keys to discard, or --all" -c rowq.yaml discard email
 expect_exit 2 "unknown option --bogus" -c rowq.yaml discard email --bogus
 email_config bare.yaml "[/bin/true]"
