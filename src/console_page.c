@@ -414,7 +414,8 @@ console_workers(struct buf *b, const struct console_view *v, const char *queue)
 	bool any = false;
 
 	buf_puts(b, "<table id=\"workers\"><tr><th>Worker</th><th>Pid</th>"
-	    "<th>State</th><th>Row</th><th>For</th></tr>\n");
+	    "<th>State</th><th>Row</th><th class=\"n\">Try</th><th>For</th>"
+	    "</tr>\n");
 	while ((w = status_live_find(&v->live, "worker", queue, &i)) != NULL) {
 		any = true;
 		buf_puts(b, "<tr><td>");
@@ -429,6 +430,8 @@ console_workers(struct buf *b, const struct console_view *v, const char *queue)
 			buf_puts(b, " (retiring)");
 		buf_puts(b, "</td><td class=\"v\">");
 		console_html(b, status_live_value(w, "key"));
+		buf_puts(b, "</td><td class=\"n\">");
+		console_html(b, status_live_value(w, "attempt"));
 		buf_puts(b, "</td><td>");
 		console_age(b, atoll(status_live_value(w, "for")));
 		buf_puts(b, "</td></tr>\n");

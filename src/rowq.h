@@ -582,6 +582,7 @@ struct worker_stats {
 	volatile int		 state;		/* enum worker_state */
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
 	char			 key[64];	/* the row being handled, as text */
+	volatile int		 attempt;	/* and its try, from 1 */
 	char			 last_error[192];
 	volatile int64_t	 last_error_ms;	/* wall clock */
 	/*
