@@ -89,7 +89,29 @@ print(pages[0], errors[0], "%.0f" % (slowest[0] * 1000))
 PY
 }
 
-# run CONFIG [CLIENTS]: rows/s of one drain of ROWS rows.
+# cpu PID: the CPU time PID has used, in clock ticks (0: no such process).
+cpu()
+{
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+	stat=${stat##*) }
+	set -- $stat
+	echo $(( ${12} + ${13} ))
+}
+
+# The console child of the daemon PID.
+console_pid()
+{
+	local p
+	for p in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" != console ] || echo "$p"
+	done
+}
+
+# run CONFIG [CLIENTS]: rows/s of one drain of ROWS rows, in RATE; with
+# clients, the CPU seconds the console and the clients used meanwhile
+# added to CPU_CONSOLE and CPU_CLIENTS, and the drain's seconds to
+# LOADED_S.
 run()
 {
 	local cfg=$1 n=${2:-0} t0 t1 loader= pid
@@ -109,12 +131,23 @@ run()
 		wait_until 60 '[ -e ready ]' || fail "the clients did not log in: $(cat clients.err)"
 		sleep 2	# every client loading
 	fi
+	local cpid c0=0 l0=0
+	cpid=$(console_pid "$pid")
+	[ -z "$cpid" ] || c0=$(cpu "$cpid")
+	[ -z "$loader" ] || l0=$(cpu "$loader")
 	t0=$(now_us)
 	sql "INSERT INTO email (recipient, subject, body)
 	    SELECT CONCAT('user', seq, '@example.com'), 's', 'b' FROM seq_1_to_$ROWS"
 	wait_until 300 '[ "$(sql_value "SELECT COUNT(*) FROM email WHERE status = '"'sent'"'")" = "$ROWS" ]' ||
 	    fail "the drain did not finish"
 	t1=$(now_us)
+	if [ -n "$loader" ]; then
+		local hz
+		hz=$(getconf CLK_TCK)
+		CPU_CONSOLE=$(awk -v a="${CPU_CONSOLE:-0}" -v t=$(( $(cpu "$cpid") - c0 )) -v hz="$hz" 'BEGIN { print a + t / hz }')
+		CPU_CLIENTS=$(awk -v a="${CPU_CLIENTS:-0}" -v t=$(( $(cpu "$loader") - l0 )) -v hz="$hz" 'BEGIN { print a + t / hz }')
+		LOADED_S=$(awk -v a="${LOADED_S:-0}" -v us=$((t1 - t0)) 'BEGIN { print a + us / 1e6 }')
+	fi
 	[ "$(sql_value "SELECT MAX(done_count) FROM email")" = 1 ] || fail "a row done twice"
 	if [ -n "$loader" ]; then
 		touch stop
@@ -135,21 +168,40 @@ median()
 	sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
 }
 
-declare -A got=()
+# The cases in turn, in a rotated order each round, so that a drift of
+# the machine's load falls on each alike; each round's ratios to its own
+# off run are kept too.
+declare -A got=() ratio=()
+cases=(off idle busy)
 for ((i = 1; i <= RUNS; i++)); do
-	run off.yaml; got[off]+="$RATE "
-	run on.yaml; got[idle]+="$RATE "
-	run on.yaml "$CLIENTS"; got[busy]+="$RATE "
-	say "run $i: off ${got[off]}| idle ${got[idle]}| busy ${got[busy]}"
+	declare -A this=()
+	for ((k = 0; k < 3; k++)); do
+		c=${cases[(i + k) % 3]}
+		case $c in
+		off) run off.yaml ;;
+		idle) run on.yaml ;;
+		busy) run on.yaml "$CLIENTS" ;;
+		esac
+		this[$c]=$RATE
+		got[$c]+="$RATE "
+	done
+	for c in idle busy; do
+		ratio[$c]+="$(awk -v a="${this[$c]}" -v b="${this[off]}" 'BEGIN { printf "%.3f", a / b }') "
+	done
+	say "round $i: off ${this[off]}, idle ${this[idle]}, busy ${this[busy]}"
+	unset this
 done
 m_off=$(printf '%s\n' ${got[off]} | median)
-echo "| case | rows/s (median of $RUNS) | ratio to off | runs |"
+echo "| case | rows/s (median of $RUNS) | median of the rounds' ratios to off | rows/s of each round |"
 echo "|---|---:|---:|---|"
 for k in off idle busy; do
 	m=$(printf '%s\n' ${got[$k]} | median)
-	label=$k
+	label=$k r=1.000
+	[ "$k" = off ] || r=$(printf '%s\n' ${ratio[$k]} | median)
+	[ "$k" != idle ] || label="console on, no client"
+	[ "$k" != off ] || label="no console"
 	[ "$k" != busy ] || label="$CLIENTS clients, the Queues page each second"
-	echo "| $label | $m | $(awk -v a="$m" -v b="$m_off" 'BEGIN { printf "%.3f", a / b }') | ${got[$k]}|"
+	echo "| $label | $m | $r | ${got[$k]}|"
 done
 echo
-echo "The clients, over the $RUNS loaded drains: $PAGES pages loaded, $ERRORS failed, the slowest in $SLOWEST ms."
+echo "The clients, over the $RUNS loaded drains ($LOADED_S s in all): $PAGES pages loaded, $ERRORS failed, the slowest in $SLOWEST ms; CPU seconds used meanwhile by the console $CPU_CONSOLE, by the clients (python3) $CPU_CLIENTS."

@@ -64,6 +64,7 @@ console_db(struct console *c)
 		db_close(c->db);
 		c->db = NULL;
 	}
+	c->db_used = true;
 	if (c->db != NULL || now_ms() < c->db_retry_ms)
 		return c->db;
 	c->db = db_open(&c->cfg->db, &st);
@@ -143,6 +144,7 @@ console_child(const struct config *cfg, int generation,
 		_exit(ROWQ_EXIT_CONFIG);
 	}
 	buf_free(&why);
+	console_sessions_recheck(sessions, &c.users);
 	c.http = console_http_start(&c);
 	if (c.http == NULL)
 		_exit(ROWQ_EXIT_FAILURE);

@@ -94,6 +94,8 @@ struct console_session *console_session_new(struct console_sessions *,
 struct console_session *console_session_find(struct console_sessions *,
 		    const char *token, int64_t now);
 void		 console_session_end(struct console_session *);
+void		 console_sessions_recheck(struct console_sessions *,
+		    const struct console_users *);
 bool		 console_csrf_ok(const struct console_session *,
 		    const char *token);
 int64_t		 console_throttle_wait(const struct console_throttle *,
@@ -216,6 +218,7 @@ struct console {
 	struct console_throttle	 throttle;
 	struct console_http	*http;
 	struct db		*db;		/* NULL: not connected */
+	bool			 db_used;	/* by this request: end its transaction */
 	int64_t			 db_retry_ms;
 	struct console_view	 view;
 	struct heartbeat	 heartbeat;

@@ -825,7 +825,11 @@ console_route(struct console_request *r, struct console_reply *rep)
 		console_route_queue(r, rep, r->path + 11, true);
 	else
 		console_not_found(r, rep, "No such page.");
-	/* No transaction, and so no metadata lock, outlives a request. */
-	if (r->c->db != NULL)
+	/*
+	 * No transaction, and so no metadata lock, outlives a request; one
+	 * that read nothing costs the server nothing.
+	 */
+	if (r->c->db != NULL && r->c->db_used)
 		(void)db_rollback(r->c->db);
+	r->c->db_used = false;
 }

@@ -114,6 +114,30 @@ console_session_end(struct console_session *s)
 	explicit_bzero(s, sizeof(*s));
 }
 
+/*
+ * After the users file is read again (a console started anew): the
+ * sessions of users no longer in it, or whose role changed, end.
+ */
+void
+console_sessions_recheck(struct console_sessions *t,
+    const struct console_users *u)
+{
+	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++) {
+		struct console_session *s = &t->s[i];
+		bool keep = false;
+		if (!s->used)
+			continue;
+		for (size_t k = 0; k < u->n; k++)
+			keep |= strcmp(u->user[k].name, s->user) == 0 &&
+			    u->user[k].role == s->role;
+		if (!keep) {
+			log_info("%s's session ends: no longer a user with "
+			    "that role", s->user);
+			console_session_end(s);
+		}
+	}
+}
+
 bool
 console_csrf_ok(const struct console_session *s, const char *token)
 {

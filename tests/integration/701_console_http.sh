@@ -29,6 +29,30 @@ on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/rowq.log"'
 wait_until 15 '[ "$(console_curl -o /dev/null -w "%{http_code}" "$CONSOLE/login")" = 200 ]' ||
     fail "no console at $CONSOLE"
 code() { console_curl -o /dev/null -w '%{http_code}' "$@"; }
+# 10 clients that connect and say nothing, 10 that stall in their request
+# line: held from our side for 14 s, cut by the console within its 10 s.
+python3 - "$port" >idle.out <<'PY' &
+import socket, sys, time
+socks = []
+for i in range(20):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    if i % 2:
+        s.sendall(b"GET /log")
+    socks.append(s)
+time.sleep(14)
+closed = 0
+for s in socks:
+    s.setblocking(False)
+    try:
+        closed += s.recv(1) == b""
+    except BlockingIOError:
+        pass
+    except ConnectionError:
+        closed += 1
+print(closed)
+PY
+idle=$!
+track_pid "$idle"
 failed_ids() { sql "SELECT GROUP_CONCAT(id ORDER BY id) FROM email WHERE status = 'failed'"; }
 
 # ---- no page without a login; the headers ----
@@ -146,6 +170,10 @@ PY
 assert_eq 200 "$(code -b a.jar "$CONSOLE/")" "the console serves on"
 page=$(console_curl -b a.jar "$CONSOLE/")
 assert_match '<a href="/queue/email">email</a>' "$page" "the queues page"
+
+wait "$idle"
+untrack_pid "$idle"
+assert_eq 20 "$(cat idle.out)" "idle and stalled clients cut by the console"
 
 # ---- logout; no password in the log ----
 assert_eq 401 "$(code -u alice:wrong-password "$CONSOLE/api/status")" "Basic with a wrong password"

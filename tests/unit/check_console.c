@@ -171,6 +171,29 @@ START_TEST(test_sessions_full)
 }
 END_TEST
 
+START_TEST(test_sessions_recheck)
+{
+	struct console_sessions *t = xcalloc(1, sizeof(*t));
+	struct console_users u = { 0 };
+	struct buf why = { 0 };
+	const char *text = "alice:$6$s$h:viewer\nbob:$6$t$h:operator\n";
+	struct console_session *a, *b, *c;
+
+	ck_assert_int_eq(console_users_parse(text, strlen(text), "u", &u,
+	    &why), 0);
+	/* alice was an operator; bob still is one; carol is gone. */
+	a = console_session_new(t, "alice", CONSOLE_OPERATOR, 1000);
+	b = console_session_new(t, "bob", CONSOLE_OPERATOR, 1000);
+	c = console_session_new(t, "carol", CONSOLE_VIEWER, 1000);
+	console_sessions_recheck(t, &u);
+	ck_assert(!a->used);
+	ck_assert(b->used);
+	ck_assert(!c->used);
+	console_users_free(&u);
+	free(t);
+}
+END_TEST
+
 START_TEST(test_throttle)
 {
 	struct console_throttle *t = xcalloc(1, sizeof(*t));
@@ -365,6 +388,7 @@ main(void)
 	tcase_add_test(tc, test_basic);
 	tcase_add_test(tc, test_sessions);
 	tcase_add_test(tc, test_sessions_full);
+	tcase_add_test(tc, test_sessions_recheck);
 	tcase_add_test(tc, test_throttle);
 	tcase_add_test(tc, test_users_parse);
 	tcase_add_test(tc, test_users_refused);
