@@ -7,8 +7,8 @@
 #   off        no console: configured
 #   idle       console: on, nobody looking
 #   50 clients console: on, 50 logged-in clients each loading the Queues
-#              page once a second (python3, one thread each), for the
-#              whole drain
+#              page once a second (bench/consoleload.c, one poll loop),
+#              for the whole drain
 #
 #	bash bench/console.sh        prints a Markdown table
 #
@@ -26,6 +26,7 @@ RUNS=${RUNS:-3}
 CLIENTS=${CLIENTS:-50}
 mkdir -p "$BIN"
 cc -O2 -g -Wall -Wextra -o "$BIN/okpipe" "$BENCH_DIR/okpipe.c"
+cc -O2 -g -Wall -Wextra -o "$BIN/consoleload" "$BENCH_DIR/consoleload.c"
 [ -x "$ROWQ" ] || fail "no $ROWQ: run make first"
 DB_SERVER_OPTS+=(--innodb-buffer-pool-size=1G)
 unset ROWQ_TEST_SOCKET
@@ -41,52 +42,21 @@ IDLE=100ms WORKERS=2 console_config on.yaml "$port"
 sed -i "s|^    exec: .*|    pipe: [$BIN/okpipe]|" on.yaml
 sed '/^console:/,/^  users_file:/d' on.yaml >off.yaml
 
-# clients N: N logged-in clients loading / once a second, from when the
-# file ready appears (all logged in) until the file stop does; then the
-# pages loaded, the failures and the slowest load (ms) on standard output.
+# clients N: N clients logged in with the form (curl, one at a time),
+# then bench/consoleload.c loading / with each one's cookie once a
+# second, from when the file ready appears until the file stop does;
+# then the pages loaded, the failures and the slowest load (ms).
 clients()
 {
-	rm -f ready stop
-	python3 - "$CONSOLE" "$1" <<'PY'
-import http.cookiejar, os, sys, threading, time, urllib.error, urllib.parse, urllib.request
-url, n = sys.argv[1], int(sys.argv[2])
-pages, slowest, errors = [0], [0.0], [0]
-lock = threading.Lock()
-logged = threading.Barrier(n + 1)
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *a):
-        return None
-def client():
-    jar = http.cookiejar.CookieJar()
-    op = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
-    data = urllib.parse.urlencode({"user": "victor", "password": "victor-password"}).encode()
-    try:
-        op.open(url + "/login", data, timeout=30)
-    except urllib.error.HTTPError as e:
-        if e.code != 303:
-            raise
-    logged.wait()
-    while not os.path.exists("stop"):
-        t = time.time()
-        try:
-            ok = b'id="queues"' in op.open(url + "/", timeout=10).read()
-        except Exception:
-            ok = False
-        took = time.time() - t
-        with lock:
-            pages[0] += ok
-            errors[0] += not ok
-            slowest[0] = max(slowest[0], took)
-        time.sleep(max(0.0, 1.0 - took))
-threads = [threading.Thread(target=client) for _ in range(n)]
-for t in threads:
-    t.start()
-logged.wait()
-open("ready", "w").close()
-for t in threads:
-    t.join()
-print(pages[0], errors[0], "%.0f" % (slowest[0] * 1000))
-PY
+	local i
+	rm -f ready stop cookies
+	for ((i = 0; i < $1; i++)); do
+		console_curl -D - -o /dev/null --data 'user=victor&password=victor-password' \
+		    "$CONSOLE/login" | sed -n 's/^[Ss]et-[Cc]ookie: rowq_session=\([0-9a-f]*\);.*/\1/p' >>cookies
+	done
+	[ "$(wc -l <cookies)" -eq "$1" ] || { echo "the logins failed" >&2; return 1; }
+	touch ready
+	exec "$BIN/consoleload" "$port" / cookies stop
 }
 
 # cpu PID: the CPU time PID has used, in clock ticks (0: no such process).
@@ -204,4 +174,4 @@ for k in off idle busy; do
 	echo "| $label | $m | $r | ${got[$k]}|"
 done
 echo
-echo "The clients, over the $RUNS loaded drains ($LOADED_S s in all): $PAGES pages loaded, $ERRORS failed, the slowest in $SLOWEST ms; CPU seconds used meanwhile by the console $CPU_CONSOLE, by the clients (python3) $CPU_CLIENTS."
+echo "The clients, over the $RUNS loaded drains ($LOADED_S s in all): $PAGES pages loaded, $ERRORS failed, the slowest in $SLOWEST ms; CPU seconds used meanwhile by the console $CPU_CONSOLE, by the clients $CPU_CLIENTS."

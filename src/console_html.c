@@ -59,13 +59,20 @@ const char console_css[] =
 "svg .age{stroke:#5a6ec2;fill:none;stroke-width:1.5;stroke-dasharray:4 2}\n"
 "svg text{font-size:10px;fill:#6b7785}\n";
 
-/* Refresh every 5 s where the page asks, and select every row's box. */
+/*
+ * Refresh every 5 s where the page asks, unless the user is filling in a
+ * form there; and select every row's box.
+ */
 const char console_js[] =
 "(function(){\n"
 "var b=document.body;\n"
-"if(b.dataset.refresh){setTimeout(function(){\n"
-"if(!document.querySelector('input[type=checkbox]:checked'))"
-"location.reload();},5000);}\n"
+"function busy(){var a=document.activeElement;\n"
+"if(a&&(a.tagName==='INPUT'||a.tagName==='BUTTON'))return true;\n"
+"if(document.querySelector('input[type=checkbox]:checked'))return true;\n"
+"return Array.prototype.some.call(document.querySelectorAll("
+"'input[type=text]'),function(i){return i.value!=='';});}\n"
+"function tick(){if(busy())setTimeout(tick,5000);else location.reload();}\n"
+"if(b.dataset.refresh)setTimeout(tick,5000);\n"
 "var all=document.getElementById('all');\n"
 "if(all){all.addEventListener('change',function(){\n"
 "document.querySelectorAll('input[name=key]').forEach(function(c){"
