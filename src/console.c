@@ -231,7 +231,8 @@ console_reaped(struct supervisor *s, pid_t pid, int status)
 	int64_t delay = CONSOLE_RESTART_MS;
 	struct buf why = { 0 };
 
-	if (pid == 0 || pid != l->child.pid)
+	/* Every part hears of every child, in a drain too (no console then). */
+	if (l == NULL || pid == 0 || pid != l->child.pid)
 		return false;
 	if (l->replacing)
 		delay = 0;
