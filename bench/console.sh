@@ -32,7 +32,7 @@ DB_SERVER_OPTS+=(--innodb-buffer-pool-size=1G)
 unset ROWQ_TEST_SOCKET
 db_start
 db_create rowq_console
-cd "$ROWQ_TEST_TMP"
+cd "$ROWQ_TEST_TMP" || exit 1
 say() { printf '%s\n' "$*" >&2; }
 
 email_table 0
@@ -65,6 +65,7 @@ cpu()
 	local stat
 	stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
 	stat=${stat##*) }
+	# shellcheck disable=SC2086 # the fields, one word each
 	set -- $stat
 	echo $(( ${12} + ${13} ))
 }
@@ -84,7 +85,7 @@ console_pid()
 # LOADED_S.
 run()
 {
-	local cfg=$1 n=${2:-0} t0 t1 loader= pid
+	local cfg=$1 n=${2:-0} t0 t1 loader='' pid
 	sql "TRUNCATE email"
 	"$ROWQ" -c "$cfg" run >"run.log" 2>&1 &
 	pid=$!
