@@ -21,6 +21,15 @@ sql "INSERT INTO email (id, recipient, subject, body, status, attempts, last_err
     (2, 'b@x', 's', '', 'failed', 3, 'smtp down'),
     (3, 'c@x', 's', '', 'failed', 3, '<script>alert(1)</script>'),
     (4, 'd@x', 's', '', 'failed', 3, 'no such address')"
+# rowq console-user: a crypt(3) line, or a refusal.
+line=$(printf 'a-long-password\n' | "$ROWQ" console-user ops.team@x --role operator) ||
+    fail "console-user"
+assert_match '^ops\.team@x:\$(y|6)\$[./0-9A-Za-z$]+:operator$' "$line" "the users file's line"
+assert_match ':viewer$' "$(printf 'a-long-password\n' | "$ROWQ" console-user v)" "viewer by default"
+status=0; printf 'short\n' | "$ROWQ" console-user v >/dev/null 2>&1 || status=$?
+assert_eq 1 "$status" "a password under 8 bytes"
+status=0; printf 'a-long-password\n' | "$ROWQ" console-user v --role admin >/dev/null 2>&1 || status=$?
+assert_eq 2 "$status" "an unknown role"
 port=$(free_port)
 CONSOLE=http://127.0.0.1:$port
 console_config rowq.yaml "$port"
