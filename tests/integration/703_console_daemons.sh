@@ -73,3 +73,15 @@ wait_until 10 '[ "$(console_curl -o /dev/null -w "%{http_code}" -b a.jar "$CONSO
     fail "the console did not come back with the session"
 kill -0 "$apid" || fail "the supervisor died with its console"
 grep -q "console: killed by signal 9.*starting it again" a.log || fail "the console's death is not logged"
+
+# A reload replaces the console with one that serves the new generation:
+# quietly (no death logged), and the session holds.
+console_of() { for p in $(cat /proc/"$apid"/task/*/children); do
+	[ "$(cat /proc/"$p"/comm 2>/dev/null)" != console ] || echo "$p"; done; }
+old=$(console_of)
+kill -HUP "$apid"
+wait_until 15 '[ -n "$(console_of)" ] && [ "$(console_of)" != "$old" ]' ||
+    fail "the console was not replaced after the reload"
+wait_until 10 '[ "$(console_curl -o /dev/null -w "%{http_code}" -b a.jar "$CONSOLE/")" = 200 ]' ||
+    fail "the session did not hold across the reload"
+assert_eq 1 "$(grep -c "console: killed by signal" a.log)" "only the crash above is logged as a death"
