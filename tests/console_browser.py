@@ -61,6 +61,15 @@ try:
     if "<script>alert(1)</script>" not in driver.page_source.replace(
             "&lt;", "<").replace("&gt;", ">"):
         sys.exit("the row with a <script> is not shown")
+    driver.find_element(By.LINK_TEXT, "Daemons").click()
+    wait.until(ec.presence_of_element_located((By.ID, "daemons")))
+    print("the daemons page")
+    driver.save_screenshot(out + "/screenshots/console-daemons.png")
+    driver.find_element(By.LINK_TEXT, "Actions").click()
+    wait.until(ec.presence_of_element_located((By.ID, "actions")))
+    if "1002" not in driver.find_element(By.ID, "actions").text:
+        sys.exit("the actions page does not list the requeue")
+    print("the actions page lists the requeue")
     print("ok")
 finally:
     driver.quit()

@@ -3,7 +3,8 @@
 # chromium-driver (python3-selenium) logs in, opens the Queues page and
 # the email queue's page (screenshots of both, which make check keeps in
 # build/screenshots/), opens the failed rows, selects one, requeues it by
-# clicking, and sees it gone from the list; the database says that row,
+# clicking, and sees it gone from the list, and on the Actions page; the
+# Daemons page lists the daemon (a screenshot); the database says that row,
 # and only it, was requeued.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
