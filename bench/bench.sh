@@ -397,7 +397,6 @@ residue_drain()
 }
 
 db_create rowq_bench_big
-BIG_DB=$ROWQ_TEST_DB
 email_table 0
 t0=$(now_us)
 step=1000000
@@ -489,7 +488,8 @@ done
 sql "SELECT id, subject FROM email" | sort >inserted
 sort stamps | awk '{ print $2, $1 }' | sort >arrived
 join inserted arrived | awk '{ print ($3 - $2) / 1000 }' | sort -g >latency
-LAT_MEDIAN=$(list_median $(cat latency))
+mapfile -t samples <latency
+LAT_MEDIAN=$(list_median "${samples[@]}")
 LAT_MAX=$(tail -1 latency)
 LAT_MIN=$(head -1 latency)
 [ "$(wc -l <latency)" -eq "$LATENCY_SAMPLES" ] || fail "latency: $(wc -l <latency) samples"
@@ -523,7 +523,7 @@ kib_mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 table()
 {
-	local c n m b rm rb
+	local c n m b
 	printf '| contender |'
 	for n in $WORKERS_LIST; do printf ' %s worker%s |' "$n" "$([ "$n" = 1 ] || echo s)"; done
 	printf '\n|---|'
@@ -570,7 +570,7 @@ held_table()
 # target NAME CONDITION-TEXT MET: a line of the targets table.
 targets()
 {
-	local n r1 r10 rp rx lows okall
+	local n r1 rx lows okall
 	printf '| target | measured | met |\n|---|---|---|\n'
 	for pair in "rowq1 raw1 1.0 rowq pipe batch 1 ≥ 1.0× raw loop" \
 	    "rowq10 raw10 1.0 rowq pipe batch 10 ≥ 1.0× raw 10-row loop" \

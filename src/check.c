@@ -167,6 +167,23 @@ check_session_limits(struct db *db, const struct queue *q)
 	}
 }
 
+/* An on_failed: program can be run. */
+static int
+check_program(const struct program *p)
+{
+	char *path;
+
+	if (p->argv == NULL)
+		return 0;
+	if (handler_resolve(p->argv[0], &path) == -1) {
+		log_error("%s: cannot run %s: %s", p->where, p->argv[0],
+		    strerror(errno));
+		return 1;
+	}
+	free(path);
+	return 0;
+}
+
 static int
 check_queue(struct db *db, const struct queue *q, bool explain)
 {
@@ -266,8 +283,10 @@ check_config(const struct config *cfg, bool explain)
 	}
 	check_database_link(cfg, db);
 	galera = check_galera_node(db, node, sizeof(node));
+	problems += check_program(&cfg->on_failed);
 	for (size_t i = 0; i < cfg->nqueues; i++) {
 		problems += check_queue(db, &cfg->queues[i], explain);
+		problems += check_program(&cfg->queues[i].on_failed);
 		if (galera)
 			check_galera_queue(&cfg->queues[i], node);
 	}

@@ -304,6 +304,24 @@ config_field_table(struct load *ld, const struct config_item *it, void *dst,
 	*(char **)dst = xstrdup(s);
 }
 
+/* log_format: plain (the default) or json: how lines look off the journal. */
+static void
+config_field_log_format(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "plain or json");
+	char shown[CONFIG_SHOW_MAX + 8];
+
+	(void)f;
+	if (s == NULL)
+		return;
+	if (strcmp(s, "json") == 0 || strcmp(s, "plain") == 0)
+		*(bool *)dst = strcmp(s, "json") == 0;
+	else
+		config_error(ld, it->value->line, it->path, "expected plain or "
+		    "json, not %s", config_show(s, shown, sizeof(shown)));
+}
+
 /* Only queues: may appear in an included file. */
 static const struct config_field top_fields[] = {
 	ROW("database", database, offsetof(struct config, db), 0, 0, true),
@@ -320,6 +338,10 @@ static const struct config_field top_fields[] = {
 	ROW("daemons_table", table, offsetof(struct config, daemons_table), 0,
 	    0, true),
 	ROW("console", console, offsetof(struct config, console), 0, 0, true),
+	ROW("log_format", log_format, offsetof(struct config, log_json), 0, 0,
+	    true),
+	ROW("on_failed", program, offsetof(struct config, on_failed), 0, 0,
+	    true),
 	ROW("env", env, offsetof(struct config, env), 0, 0, true),
 	ROW("user", user, offsetof(struct config, user), 0, 0, true),
 	ROW("group", group, offsetof(struct config, user), 0, 0, true),
@@ -585,6 +607,7 @@ config_free(struct config *cfg)
 	config_console_free(&cfg->console);
 	config_env_free(&cfg->env);
 	config_user_free(&cfg->user);
+	config_program_free(&cfg->on_failed);
 	free(cfg);
 }
 
@@ -597,6 +620,14 @@ config_queue(const struct config *cfg, const char *name)
 		if (strcmp(cfg->queues[i].name, name) == 0)
 			return &cfg->queues[i];
 	return NULL;
+}
+
+const struct program *
+config_on_failed(const struct config *cfg, const struct queue *q)
+{
+	if (q->on_failed.argv != NULL)
+		return &q->on_failed;
+	return cfg->on_failed.argv != NULL ? &cfg->on_failed : NULL;
 }
 
 const struct handler_user *

@@ -165,6 +165,9 @@ void		 config_field_queues(struct load *,
 		    const struct config_item *, void *,
 		    const struct config_field *);
 void		 config_queue_free(struct queue *);
+void		 config_field_program(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
 
 /* config_env.c: env:, user:, group:, at the top and in a queue */
 void		 config_field_env(struct load *, const struct config_item *,

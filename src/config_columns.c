@@ -203,8 +203,12 @@ config_check_columns(const struct queue *q, char *const *columns,
 		    ncolumns, cols.data, builtins.data);
 	problems += config_check_column(q, q->key_where, q->key_column,
 	    columns, ncolumns, cols.data);
-	problems += config_check_column(q, q->age_where, q->age_column,
+	problems += config_check_column(q, q->age.where, q->age.name,
 	    columns, ncolumns, cols.data);
+	problems += config_check_column(q, q->ready_at.where, q->ready_at.name,
+	    columns, ncolumns, cols.data);
+	problems += config_check_column(q, q->traceparent.where,
+	    q->traceparent.name, columns, ncolumns, cols.data);
 	if (q->retry.enabled)
 		problems += config_check_column(q, q->retry.attempts_where,
 		    q->retry.attempts_column, columns, ncolumns, cols.data);

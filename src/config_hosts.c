@@ -7,8 +7,29 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+
+/*
+ * An IPv6 address, with a zone ("fe80::1%eth0") or without: all that may
+ * stand in brackets, or bare with its colons, so that a typo such as
+ * "db1:3306:" is refused here rather than by the resolver at each connect.
+ */
+static bool
+config_host_ipv6(const char *name, size_t len)
+{
+	const char *zone = memchr(name, '%', len);
+	size_t n = zone != NULL ? (size_t)(zone - name) : len;
+	char addr[INET6_ADDRSTRLEN];
+	struct in6_addr a;
+
+	if (n >= sizeof(addr) || (zone != NULL && zone + 1 == name + len))
+		return false;
+	memcpy(addr, name, n);
+	addr[n] = '\0';
+	return inet_pton(AF_INET6, addr, &a) == 1;
+}
 
 /* Split "HOST[:PORT]" into h; logs and returns -1 when it is no host. */
 static int
@@ -19,6 +40,7 @@ config_host_parse(struct load *ld, const struct config_item *it,
 	const char *colon = strrchr(s, ':'), *name = s;
 	size_t len = strlen(s);
 	unsigned long port = 0;
+	bool ipv6 = false;
 
 	if (s[0] == '[') {
 		const char *close = strchr(s, ']');
@@ -28,8 +50,10 @@ config_host_parse(struct load *ld, const struct config_item *it,
 		name = s + 1;
 		len = (size_t)(close - name);
 		colon = close[1] == ':' ? close + 1 : NULL;
+		ipv6 = true;
 	} else if (colon != NULL && strchr(s, ':') != colon) {
 		colon = NULL;		/* a bare IPv6 address */
+		ipv6 = true;
 	} else if (colon != NULL) {
 		len = (size_t)(colon - s);
 	}
@@ -43,7 +67,8 @@ config_host_parse(struct load *ld, const struct config_item *it,
 			return -1;
 		}
 	}
-	if (len == 0 || strcspn(name, " \t/") < len)
+	if (len == 0 || strcspn(name, " \t/") < len ||
+	    (ipv6 && !config_host_ipv6(name, len)))
 		goto bad;
 	h->name = xstrndup(name, len);
 	h->port = (unsigned)port;

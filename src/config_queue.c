@@ -257,6 +257,60 @@ config_argv(struct load *ld, const struct config_item *it, struct queue *q,
 	}
 }
 
+/*
+ * A program and its fixed arguments (on_failed:), run without a shell:
+ * what it is about comes on its standard input and in its environment,
+ * so a {column} in an argument is refused rather than left as it is.
+ */
+void
+config_field_program(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	struct program *p = dst;
+	const struct node *v = it->value;
+	char path[CONFIG_PATH_MAX];
+
+	(void)f;
+	if (v->kind != NODE_SEQUENCE || v->nitems == 0 ||
+	    v->nitems > ARGV_MAX) {
+		if (v->kind != NODE_INVALID)
+			config_error(ld, v->line, it->path, "expected a "
+			    "sequence such as [/usr/local/bin/report-failure, "
+			    "--team, mail] of at most %d", ARGV_MAX);
+		return;
+	}
+	config_program_free(p);
+	p->argv = xcalloc(v->nitems + 1, sizeof(*p->argv));
+	p->where = config_where(ld, it->key->line, it->path);
+	for (size_t i = 0; i < v->nitems; i++) {
+		const struct node *a = v->items[i];
+		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
+		p->argv[i] = xstrdup(a->kind == NODE_SCALAR ? a->value : "");
+		if (a->kind != NODE_SCALAR) {
+			if (a->kind != NODE_INVALID)
+				config_error(ld, a->line, path, "expected a "
+				    "string, not %s", config_node_kind_name(a));
+		} else if (i == 0 && a->value[0] == '\0')
+			config_error(ld, a->line, path, "an empty program "
+			    "name");
+		else if (strchr(a->value, '{') != NULL)
+			config_error(ld, a->line, path, "no {column} here: the "
+			    "row comes on standard input, ROWQ_KEY and the "
+			    "others in the environment");
+	}
+}
+
+void
+config_program_free(struct program *p)
+{
+	for (size_t i = 0; p->argv != NULL && p->argv[i] != NULL; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	free(p->where);
+	p->argv = NULL;
+	p->where = NULL;
+}
+
 static void
 config_field_exec(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
@@ -287,18 +341,22 @@ config_field_key(struct load *ld, const struct config_item *it, void *dst,
 	q->key_where = config_where(ld, it->key->line, it->path);
 }
 
-/* age: a column of the select that says since when the row waits. */
+/*
+ * A key naming a column of the select (age:, ready_at:,
+ * traceparent_column:), checked against the select's columns once it is
+ * prepared (config_columns.c).
+ */
 static void
-config_field_age(struct load *ld, const struct config_item *it, void *dst,
+config_field_column(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {
-	struct queue *q = dst;
+	struct column_ref *c = dst;
 
 	(void)f;
 	if (config_scalar(ld, it, "a column name") == NULL)
 		return;
-	q->age_column = xstrdup(it->value->value);
-	q->age_where = config_where(ld, it->key->line, it->path);
+	c->name = xstrdup(it->value->value);
+	c->where = config_where(ld, it->key->line, it->path);
 }
 
 /*
@@ -343,9 +401,12 @@ static const struct config_field queue_fields[] = {
 	WHOLE("wake", wake),
 	FIELD(struct queue, "max_jobs", long, max_jobs, 0, INT64_MAX),
 	FIELD(struct queue, "lease", lease, lease, 0, 0),
-	WHOLE("age", age),
+	FIELD(struct queue, "age", column, age, 0, 0),
+	FIELD(struct queue, "ready_at", column, ready_at, 0, 0),
+	FIELD(struct queue, "traceparent_column", column, traceparent, 0, 0),
 	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
 	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),
+	FIELD(struct queue, "alert_running", duration, alert_running_ms, 1, 0),
 	FIELD(struct queue, "alert_failed", long, alert_failed, 0, INT64_MAX),
 	FIELD(struct queue, "failed_select", select, failed_select, 0, 0),
 	FIELD(struct queue, "requeue", statement, requeue, 0, 0),
@@ -354,6 +415,10 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),
 	FIELD(struct queue, "prune", prune, prune, 0, 0),
+	FIELD(struct queue, "on_failed", program, on_failed, 0, 0),
+	FIELD(struct queue, "on_failed_timeout", duration,
+	    on_failed_timeout_ms, 1, 0),
+	FIELD(struct queue, "on_failed_rate", int, on_failed_rate, 1, 100000),
 };
 
 static void
@@ -373,6 +438,8 @@ config_queue_defaults(struct queue *q)
 	q->prune.pause_ms = 100;
 	q->prune.every_ms = 10 * 60 * 1000;
 	q->alert_failed = -1;
+	q->on_failed_timeout_ms = 10 * 1000;
+	q->on_failed_rate = 60;
 }
 
 static void
@@ -520,8 +587,13 @@ config_queue_free(struct queue *q)
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
 	sql_free(&q->lease.renew);
-	free(q->age_column);
-	free(q->age_where);
+	free(q->age.name);
+	free(q->age.where);
+	free(q->ready_at.name);
+	free(q->ready_at.where);
+	free(q->traceparent.name);
+	free(q->traceparent.where);
+	config_program_free(&q->on_failed);
 	free(q->wake_where);
 	sql_free(&q->failed_count);
 	sql_free(&q->failed_select);

@@ -233,6 +233,7 @@ db_tell_host(const struct db *db)
 {
 	const char *cipher = db_cipher(db);
 
+	log_set_host(db->where);
 	if (!db_announce || strcmp(db_last_where, db->where) == 0)
 		return;
 	if (db_last_where[0] == '\0')

@@ -151,7 +151,8 @@ duration_parse(const char *s, int64_t *msp)
 /*
  * The largest unit that fits and the next one down, truncated, so that
  * status lines stay short: 3m12s, 2d3h, 1h (for 1h0m), 1s500ms, 250ms.
- * duration_parse reads back whatever it prints for ms >= 0.  A negative
+ * duration_parse reads back whatever it prints from 0 to the cap (past
+ * it, "36501d" is no duration).  A negative
  * value (a clock that went backwards) is printed with a minus sign.
  */
 void

@@ -489,6 +489,7 @@ handler_exec(const char *path, const struct handler_job *job,
 	buf_reset(&res->error);
 	res->outcome = OUTCOME_RETRY;
 	res->retry_in_ms = -1;
+	res->timed_out = res->killed = false;
 	if (child_spawn(&c, path, job->argv, job->envp) == -1) {
 		buf_printf(&res->error, "cannot start %s: %s", path,
 		    strerror(errno));
@@ -510,6 +511,7 @@ handler_exec(const char *path, const struct handler_job *job,
 	case WAIT_TIMEOUT:
 		duration_format(job->timeout_ms, d, sizeof(d));
 		buf_printf(&res->error, "timed out after %s", d);
+		res->timed_out = true;
 		break;
 	default:
 		if (c.exec_errno != 0) {
@@ -521,6 +523,7 @@ handler_exec(const char *path, const struct handler_job *job,
 			res->outcome = WIFEXITED(status) &&
 			    WEXITSTATUS(status) == ROWQ_EXIT_DATAERR ?
 			    OUTCOME_FAILED : OUTCOME_RETRY;
+			res->killed = WIFSIGNALED(status);
 			describe_wait_status(status, &res->error);
 		}
 		break;

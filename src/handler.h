@@ -64,6 +64,8 @@ struct handler_result {
 	struct buf	 error;		/* the :error message */
 	int64_t		 duration_ms;
 	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
+	bool		 timed_out;	/* killed for its timeout */
+	bool		 killed;	/* it died of a signal */
 };
 
 /*

@@ -300,6 +300,7 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 	buf_reset(&p->answer);
 	res->outcome = OUTCOME_RETRY;
 	res->retry_in_ms = -1;
+	res->timed_out = res->killed = false;
 	if (p->child.pid <= 0) {
 		buf_puts(&res->error, "pipe handler is not running");
 		return;
@@ -321,11 +322,13 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 		int status = pipe_kill(p, true);
 		buf_puts(&res->error, "pipe handler died: ");
 		describe_wait_status(status, &res->error);
+		res->killed = WIFSIGNALED(status);
 		break;
 	}
 	case WAIT_TIMEOUT:
 		duration_format(job->timeout_ms, d, sizeof(d));
 		buf_printf(&res->error, "timed out after %s", d);
+		res->timed_out = true;
 		(void)pipe_kill(p, true);
 		break;
 	case WAIT_STOPPED:

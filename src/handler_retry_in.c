@@ -8,6 +8,7 @@
  */
 #include "handler.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define RETRY_IN_WORD	"retry-in"
@@ -46,14 +47,17 @@ retry_in_parse(const char *line, int64_t *ms, const char **message)
 /*
  * The last line of an exec handler's stderr tail, if it asks for a
  * delay: *ms as above and 0; else -1.  Only an exit 75 reads it, so an
- * older handler's chance line changes nothing.
+ * older handler's chance line changes nothing.  The line is the tail's
+ * whole last line, its message as long as the handler made it, as in a
+ * pipe handler's answer.
  */
 int
 retry_in_from_stderr(const struct errsink *e, int64_t *ms)
 {
 	const char *t = e->tail.data, *msg;
 	size_t n = e->tail.len, start;
-	char line[128];
+	char *line;
+	int rc;
 
 	while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == '\r'))
 		n--;
@@ -61,9 +65,8 @@ retry_in_from_stderr(const struct errsink *e, int64_t *ms)
 		return -1;
 	for (start = n; start > 0 && t[start - 1] != '\n'; start--)
 		;
-	if (n - start >= sizeof(line))
-		return -1;
-	memcpy(line, t + start, n - start);
-	line[n - start] = '\0';
-	return retry_in_parse(line, ms, &msg) == 0 ? 0 : -1;
+	line = xstrndup(t + start, n - start);
+	rc = retry_in_parse(line, ms, &msg) == 0 ? 0 : -1;
+	free(line);
+	return rc;
 }

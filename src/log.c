@@ -2,14 +2,18 @@
  * log.c: all of rowq's output to standard error.
  *
  * Under systemd (JOURNAL_STREAM names our stderr) each line goes to the
- * journal as a structured entry, with QUEUE=, WORKER= and KEY= fields where
- * they are known, so that `journalctl -u rowq QUEUE=email KEY=8841` finds a
- * row's story; if the journal's socket cannot take it, the line goes to
- * stderr with a <N> syslog priority and no timestamp, since the journal
- * adds its own.  Otherwise `run` adds a timestamp and interactive commands
- * print bare lines.  Each process names itself once (log_procinit), and a
- * worker names the row it is working on (log_set_row), so that every line
- * about a row says queue, worker and key.
+ * journal as a structured entry, with the fields of log_line_fields where
+ * they are known (QUEUE=, WORKER=, ROW_KEY=, ATTEMPT=, OUTCOME=,
+ * DURATION_USEC=, GENERATION=, HOST=, TRACE_ID=), so that `journalctl -u
+ * rowq QUEUE=email OUTCOME=failed` finds what failed; if the journal's
+ * socket cannot take it, the line goes to stderr with a <N> syslog
+ * priority and no timestamp, since the journal adds its own.  Elsewhere,
+ * log_format: json writes each line as one JSON object with the same
+ * fields; otherwise `run` adds a timestamp and interactive commands print
+ * bare lines.  Each process names itself once (log_procinit), and a
+ * worker names the row it is working on (log_set_row, log_set_attempt),
+ * so that every line about a row says queue, worker and key; the line
+ * that says how a row ended carries its outcome (log_set_outcome).
  */
 #include "rowq.h"
 
@@ -34,6 +38,13 @@ enum {
 
 static char	log_name[96] = "rowq";
 static char	log_rowkey[160];
+static char	log_attempt[16];	/* ATTEMPT= of the row's lines */
+static char	log_generation[16];	/* GENERATION= of a worker's lines */
+static char	log_host[300];		/* HOST=: the database this process uses */
+static char	log_trace[40];		/* TRACE_ID= of the row's lines */
+static char	log_outcome[16];	/* OUTCOME= of the next line only */
+static char	log_duration[24];	/* DURATION_USEC= of the next line only */
+static bool	log_json;		/* log_format: json, off the journal */
 static char	log_queue[96];		/* QUEUE= of this process's lines */
 static char	log_worker[16];		/* WORKER= */
 static char	log_about_queue[96];	/* the supervisor, about a worker */
@@ -116,6 +127,56 @@ log_set_timestamps(bool on)
 	log_timestamps = on && !log_journal;
 }
 
+/* log_format: json: one JSON object a line, where there is no journal. */
+void
+log_set_json(bool on)
+{
+	log_json = on && !log_journal;
+}
+
+void
+log_set_attempt(int attempt)
+{
+	if (attempt <= 0)
+		log_attempt[0] = '\0';
+	else
+		snprintf(log_attempt, sizeof(log_attempt), "%d", attempt);
+}
+
+void
+log_set_generation(int generation)
+{
+	snprintf(log_generation, sizeof(log_generation), "%d", generation);
+}
+
+void
+log_set_host(const char *host)
+{
+	snprintf(log_host, sizeof(log_host), "%s", host ? host : "");
+}
+
+/* The trace id of a W3C traceparent (32 hex digits); NULL: none. */
+void
+log_set_trace(const char *trace_id)
+{
+	snprintf(log_trace, sizeof(log_trace), "%s", trace_id ? trace_id : "");
+}
+
+/*
+ * How the row ended, for the next line logged only: done, retry, failed,
+ * skipped, ...  duration_us < 0: no duration.
+ */
+void
+log_set_outcome(const char *outcome, int64_t duration_us)
+{
+	snprintf(log_outcome, sizeof(log_outcome), "%s", outcome);
+	if (duration_us < 0)
+		log_duration[0] = '\0';
+	else
+		snprintf(log_duration, sizeof(log_duration), "%lld",
+		    (long long)duration_us);
+}
+
 void
 log_set_debug(bool on)
 {
@@ -139,6 +200,7 @@ log_set_row(const char *key)
 
 	if (key == NULL) {
 		log_rowkey[0] = '\0';
+		log_attempt[0] = log_trace[0] = '\0';
 		return;
 	}
 	for (i = 0; key[i] != '\0' && o < sizeof(log_rowkey) - 4; i++) {
@@ -152,21 +214,43 @@ log_set_row(const char *key)
 	log_rowkey[o] = '\0';
 }
 
-/* A field for sd_journal_sendv, "NAME=value", kept in buf. */
 static void
-log_field(struct iovec *iov, int *n, char *buf, size_t len, const char *name,
+log_add(struct log_field *f, size_t *n, size_t max, const char *name,
     const char *value)
 {
-	int k;
+	if (value != NULL && value[0] != '\0' && *n < max)
+		f[(*n)++] = (struct log_field){ name, value };
+}
 
-	if (value == NULL || value[0] == '\0')
-		return;
-	k = snprintf(buf, len, "%s=%s", name, value);
-	if (k < 0)
-		return;
-	iov[*n].iov_base = buf;
-	iov[*n].iov_len = (size_t)k < len ? (size_t)k : len - 1;
-	(*n)++;
+/*
+ * The fields of a line, in the journal's names: what the journal gets,
+ * and what log_format: json writes.  prio is the line's text priority
+ * ("6"), message the line without timestamp.  The values point into
+ * log.c's own state and the arguments, valid until the next log call.
+ */
+size_t
+log_line_fields(struct log_field *f, size_t max, const char *prio,
+    const char *message)
+{
+	const char *queue = log_about_queue[0] ? log_about_queue : log_queue;
+	const char *worker = log_about_worker[0] ? log_about_worker : log_worker;
+	size_t n = 0;
+
+	log_add(f, &n, max, "MESSAGE", message);
+	log_add(f, &n, max, "PRIORITY", prio);
+	log_add(f, &n, max, "SYSLOG_IDENTIFIER", "rowq");
+	log_add(f, &n, max, "QUEUE", queue);
+	log_add(f, &n, max, "WORKER", worker);
+	log_add(f, &n, max, "ROW_KEY", log_rowkey);
+	/* KEY= is what rowq 0.1's lines carried: journalctl filters keep working. */
+	log_add(f, &n, max, "KEY", log_rowkey);
+	log_add(f, &n, max, "ATTEMPT", log_attempt);
+	log_add(f, &n, max, "OUTCOME", log_outcome);
+	log_add(f, &n, max, "DURATION_USEC", log_duration);
+	log_add(f, &n, max, "GENERATION", log_generation);
+	log_add(f, &n, max, "HOST", log_host);
+	log_add(f, &n, max, "TRACE_ID", log_trace);
+	return n;
 }
 
 /*
@@ -177,28 +261,76 @@ log_field(struct iovec *iov, int *n, char *buf, size_t len, const char *name,
 static int
 log_send_native(int prio, const char *msg, size_t msglen)
 {
-	char p[16], id[] = "SYSLOG_IDENTIFIER=rowq";
-	char q[128], w[32], k[192];
-	struct buf m = { 0 };
-	struct iovec iov[6];
-	int n = 0, r;
-	const char *queue = log_about_queue[0] ? log_about_queue : log_queue;
-	const char *worker = log_about_worker[0] ? log_about_worker : log_worker;
+	struct log_field f[LOG_FIELDS_MAX];
+	struct iovec iov[LOG_FIELDS_MAX];
+	struct buf m = { 0 }, text[LOG_FIELDS_MAX];
+	char p[16];
+	size_t n;
+	int r;
 
-	buf_puts(&m, "MESSAGE=");
 	buf_append(&m, msg, msglen);
-	iov[n++] = (struct iovec){ .iov_base = m.data, .iov_len = m.len };
-	snprintf(p, sizeof(p), "PRIORITY=%d", prio);
-	iov[n++] = (struct iovec){ .iov_base = p, .iov_len = strlen(p) };
-	iov[n++] = (struct iovec){ .iov_base = id, .iov_len = strlen(id) };
-	log_field(iov, &n, q, sizeof(q), "QUEUE", queue);
-	log_field(iov, &n, w, sizeof(w), "WORKER", worker);
-	log_field(iov, &n, k, sizeof(k), "KEY", log_rowkey);
-	r = sd_journal_sendv(iov, n);
+	snprintf(p, sizeof(p), "%d", prio);
+	n = log_line_fields(f, LOG_FIELDS_MAX, p, m.data);
+	for (size_t i = 0; i < n; i++) {
+		text[i] = (struct buf){ 0 };
+		buf_printf(&text[i], "%s=%s", f[i].name, f[i].value);
+		iov[i] = (struct iovec){ .iov_base = text[i].data,
+		    .iov_len = text[i].len };
+	}
+	r = sd_journal_sendv(iov, (int)n);
+	for (size_t i = 0; i < n; i++)
+		buf_free(&text[i]);
 	buf_free(&m);
 	if (r < 0)
 		log_native = false;
 	return r < 0 ? -1 : 0;
+}
+
+/* Fields whose values are numbers in the JSON line. */
+static bool
+log_numeric(const char *name)
+{
+	return strcmp(name, "PRIORITY") == 0 || strcmp(name, "WORKER") == 0 ||
+	    strcmp(name, "ATTEMPT") == 0 || strcmp(name, "DURATION_USEC") == 0 ||
+	    strcmp(name, "GENERATION") == 0;
+}
+
+/*
+ * log_format: json: {"TIMESTAMP":"2026-12-01T03:00:00.123Z","MESSAGE":...}
+ * and a newline, in one write.
+ */
+static void
+log_write_json(int prio, const char *msg, size_t msglen)
+{
+	struct log_field f[LOG_FIELDS_MAX];
+	struct buf m = { 0 }, out = { 0 };
+	struct timespec ts;
+	struct tm tm;
+	char p[16], when[40];
+	size_t n;
+
+	buf_append(&m, msg, msglen);
+	utf8_sanitize(&m);
+	snprintf(p, sizeof(p), "%d", prio);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	buf_printf(&out, "{\"TIMESTAMP\":\"%s.%03ldZ\"", when,
+	    ts.tv_nsec / 1000000);
+	n = log_line_fields(f, LOG_FIELDS_MAX, p, m.data);
+	for (size_t i = 0; i < n; i++) {
+		buf_printf(&out, ",\"%s\":", f[i].name);
+		if (log_numeric(f[i].name))
+			buf_puts(&out, f[i].value);
+		else
+			json_string(&out, f[i].value, strlen(f[i].value));
+	}
+	buf_puts(&out, "}\n");
+	/* One write per line, so that lines from many workers never interleave. */
+	ssize_t r = write(STDERR_FILENO, out.data, out.len);
+	(void)r;
+	buf_free(&m);
+	buf_free(&out);
 }
 
 static void
@@ -239,9 +371,17 @@ log_vwrite(int prio, const char *errstr, const char *fmt, va_list ap)
 	if (n >= sizeof(line) - 1)
 		n = sizeof(line) - 2;
 	if (log_native && log_send_native(prio, line + body, n - body) == 0) {
+		log_outcome[0] = log_duration[0] = '\0';
 		errno = saved;
 		return;
 	}
+	if (log_json) {
+		log_write_json(prio, line + body, n - body);
+		log_outcome[0] = log_duration[0] = '\0';
+		errno = saved;
+		return;
+	}
+	log_outcome[0] = log_duration[0] = '\0';
 	line[n++] = '\n';
 	/* One write per line, so that lines from many workers never interleave. */
 	ssize_t r = write(STDERR_FILENO, line, n);
@@ -288,6 +428,8 @@ log_debug(const char *fmt, ...)
 {
 	if (log_debugging)
 		LOG_BODY(PRIO_DEBUG, NULL);
+	else	/* the outcome was for this line alone */
+		log_outcome[0] = log_duration[0] = '\0';
 }
 
 void

@@ -20,6 +20,7 @@ struct metrics {
 	struct MHD_Daemon	*mhd;
 	metrics_render_fn	 render;
 	metrics_wake_fn		 wake;
+	metrics_health_fn	 health;
 	void			*ctx;
 };
 
@@ -95,33 +96,36 @@ metrics_sample(struct buf *b, const char *name, const char *queue,
 				    "%lld", (long long)q[i].field);	\
 	} while (0)
 
+/* One histogram's series, with the labels that tell it apart. */
 static void
-metrics_histogram(struct buf *b, const char *name, const char *help,
-    const struct metrics_queue *q, size_t n, bool handler)
+metrics_histogram_series(struct buf *b, const char *name,
+    const char *queue, const char *outcome, const struct histogram *h)
 {
-	metrics_head(b, name, "histogram", help);
-	for (size_t i = 0; i < n; i++) {
-		const struct histogram *h = handler ? &q[i].handler : &q[i].claim;
-		uint64_t cum = 0;
-		for (int k = 0; k <= HISTOGRAM_BUCKETS; k++) {
-			cum += h->count[k];
-			buf_printf(b, "%s_bucket{queue=\"", name);
-			metrics_label(b, q[i].name);
-			if (k < HISTOGRAM_BUCKETS)
-				buf_printf(b, "\",le=\"%g\"} %llu\n",
-				    histogram_bounds_s[k],
-				    (unsigned long long)cum);
-			else
-				buf_printf(b, "\",le=\"+Inf\"} %llu\n",
-				    (unsigned long long)cum);
-		}
-		buf_printf(b, "%s_sum{queue=\"", name);
-		metrics_label(b, q[i].name);
-		buf_printf(b, "\"} %.6f\n", (double)h->sum_us / 1e6);
-		buf_printf(b, "%s_count{queue=\"", name);
-		metrics_label(b, q[i].name);
-		buf_printf(b, "\"} %llu\n", (unsigned long long)cum);
+	uint64_t cum = 0;
+
+	for (int k = 0; k <= HISTOGRAM_BUCKETS; k++) {
+		cum += h->count[k];
+		buf_printf(b, "%s_bucket{queue=\"", name);
+		metrics_label(b, queue);
+		if (outcome != NULL)
+			buf_printf(b, "\",outcome=\"%s", outcome);
+		if (k < HISTOGRAM_BUCKETS)
+			buf_printf(b, "\",le=\"%g\"} %llu\n",
+			    histogram_bounds_s[k], (unsigned long long)cum);
+		else
+			buf_printf(b, "\",le=\"+Inf\"} %llu\n",
+			    (unsigned long long)cum);
 	}
+	buf_printf(b, "%s_sum{queue=\"", name);
+	metrics_label(b, queue);
+	if (outcome != NULL)
+		buf_printf(b, "\",outcome=\"%s", outcome);
+	buf_printf(b, "\"} %.6f\n", (double)h->sum_us / 1e6);
+	buf_printf(b, "%s_count{queue=\"", name);
+	metrics_label(b, queue);
+	if (outcome != NULL)
+		buf_printf(b, "\",outcome=\"%s", outcome);
+	buf_printf(b, "\"} %llu\n", (unsigned long long)cum);
 }
 
 /* Which wake-up each queue uses now: 1 for it, 0 for the others. */
@@ -182,10 +186,35 @@ metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
 	    "wait timeout.");
 	COUNTER(pruned_rows, "rowq_pruned_rows_total",
 	    "Rows removed by the queue's prune: runs of this daemon.");
-	metrics_histogram(b, "rowq_claim_duration_seconds",
-	    "Time a claim query took.", q, n, false);
-	metrics_histogram(b, "rowq_handler_duration_seconds",
-	    "Time a handler took for a row.", q, n, true);
+	COUNTER(on_failed_runs, "rowq_on_failed_runs_total",
+	    "on_failed: programs started for rows that failed for good.");
+	COUNTER(on_failed_failures, "rowq_on_failed_failures_total",
+	    "on_failed: programs that failed or timed out (not run again).");
+	COUNTER(on_failed_dropped, "rowq_on_failed_dropped_total",
+	    "on_failed: runs dropped, over on_failed_rate or with no room.");
+	GAUGE(running_oldest_s, "rowq_in_progress_oldest_seconds",
+	    "How long this daemon's longest-running handler of the queue has "
+	    "run (0: none runs).");
+	metrics_head(b, "rowq_claim_duration_seconds", "histogram",
+	    "Time a claim query took.");
+	for (size_t i = 0; i < n; i++)
+		metrics_histogram_series(b, "rowq_claim_duration_seconds",
+		    q[i].name, NULL, &q[i].claim);
+	metrics_head(b, "rowq_handler_duration_seconds", "histogram",
+	    "Time a handler took for a row, by how the row ended: done, "
+	    "retry, failed, or timeout (whichever statement followed).");
+	for (size_t i = 0; i < n; i++)
+		for (int o = 0; o < HANDLER_OUTCOMES; o++)
+			metrics_histogram_series(b,
+			    "rowq_handler_duration_seconds", q[i].name,
+			    handler_outcome_names[o], &q[i].handler[o]);
+	metrics_head(b, "rowq_pickup_delay_seconds", "histogram",
+	    "From the moment a row became ready (the queue's ready_at: "
+	    "column) to its claim.");
+	for (size_t i = 0; i < n; i++)
+		if (q[i].has_pickup)
+			metrics_histogram_series(b, "rowq_pickup_delay_seconds",
+			    q[i].name, NULL, &q[i].pickup);
 }
 
 /* The daemon's, not a queue's: labelled by result instead. */
@@ -248,9 +277,15 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
 		buf_puts(&b, "GET /metrics\n");
+	} else if (strcmp(url, "/healthz") == 0 ||
+	    strcmp(url, "/readyz") == 0) {
+		/* The answer itself says the supervisor's loop turns. */
+		if (!m->health(m->ctx, url[1] == 'r', &b))
+			status = MHD_HTTP_SERVICE_UNAVAILABLE;
 	} else if (strcmp(url, "/metrics") != 0) {
 		status = MHD_HTTP_NOT_FOUND;
-		buf_puts(&b, "rowq serves /metrics and POST /wake/QUEUE\n");
+		buf_puts(&b, "rowq serves /metrics, /healthz, /readyz and "
+		    "POST /wake/QUEUE\n");
 	} else
 		m->render(m->ctx, &b);
 	resp = mhd.create_response_from_buffer(b.len, b.data ? b.data : "",
@@ -258,7 +293,8 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	buf_free(&b);
 	if (resp == NULL)
 		return MHD_NO;
-	mhd.add_response_header(resp, "Content-Type", status == MHD_HTTP_OK ?
+	mhd.add_response_header(resp, "Content-Type", status == MHD_HTTP_OK &&
+	    strcmp(url, "/metrics") == 0 ?
 	    "text/plain; version=0.0.4; charset=utf-8" : "text/plain");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		mhd.add_response_header(resp, "Allow", strncmp(url,
@@ -271,7 +307,7 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 
 struct metrics *
 metrics_start(const char *addr, metrics_render_fn render,
-    metrics_wake_fn wake, void *ctx)
+    metrics_wake_fn wake, metrics_health_fn health, void *ctx)
 {
 	struct sockaddr_storage ss;
 	struct metrics *m;
@@ -285,6 +321,7 @@ metrics_start(const char *addr, metrics_render_fn render,
 	m = xcalloc(1, sizeof(*m));
 	m->render = render;
 	m->wake = wake;
+	m->health = health;
 	m->ctx = ctx;
 	m->mhd = mhd.start_daemon(MHD_USE_EPOLL |
 	    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,

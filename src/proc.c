@@ -91,6 +91,26 @@ proc_close_inherited(void)
 }
 
 /*
+ * As proc_close_inherited, but one descriptor is kept, as PROC_KEPT_FD
+ * (close-on-exec, so that no handler inherits it); -1: none kept.
+ */
+void
+proc_close_inherited_but(int keep)
+{
+	if (keep >= 0 && keep != PROC_KEPT_FD &&
+	    dup3(keep, PROC_KEPT_FD, O_CLOEXEC) == -1)
+		keep = -1;
+	if (keep < 0) {
+		proc_close_inherited();
+		return;
+	}
+	(void)fcntl(PROC_KEPT_FD, F_SETFD, FD_CLOEXEC);
+	if (syscall(SYS_close_range, PROC_KEPT_FD + 1U, ~0U, 0) == -1)
+		for (int fd = PROC_KEPT_FD + 1; fd < 4096; fd++)
+			(void)close(fd);
+}
+
+/*
  * The start of a helper child of the supervisor that runs rowq's own code
  * (the metrics probe, a prune run, the pause and wake watchers): none of
  * the supervisor's descriptors or signal setup, SIGPIPE ignored (a

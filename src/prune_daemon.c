@@ -41,7 +41,8 @@ struct pruner {
 	bool			 termed[QUEUES_MAX];
 };
 
-static struct prune_record *
+/* The index of queue's record in *index, made if it is new; -1 when full. */
+static int
 prune_record(struct pruner *p, const char *queue, size_t *index)
 {
 	size_t i;
@@ -51,13 +52,12 @@ prune_record(struct pruner *p, const char *queue, size_t *index)
 			break;
 	if (i == p->nrec) {
 		if (p->nrec == QUEUES_MAX)
-			return NULL;
+			return -1;
 		snprintf(p->rec[i].queue, sizeof(p->rec[i].queue), "%s", queue);
 		p->nrec++;
 	}
-	if (index != NULL)
-		*index = i;
-	return &p->rec[i];
+	*index = i;
+	return 0;
 }
 
 /* The child: connect, run, log what it did, exit 0 (or 1: failed). */
@@ -171,7 +171,7 @@ prune_daemon_tick(struct supervisor *s, int64_t now, int64_t *next)
 	for (size_t k = 0; k < cfg->nqueues; k++) {
 		const struct queue *q = &cfg->queues[k];
 		size_t i;
-		if (!q->prune.enabled || prune_record(p, q->name, &i) == NULL)
+		if (!q->prune.enabled || prune_record(p, q->name, &i) == -1)
 			continue;
 		if (p->next_ms[i] == 0)
 			p->next_ms[i] = now + (q->prune.every_ms <

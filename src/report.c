@@ -24,6 +24,8 @@
 #define PROBE_EVERY_MS		15000
 #define PROBE_MAX_MS		60000
 #define TEXTFILE_EVERY_MS	15000
+/* /readyz: the database answered within this long. */
+#define READY_DB_MS		10000
 
 /* Everything the metrics show, for the current generation's queues. */
 static void
@@ -52,8 +54,15 @@ report_metrics(void *ctx, struct buf *b)
 		m[i].paused = pause_watch_paused(s, q->name);
 		m[i].wake = wake_binlog_mode(s, q, &m[i].binlog_lag_s);
 		m[i].claim = t.claim;
-		m[i].handler = t.handler;
+		memcpy(m[i].handler, t.handler, sizeof(m[i].handler));
+		m[i].pickup = t.pickup;
+		m[i].has_pickup = q->ready_at.name != NULL;
+		m[i].running_oldest_s = supervisor_running_oldest_s(s, q);
 		m[i].pruned_rows = prune_daemon_total(s, q->name);
+		struct on_failed_counts of = on_failed_count(s, q->name);
+		m[i].on_failed_runs = of.runs;
+		m[i].on_failed_failures = of.failures;
+		m[i].on_failed_dropped = of.dropped + t.on_failed_dropped;
 		m[i].ready = m[i].in_progress = -1;
 		m[i].oldest_age_s = m[i].failed_rows = -1;
 		if (fresh && i < p->nqueues && p->ok[i]) {
@@ -83,6 +92,46 @@ report_wake(void *ctx, const char *queue)
 
 	log_debug("wake for %s (POST /wake)", queue);
 	return s->stopping ? 0 : wake_watch_queue(s, queue);
+}
+
+/*
+ * GET /healthz: the supervisor's loop answered, so it turns: 200.
+ * GET /readyz: the database answered the wake watcher within
+ * READY_DB_MS (it reads at least once a second), and every queue that
+ * is not paused has all its workers; else 503 with each reason a line.
+ */
+static bool
+report_health(void *ctx, bool ready, struct buf *why)
+{
+	struct supervisor *s = ctx;
+	const struct config *cfg = s->current->cfg;
+	int64_t seen = s->wake.db_seen_ms;
+	size_t len = why->len;
+
+	if (!ready) {
+		buf_puts(why, "ok\n");
+		return true;
+	}
+	if (s->stopping) {
+		buf_puts(why, "stopping\n");
+		return false;
+	}
+	if (seen == 0 || now_ms() - seen > READY_DB_MS)
+		buf_printf(why, "database: no answer for %llds\n", seen == 0 ?
+		    (long long)((now_ms() - s->started_ms) / 1000) :
+		    (long long)((now_ms() - seen) / 1000));
+	for (size_t i = 0; i < cfg->nqueues; i++) {
+		const struct queue *q = &cfg->queues[i];
+		int up = supervisor_workers_up(s, q);
+		if (!pause_watch_paused(s, q->name) && up < q->workers)
+			buf_printf(why, "%s: %d of %d workers running\n",
+			    q->name, up, q->workers);
+	}
+	if (why->len == len) {
+		buf_puts(why, "ready\n");
+		return true;
+	}
+	return false;
 }
 
 /* The probe child: ask the database, write the answers, exit. */
@@ -152,7 +201,7 @@ report_start(struct supervisor *s)
 	memset(s->probe, 0, sizeof(*s->probe));
 	if (cfg->metrics != NULL)
 		s->metrics = metrics_start(cfg->metrics, report_metrics,
-		    report_wake, s);
+		    report_wake, report_health, s);
 }
 
 static void

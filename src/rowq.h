@@ -84,7 +84,21 @@ void	 log_procinit(const char *fmt, ...)
 	    __attribute__((format(printf, 1, 2)));
 void	 log_set_timestamps(bool);
 void	 log_set_debug(bool);
+void	 log_set_json(bool);			/* log_format: json */
 void	 log_set_row(const char *key);		/* NULL: not about a row */
+void	 log_set_attempt(int attempt);		/* 0: none */
+void	 log_set_generation(int generation);
+void	 log_set_host(const char *host);
+void	 log_set_trace(const char *trace_id);	/* NULL: none */
+void	 log_set_outcome(const char *outcome, int64_t duration_us);
+/* A line's structured fields (log.c): for the journal and log_format: json. */
+#define LOG_FIELDS_MAX	16
+struct log_field {
+	const char	*name;
+	const char	*value;
+};
+size_t	 log_line_fields(struct log_field *, size_t max, const char *prio,
+	    const char *message);
 /* The supervisor's lines about a worker: QUEUE=, WORKER= (NULL: none). */
 void	 log_set_about(const char *queue, int worker);
 /*
@@ -227,6 +241,18 @@ struct prune_policy {
 	int64_t		 every_ms;	/* the daemon: a run this often */
 };
 
+/* A program rowq runs as configured, without a shell (on_failed:). */
+struct program {
+	char	       **argv;		/* NULL-terminated; NULL: none */
+	char		*where;		/* "FILE:LINE: queues.email.on_failed" */
+};
+
+/* A key that names a column of the select, and where it was named. */
+struct column_ref {
+	char		*name;		/* NULL: the key is absent */
+	char		*where;		/* "FILE:LINE: queues.email.age" */
+};
+
 struct queue {
 	char		*name;
 	char		*where;		/* "FILE:LINE" of the queue's name */
@@ -247,10 +273,12 @@ struct queue {
 	char		*wake_where;	/* "FILE:LINE: queues.email.wake" */
 	long		 max_jobs;	/* 0: never replace the worker */
 	struct lease_policy lease;
-	char		*age_column;	/* status: since when a row waits */
-	char		*age_where;
+	struct column_ref age;		/* status: since when a row waits */
+	struct column_ref ready_at;	/* since when a row is ready: pickup delay */
+	struct column_ref traceparent;	/* a W3C traceparent for the handler */
 	struct sql	 failed_count;	/* status: SELECT COUNT(*) ... */
 	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */
+	int64_t		 alert_running_ms; /* a handler running longer; 0: off */
 	long		 alert_failed;	/* status exits 1 over this; -1: off */
 	struct sql	 failed_select;	/* `rowq failed`, `requeue --all` */
 	struct sql	 requeue;	/* one failed row waiting again, by key */
@@ -258,6 +286,9 @@ struct queue {
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
 	struct prune_policy prune;
+	struct program	 on_failed;	/* argv NULL: the top level's */
+	int64_t		 on_failed_timeout_ms;
+	int		 on_failed_rate; /* runs a minute, at most */
 };
 
 /* One server of database.host: (config_hosts.c). */
@@ -320,8 +351,10 @@ struct config {
 	char		*pause_table;	/* NULL: PAUSE_TABLE_DEFAULT */
 	char		*daemons_table;	/* NULL: HEARTBEAT_TABLE_DEFAULT */
 	struct console_options console;
+	bool		 log_json;	/* log_format: json */
 	struct env_list	 env;		/* for every queue's handlers */
 	struct handler_user user;	/* for queues without their own */
+	struct program	 on_failed;	/* for queues without their own */
 	struct queue	*queues;
 	size_t		 nqueues;
 };
@@ -335,6 +368,10 @@ struct config	*config_load(const char *path);
 struct config	*config_load_any(const char *path, bool *broken);
 void		 config_free(struct config *);
 struct queue	*config_queue(const struct config *, const char *name);
+/* The queue's on_failed: program, its own or the top level's, or NULL. */
+const struct program *config_on_failed(const struct config *,
+		    const struct queue *);
+void		 config_program_free(struct program *);
 /* Who the queue's handlers run as: its user:, the top level's, or NULL. */
 const struct handler_user *config_handler_user(const struct config *,
 		    const struct queue *);
@@ -354,6 +391,13 @@ void		 config_warn_option_args(const struct queue *,
 
 /* Built-in parameters, available to every statement. */
 extern const char *const config_builtin_params[];
+
+/* ---- trace.c: W3C trace context for handlers ---- */
+
+#define TRACEPARENT_LEN		55	/* version 00 */
+#define TRACEPARENT_MAX		512	/* a later version's, at most */
+
+bool	 trace_parse(const char *, size_t, char *trace_id);	/* 33 bytes */
 
 /* ---- backoff.c: pure functions of counts, for tests ---- */
 
@@ -412,6 +456,9 @@ int64_t	 wall_ms(void);			/* CLOCK_REALTIME */
 int	 proc_signalfd(const int *signals, size_t n);
 void	 proc_child_signals(void);	/* undo the parent's signal setup */
 void	 proc_close_inherited(void);	/* a forked child: fds 3 and up */
+/* The one descriptor a worker keeps of the supervisor's (on_failed's). */
+#define PROC_KEPT_FD	3
+void	 proc_close_inherited_but(int keep);
 void	 proc_helper_child(pid_t parent); /* see proc.c */
 void	 proc_std_fds(void);		/* /dev/null on a closed 0, 1 or 2 */
 void	 stopper_init(struct stopper *, int64_t stop_timeout_ms);
@@ -518,8 +565,18 @@ int	 prune_check(struct db *, const struct queue *);
 
 /* ---- stats.c: counters shared by workers and the supervisor ---- */
 
-#define HISTOGRAM_BUCKETS	14
+#define HISTOGRAM_BUCKETS	21
 extern const double histogram_bounds_s[HISTOGRAM_BUCKETS];
+
+/* How a handler's row ended, for its duration histogram. */
+enum handler_outcome {
+	HANDLER_OUTCOME_DONE,
+	HANDLER_OUTCOME_RETRY,
+	HANDLER_OUTCOME_FAILED,
+	HANDLER_OUTCOME_TIMEOUT,	/* whichever statement followed */
+	HANDLER_OUTCOMES,
+};
+extern const char *const handler_outcome_names[HANDLER_OUTCOMES];
 
 /* A Prometheus-style histogram: counts per upper bound, plus +Inf. */
 struct histogram {
@@ -554,6 +611,10 @@ void		 recent_forget(struct recent *, uint64_t key);
 void		 recent_commit(struct recent *);
 void		 recent_rollback(struct recent *);
 
+/* ---- worker_pickup.c: a ready_at: value as a moment, for tests too ---- */
+
+int64_t	 pickup_ready_us(const char *, size_t, int64_t tz_offset_s);
+
 /* ---- worker.c: one worker's loop (and worker.h's files) ---- */
 
 enum worker_state {
@@ -578,6 +639,7 @@ struct worker_stats {
 	volatile uint64_t	 reconnects;
 	volatile uint64_t	 db_retries;	/* deadlocks and lock waits */
 	volatile uint64_t	 handler_restarts;
+	volatile uint64_t	 on_failed_dropped; /* its socket was full */
 	volatile pid_t		 handler_pgid;	/* running handler, or 0 */
 	volatile int		 state;		/* enum worker_state */
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
@@ -593,7 +655,9 @@ struct worker_stats {
 	volatile int64_t	 watched_ms;
 	struct rate		 rate;		/* rows finished, per second */
 	struct histogram	 claim;		/* seconds a claim took */
-	struct histogram	 handler;	/* seconds a handler ran */
+	/* seconds a handler ran, by how its row ended */
+	struct histogram	 handler[HANDLER_OUTCOMES];
+	struct histogram	 pickup;	/* ready_at: to the claim */
 };
 
 /*
@@ -609,6 +673,8 @@ struct worker_args {
 	const struct config	*cfg;
 	const struct queue	*queue;
 	int			 number;	/* from 1, within the queue */
+	int			 generation;	/* the supervisor's, for the log */
+	int			 on_failed_fd;	/* its datagrams; -1: none */
 	bool			 drain;		/* exit when the select is empty */
 	struct worker_stats	*stats;
 	int			 close_fd;	/* the supervisor's, or -1 */
@@ -736,6 +802,7 @@ struct status_queue {
 	bool			 db_ok;
 	bool			 alert;		/* older than alert_age */
 	bool			 alert_failed;	/* more failed than alert_failed */
+	const struct line	*alert_running;	/* a worker past alert_running */
 	long			 ready;
 	long			 in_progress;	/* -1: no daemon answered */
 	const struct pause_entry *pause; /* NULL: not paused */
@@ -752,7 +819,7 @@ void	 status_live_free(struct live *);
 const struct line *status_live_find(const struct live *, const char *kind,
 	    const char *queue, size_t *i);
 const char *status_live_value(const struct line *, const char *key);
-void	 status_live_split(const struct live *, struct status_queue *,
+bool	 status_live_split(const struct live *, struct status_queue *,
 	    size_t n);
 int	 status_read_db(struct db *, const struct config *,
 	    struct status_queue *, size_t n, struct pause_list *,
@@ -821,6 +888,8 @@ struct metrics_queue {
 	uint64_t		 restarts, reconnects, db_retries;
 	uint64_t		 handler_restarts;
 	uint64_t		 pruned_rows;	/* by this daemon's prune runs */
+	uint64_t		 on_failed_runs, on_failed_failures;
+	uint64_t		 on_failed_dropped;
 	int			 workers_up;
 	int			 paused;	/* 1: rowq pause; 0: not */
 	const char		*wake;		/* poll, binlog, binlog-fallback */
@@ -830,12 +899,17 @@ struct metrics_queue {
 	long long		 oldest_age_s;	/* -1: unknown */
 	long long		 failed_rows;	/* -1: unknown */
 	struct histogram	 claim;
-	struct histogram	 handler;
+	struct histogram	 handler[HANDLER_OUTCOMES];
+	struct histogram	 pickup;
+	bool			 has_pickup;	/* ready_at: is set */
+	long long		 running_oldest_s; /* the longest handler now */
 };
 
 typedef void	(*metrics_render_fn)(void *ctx, struct buf *);
 /* POST /wake/QUEUE: -1 for a queue the daemon does not run. */
 typedef int	(*metrics_wake_fn)(void *ctx, const char *queue);
+/* GET /healthz (ready false), /readyz (true): whether, and why in buf. */
+typedef bool	(*metrics_health_fn)(void *ctx, bool ready, struct buf *);
 
 struct metrics;
 
@@ -844,7 +918,7 @@ void		 metrics_render(struct buf *, const struct metrics_queue *,
 void		 metrics_render_reloads(struct buf *, uint64_t ok,
 		    uint64_t failed);
 struct metrics	*metrics_start(const char *addr, metrics_render_fn,
-		    metrics_wake_fn, void *ctx);
+		    metrics_wake_fn, metrics_health_fn, void *ctx);
 int		 metrics_fd(const struct metrics *);
 void		 metrics_run(struct metrics *);
 void		 metrics_timers(struct metrics *, int64_t now, int64_t *next);
@@ -856,6 +930,34 @@ int		 metrics_write_textfile(const char *path, const struct buf *);
 struct sockaddr_storage;
 /* "HOST:PORT" (IPv4 or [IPv6]) into a socket address; 0, or -1. */
 int		 mhd_address(const char *addr, struct sockaddr_storage *);
+/* ---- on_failed.c: a program for each row that failed for good ---- */
+
+/* How the last try of a row that failed for good ended. */
+enum on_failed_outcome {
+	ON_FAILED_FAILED,	/* exit 65, "fail", or tries used up */
+	ON_FAILED_TIMEOUT,	/* the last try timed out */
+	ON_FAILED_KILLED,	/* the last try died of a signal */
+};
+
+#define ON_FAILED_ROW_MAX	(60 * 1024)	/* the row's JSON, at most */
+#define ON_FAILED_MSG_MAX	(64 * 1024 + 2 * 4096)
+
+/*
+ * One datagram from a worker to the runner, followed by the key, the
+ * error and the row's JSON (a row over ON_FAILED_ROW_MAX: "{}").
+ */
+struct on_failed_msg {
+	char		 queue[96];
+	int		 attempt;
+	int		 outcome;	/* enum on_failed_outcome */
+	uint32_t	 key_len, error_len, row_len;
+};
+
+/* What the runner did, per queue, in memory shared with the supervisor. */
+struct on_failed_counts {
+	char		 queue[96];	/* "": a free entry */
+	volatile uint64_t runs, failures, dropped;
+};
 
 /* ---- supervisor.c and reload.c: the worker table, restarts, reload ---- */
 

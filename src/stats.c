@@ -5,10 +5,21 @@
  */
 #include "rowq.h"
 
-/* Seconds: from a fast claim to a slow handler. */
+/*
+ * Seconds: from a fast claim (1 ms) to lease-mode work of hours; one set
+ * for every histogram, so that they can be compared and summed.
+ */
 const double histogram_bounds_s[HISTOGRAM_BUCKETS] = {
-	0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30, 60,
-	300,
+	0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+	60, 120, 300, 600, 1800, 3600, 7200, 14400,
+};
+
+/* The outcome label of rowq_handler_duration_seconds. */
+const char *const handler_outcome_names[HANDLER_OUTCOMES] = {
+	[HANDLER_OUTCOME_DONE] = "done",
+	[HANDLER_OUTCOME_RETRY] = "retry",
+	[HANDLER_OUTCOME_FAILED] = "failed",
+	[HANDLER_OUTCOME_TIMEOUT] = "timeout",
 };
 
 void

@@ -193,6 +193,31 @@ status_wake_line(const char *queue, const struct line *l)
 	putchar('\n');
 }
 
+/*
+ * The queue's worker whose handler has run the longest, when that is
+ * longer than alert_running: a handler hung on a row is seen before its
+ * timeout fires.  NULL: none (or no alert_running, or no daemon).
+ */
+static const struct line *
+status_running_too_long(const struct live *lv, const struct queue *q)
+{
+	const struct line *w, *worst = NULL;
+	long long worst_s = 0;
+	size_t j = 0;
+
+	if (q->alert_running_ms <= 0)
+		return NULL;
+	while ((w = status_live_find(lv, "worker", q->name, &j)) != NULL) {
+		long long for_s = atoll(status_live_value(w, "for"));
+		if (strcmp(status_live_value(w, "state"), "busy") == 0 &&
+		    for_s * 1000 > q->alert_running_ms && for_s > worst_s) {
+			worst = w;
+			worst_s = for_s;
+		}
+	}
+	return worst;
+}
+
 /* Each alert in words, under the table, for the mail a check sends. */
 static void
 status_alerts(const struct status_queue *r, size_t n)
@@ -211,9 +236,20 @@ status_alerts(const struct status_queue *r, size_t n)
 			printf("\nALERT %s: %lld failed rows, more than "
 			    "alert_failed %ld", r[k].q->name, r[k].db.failed,
 			    r[k].q->alert_failed);
+		if (r[k].alert_running != NULL) {
+			const struct line *w = r[k].alert_running;
+			duration_format(atoll(status_live_value(w, "for")) * 1000, age,
+			    sizeof(age));
+			duration_format(r[k].q->alert_running_ms, limit,
+			    sizeof(limit));
+			printf("\nALERT %s: worker %s (pid %s) has run row %s for "
+			    "%s, more than alert_running %s", r[k].q->name,
+			    status_live_value(w, "number"), status_live_value(w, "pid"),
+			    status_live_value(w, "key"), age, limit);
+		}
 	}
 	for (size_t k = 0; k < n; k++)
-		if (r[k].alert || r[k].alert_failed) {
+		if (r[k].alert || r[k].alert_failed || r[k].alert_running) {
 			putchar('\n');
 			break;
 		}
@@ -385,9 +421,11 @@ status_json(struct buf *out, const struct status_queue *r, size_t n,
 			json_kv_num(&b, "failed_rows", r[k].db.failed < 0 ?
 			    NULL : num, &first);
 		}
-		json_kv_num(&b, "alert", r[k].alert || r[k].alert_failed ?
-		    "true" : "false", &first);
+		json_kv_num(&b, "alert", r[k].alert || r[k].alert_failed ||
+		    r[k].alert_running ? "true" : "false", &first);
 		json_kv_num(&b, "alert_failed", r[k].alert_failed ? "true" :
+		    "false", &first);
+		json_kv_num(&b, "alert_running", r[k].alert_running ? "true" :
 		    "false", &first);
 		buf_puts(&b, ",\"paused\":");
 		if (r[k].pause != NULL) {
@@ -487,10 +525,15 @@ status_read_db(struct db *db, const struct config *cfg, struct status_queue *r,
 	return rc;
 }
 
-/* Ready and in progress, with the daemon's busy workers taken out. */
-void
+/*
+ * Ready and in progress, with the daemon's busy workers taken out, and
+ * the worker past alert_running.  True when a queue is past it.
+ */
+bool
 status_live_split(const struct live *lv, struct status_queue *r, size_t n)
 {
+	bool alert = false;
+
 	for (size_t k = 0; k < n; k++) {
 		size_t j = 0;
 		const struct line *l = status_live_find(lv, "queue",
@@ -499,7 +542,10 @@ status_live_split(const struct live *lv, struct status_queue *r, size_t n)
 		    atol(status_live_value(l, "busy")) : -1;
 		status_split(r[k].q, &r[k].db, busy, &r[k].ready,
 		    &r[k].in_progress);
+		r[k].alert_running = status_running_too_long(lv, r[k].q);
+		alert |= r[k].alert_running != NULL;
 	}
+	return alert;
 }
 
 /*
@@ -612,7 +658,8 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	}
 	db_close(db);
 	status_live_load(&lv, cfg);
-	status_live_split(&lv, r, n);
+	if (status_live_split(&lv, r, n))
+		rc = ROWQ_EXIT_FAILURE;
 	if (json)
 		status_json_print(r, n, &lv, &link);
 	else

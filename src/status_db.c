@@ -46,7 +46,7 @@ status_oldest(struct db *db, const struct queue *q, const struct column *cols,
 
 	*age = -1;
 	for (size_t i = 0; i < ncols; i++)
-		if (strcmp(cols[i].name, q->age_column) == 0)
+		if (strcmp(cols[i].name, q->age.name) == 0)
 			a = (int)i;
 	if (a < 0)
 		return 0;
@@ -67,7 +67,7 @@ status_oldest(struct db *db, const struct queue *q, const struct column *cols,
 	v.s = min;
 	v.len = strlen(min);
 	if (s == NULL || db_stmt_fetch_all(s, &v, 1, &out) != DB_OK) {
-		log_error("%s: %s", q->age_where, db_error(db));
+		log_error("%s: %s", q->age.where, db_error(db));
 		db_stmt_free(s);
 		return -1;
 	}
@@ -105,7 +105,7 @@ status_query(struct db *db, const struct queue *q, struct queue_db_status *out)
 		goto done;
 	cols = db_stmt_columns(plain, &ncols);
 	out->waiting = (long)seen.nrows;
-	if (q->age_column != NULL &&
+	if (q->age.name != NULL &&
 	    status_oldest(db, q, cols, ncols, &seen, &out->oldest_age_s) == -1)
 		goto done;
 	if (q->failed_count.text != NULL) {

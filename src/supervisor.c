@@ -85,8 +85,11 @@ supervisor_add(struct totals *t, const struct worker_stats *w)
 	t->reconnects += w->reconnects;
 	t->db_retries += w->db_retries;
 	t->handler_restarts += w->handler_restarts;
+	t->on_failed_dropped += w->on_failed_dropped;
 	histogram_merge(&t->claim, &w->claim);
-	histogram_merge(&t->handler, &w->handler);
+	for (int i = 0; i < HANDLER_OUTCOMES; i++)
+		histogram_merge(&t->handler[i], &w->handler[i]);
+	histogram_merge(&t->pickup, &w->pickup);
 	if (w->last_error_ms > t->last_error_ms) {
 		t->last_error_ms = w->last_error_ms;
 		memcpy(t->last_error, (const char *)w->last_error,
@@ -124,6 +127,26 @@ supervisor_workers_up(const struct supervisor *s, const struct queue *q)
 		    s->slots[i].queue == q)
 			up++;
 	return up;
+}
+
+/*
+ * How long the queue's longest-running handler on this daemon has run,
+ * in seconds; 0 when none runs (a hung handler shows here long before
+ * its timeout, and alert_running says so).
+ */
+long long
+supervisor_running_oldest_s(const struct supervisor *s, const struct queue *q)
+{
+	int64_t now = wall_ms(), oldest = 0;
+
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->pid != 0 && sl->stats->state == WORKER_BUSY &&
+		    strcmp(sl->queue->name, q->name) == 0 &&
+		    sl->stats->since_ms > 0 && now - sl->stats->since_ms > oldest)
+			oldest = now - sl->stats->since_ms;
+	}
+	return oldest / 1000;
 }
 
 /* Workers of the queue busy with a row: each holds that row. */
@@ -193,16 +216,23 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 			.cfg = sl->gen->cfg,
 			.queue = sl->queue,
 			.number = sl->number,
+			.generation = sl->gen->number,
 			.drain = s->opts->drain,
 			.stats = sl->stats,
 			.close_fd = -1,
+			.on_failed_fd = -1,
 		};
+		/* Only a worker whose rows have a hook keeps its socket. */
+		int keep = config_on_failed(sl->gen->cfg, sl->queue) != NULL ?
+		    s->on_failed.send_fd : -1;
+		if (keep >= 0)
+			args.on_failed_fd = PROC_KEPT_FD;
 		/*
 		 * Nothing of ours is the worker's: not the signalfd, not the
 		 * status and metrics listeners or their clients.  (The
 		 * worker ignores SIGPIPE again itself.)
 		 */
-		proc_close_inherited();
+		proc_close_inherited_but(keep);
 		proc_child_signals();
 		/* If the supervisor dies, so do we: at once, rows roll back. */
 		(void)prctl(PR_SET_PDEATHSIG, SIGQUIT);
@@ -267,6 +297,8 @@ generation_start(struct supervisor *s, struct config *cfg)
 
 	g->cfg = cfg;
 	g->number = ++s->generation;
+	/* Lines look as the generation's file says, and so do its workers'. */
+	log_set_json(cfg->log_json);
 	g->next_number = 1;
 	s->gens[s->ngens++] = g;
 	s->current = g;

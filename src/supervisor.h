@@ -73,7 +73,8 @@ struct totals {
 	char		*queue;
 	uint64_t	 done, retried, failed, errors, restarts;
 	uint64_t	 reconnects, db_retries, handler_restarts;
-	struct histogram claim, handler;
+	uint64_t	 on_failed_dropped;
+	struct histogram claim, handler[HANDLER_OUTCOMES], pickup;
 	char		 last_error[192];
 	int64_t		 last_error_ms;
 };
@@ -142,6 +143,7 @@ struct supervisor_part {
 	X(wake_watch)		/* the wake watcher child */		\
 	X(wake_binlog)		/* the binlog follower child */		\
 	X(wake_socket)		/* `rowq wake` */			\
+	X(on_failed)		/* the on_failed runner child */	\
 	X(history)		/* the console's charts: history.c */	\
 	X(console)		/* the web console child */
 
@@ -206,6 +208,14 @@ enum pause_probe_end {
 	PAUSE_PROBE_LINK,	/* the link failed: connect again */
 };
 
+/* The on_failed runner child and its socket (on_failed.c). */
+struct on_failed_state {
+	struct helper_child child;
+	int		 send_fd;	/* the workers' end; -1: none */
+	int		 recv_fd;	/* the runner's */
+	struct on_failed_counts *counts;	/* QUEUES_MAX, shared */
+};
+
 /*
  * The wake watcher child, which reads every queue's select every `idle`
  * and the pause table, and has the supervisor wake idle workers and
@@ -214,6 +224,7 @@ enum pause_probe_end {
 struct wake_state {
 	struct helper_child child;	/* the watcher and its readings */
 	int		 cmd_fd;	/* queues to read at once; -1: none */
+	int64_t		 db_seen_ms;	/* its last reading the database answered */
 };
 
 /*
@@ -279,6 +290,7 @@ struct supervisor {
 	struct pause_state	 pause;
 	struct wake_state	 wake;
 	struct binlog_state	 binlog;
+	struct on_failed_state	 on_failed;
 	int			 wake_fd;	/* `rowq wake`; -1: none */
 	/* The loop's poll(): the signalfd, then each part's (supervisor.c). */
 	struct pollfd		*poll;
@@ -306,6 +318,8 @@ struct totals	 supervisor_count(struct supervisor *, const char *queue);
 int		 supervisor_workers_up(const struct supervisor *,
 		    const struct queue *);
 long		 supervisor_busy(const struct supervisor *, const char *queue);
+long long	 supervisor_running_oldest_s(const struct supervisor *,
+		    const struct queue *);
 void		 supervisor_fill(struct supervisor *);
 void		 supervisor_finish_slot(struct slot *, int64_t timeout_ms);
 bool		 supervisor_retire_slot(struct supervisor *, struct slot *);
@@ -369,6 +383,10 @@ void	 pause_probe_free(struct pause_probe *);
 void	 pause_watch_reading(struct supervisor *, const struct watch_reading *);
 bool	 pause_watch_known(const struct supervisor *);
 bool	 pause_watch_paused(const struct supervisor *, const char *queue);
+
+/* on_failed.c */
+struct on_failed_counts on_failed_count(const struct supervisor *,
+	    const char *queue);
 
 /* wake_watch.c */
 int	 wake_watch_queue(struct supervisor *, const char *queue);

@@ -541,7 +541,8 @@ binlog_follow(struct binlog_follower *f)
 		binlog_fallback(f, "no binlog queue names a table");
 	else if (!binlog_position(f, db))
 		binlog_fallback(f, "SHOW MASTER STATUS: %s", db_error(db));
-	else if ((dump = db_open(&f->cfg->db, &st)) == NULL || st != DB_OK)
+	/* db_open returns a handle even when it fails, its error inside. */
+	else if ((dump = db_open(&f->cfg->db, &st), st != DB_OK))
 		binlog_fallback(f, "cannot connect: %s", db_error(dump));
 	else if ((rpl = binlog_open(f, dump)) == NULL)
 		binlog_fallback(f, "cannot follow %s from %lu: %s", f->file,

@@ -165,9 +165,12 @@ wake_connect(const struct config *cfg, struct wake_probe *p,
 
 /*
  * How many rows queue i's select finds now, in r->rows (-1: it failed);
- * a folded probe brings the pause table's reading too.  A folded probe
- * that finds no table (the pause table dropped, or the queue's own)
- * returns false: the probes are prepared again.
+ * a folded probe brings the pause table's reading too.  Returns false
+ * when the probes must be prepared again on a new connection: a folded
+ * probe that finds no table (the pause table dropped, or the queue's
+ * own), or a failure the client library reports (2000-2999), such as a
+ * result whose columns changed under the prepared probe (a SELECT * whose
+ * table gained one, 2057), after which the connection is out of sync.
  */
 static bool
 wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
@@ -182,7 +185,8 @@ wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
 	if (p->stmt == NULL)
 		return true;
 	(void)db_stmt_columns(p->stmt, &ncols);
-	if (db_stmt_fetch_all(p->stmt, NULL, 0, &rs) == DB_OK) {
+	enum db_status st = db_stmt_fetch_all(p->stmt, NULL, 0, &rs);
+	if (st == DB_OK) {
 		r->rows = (int)rs.nrows;
 		if (p->folded) {
 			pause_probe_names(pp, &rs, now, r);
@@ -192,7 +196,12 @@ wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
 		}
 	} else if (p->folded && db_no_such_table(db))
 		again = false;
-	else if (!p->failing)
+	else if (st == DB_RECONNECT && !db_link_closed(db)) {
+		log_info("%s: the select's columns changed, or its statement "
+		    "broke: %s; preparing the probes again", q->where,
+		    db_error(db));
+		again = false;
+	} else if (!p->failing)
 		log_warnx("%s: cannot watch the queue (its workers poll): %s",
 		    q->where, db_error(db));
 	p->failing = r->rows < 0 && again;
@@ -419,6 +428,8 @@ wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 	while ((n = read(s->wake.child.fd, &r, sizeof(r))) == (ssize_t)sizeof(r)) {
 		if (r.generation != s->current->number || s->stopping)
 			continue;
+		if (r.rows >= 0 || r.pause_read)
+			s->wake.db_seen_ms = now_ms();
 		pause_watch_reading(s, &r);
 		if (r.queue >= 0 &&
 		    (size_t)r.queue < s->current->cfg->nqueues)

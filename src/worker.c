@@ -156,6 +156,7 @@ worker_connect(struct worker *w)
 		return r;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
+	pickup_clock_read(w);
 	return CONNECT_OK;
 }
 
@@ -356,6 +357,25 @@ worker_watch_link(void *ctx, struct handler_result *res)
 	return 1;
 }
 
+/*
+ * The row's trace context: its trace id for the log, from now until the
+ * row is done with; and TRACEPARENT=... for an exec handler in env (left
+ * empty, which ends the handler's list, when there is none).
+ */
+static void
+worker_traceparent(struct worker *w, const struct row *row, struct buf *env)
+{
+	int i = w->turn.trace_index;
+	char id[33];
+
+	if (i < 0 || row->value[i] == NULL ||
+	    !trace_parse(row->value[i], row->len[i], id))
+		return;
+	log_set_trace(id);
+	if (env != NULL)
+		buf_printf(env, "TRACEPARENT=%s", row->value[i]);
+}
+
 /* Run the handler for a row, whichever kind the queue has. */
 void
 worker_handle(struct worker *w, const struct row *row, const char *key,
@@ -364,7 +384,7 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	struct handler_job job = { 0 };
 	struct buf json = { 0 };
 	char attempt_s[32], worker_s[32];
-	struct buf qenv = { 0 }, kenv = { 0 };
+	struct buf qenv = { 0 }, kenv = { 0 }, tenv = { 0 };
 
 	json_row(&json, w->turn.cols, w->turn.ncols, row);
 	buf_putc(&json, '\n');
@@ -390,8 +410,9 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 		snprintf(attempt_s, sizeof(attempt_s), "ROWQ_ATTEMPT=%d", attempt);
 		snprintf(worker_s, sizeof(worker_s), "ROWQ_WORKER=%d",
 		    w->args->number);
+		worker_traceparent(w, row, &tenv);
 		const char *extra[] = { qenv.data, kenv.data, attempt_s,
-		    worker_s, NULL };
+		    worker_s, tenv.data, NULL };
 		job.argv = handler_argv(w->q->argv, w->turn.cols,
 		    w->turn.ncols, row);
 		job.envp = handler_env(w->base_env, extra);
@@ -402,6 +423,7 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	w->leased_row = NULL;
 	buf_free(&qenv);
 	buf_free(&kenv);
+	buf_free(&tenv);
 	buf_free(&json);
 }
 
@@ -428,6 +450,17 @@ worker_can_finish(struct worker *w)
 	return true;
 }
 
+/* The outcome label of the row's handler duration. */
+static enum handler_outcome
+worker_outcome(const struct worker *w, const struct bound *b)
+{
+	if (b == &w->done)
+		return HANDLER_OUTCOME_DONE;
+	if (w->result.timed_out)
+		return HANDLER_OUTCOME_TIMEOUT;
+	return b == &w->retry ? HANDLER_OUTCOME_RETRY : HANDLER_OUTCOME_FAILED;
+}
+
 /*
  * Handle one claimed row and run its finishing statement.  Returns DB_OK,
  * or the status that ends the turn.  *aborted is set when the handler was
@@ -445,6 +478,8 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 
 	turn_key_text(w, row, &key);
 	log_set_row(key.data);
+	log_set_attempt(attempt);
+	worker_traceparent(w, row, NULL);
 	worker_set_state(w, WORKER_BUSY, key.data);
 	if (w->args->stats != NULL)
 		w->args->stats->attempt = attempt;
@@ -466,6 +501,10 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	utf8_sanitize(&w->result.error);
 	utf8_sanitize(&w->result.output);
 	b = finish_decide(w, attempt, &delay_ms);
+	if (b == &w->done) {
+		log_set_outcome("done", w->result.duration_ms * 1000);
+		log_debug("done in %lldms", (long long)w->result.duration_ms);
+	}
 	if (w->result.outcome != OUTCOME_DONE)
 		worker_note_error(w, key.data, w->result.error.data);
 	if (b == &w->done && w->bulk_done) {
@@ -480,7 +519,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		w->turn.finished_alone = true;
 	}
 	if (w->args->stats)
-		histogram_add(&w->args->stats->handler,
+		histogram_add(&w->args->stats->handler[worker_outcome(w, b)],
 		    w->result.duration_ms * 1000);
 	w->jobs++;
 out:
@@ -622,6 +661,7 @@ worker_free(struct worker *w)
 	if (w->q->handler == HANDLER_PIPE)
 		pipe_stop(&w->pipe, grace < 5000 ? grace : 5000);
 	worker_disconnect(w);
+	on_failed_free(w);
 	turn_free(&w->turn);
 	cursor_free(&w->cursor);
 	buf_free(&w->claim_text);
@@ -663,6 +703,7 @@ worker_run(const struct worker_args *args)
 	int rc = ROWQ_EXIT_OK;
 
 	log_procinit("%s/%d", w.q->name, args->number);
+	log_set_generation(args->generation);
 	proc_title("rowq: %s worker %d (starting)", w.q->name, args->number);
 	stopper_init(&w.stopper, args->cfg->stop_timeout_ms);
 	signal(SIGPIPE, SIG_IGN);

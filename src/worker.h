@@ -89,12 +89,21 @@ enum connect_status {
  * transaction that claimed them, counted only once it commits.  Only
  * worker_turn.c's begin, commit, rollback and abandon reset it.
  */
+/* Rows whose on_failed: goes out with one commit, at most (more: dropped). */
+#define ON_FAILED_NOTES_MAX	16
+
 struct turn {
 	struct rowset	 rows;
 	struct column	*cols;		/* the layout rows were read with */
 	size_t		 ncols;
 	int		 key_index;	/* in cols */
 	int		 attempts_index; /* in cols, or -1 */
+	int		 trace_index;	/* traceparent_column: in cols, or -1 */
+	/* Rows failed for good in the transaction, for on_failed: */
+	struct buf	 failed_notes[ON_FAILED_NOTES_MAX];
+	size_t		 nfailed_notes;
+	uint64_t	 failed_notes_dropped;
+	int		 ready_index;	/* ready_at: in cols, or -1 */
 	int		 limit;		/* the LIMIT the claim asked for */
 	int		 skipped;	/* rows it could not work */
 	int		 handled;	/* rows whose handler ran */
@@ -116,6 +125,14 @@ struct turn {
 	struct buf	 held_sql;	/* its `done`, as text */
 	/* Counted when the transaction that finished them commits. */
 	uint64_t	 pending_done, pending_retried, pending_failed;
+};
+
+/* The server's clock as this worker last read it (worker_pickup.c). */
+struct server_clock {
+	bool		 known;
+	int64_t		 skew_us;	/* the server's Unix time less ours */
+	int64_t		 tz_offset_s;	/* its session's zone, east of UTC */
+	int64_t		 read_ms;	/* now_ms() of the reading */
 };
 
 struct worker {
@@ -145,6 +162,9 @@ struct worker {
 	size_t			 ncols;
 	int			 key_index;
 	int			 attempts_index;
+	int			 trace_index;
+	int			 ready_index;
+	struct server_clock	 clock;		/* for ready_at: */
 	int			 widen;		/* extra rows for the next claim */
 	bool			 only_unworkable; /* drain: nothing else left */
 	struct turn		 turn;
@@ -237,6 +257,17 @@ enum db_status finish_held_now(struct worker *);
 /* worker_lease.c */
 int	 lease_turn(struct worker *);
 int	 lease_renew(void *ctx, struct handler_result *);
+
+/* worker_on_failed.c */
+void	 on_failed_note(struct worker *, const struct row *, const char *key,
+	    int attempt);
+void	 on_failed_send(struct worker *);
+void	 on_failed_forget(struct worker *);
+void	 on_failed_free(struct worker *);
+
+/* worker_pickup.c */
+void	 pickup_clock_read(struct worker *);
+void	 pickup_note(struct worker *);
 
 /* worker_recent.c, with a worker's rows */
 uint64_t recent_row_hash(size_t ncols, const struct row *);

@@ -54,6 +54,10 @@ claim_prepare_select(struct worker *w)
 	w->key_index = w->q->key_column ? worker_column(w, w->q->key_column) : 0;
 	w->attempts_index = w->q->retry.attempts_column ?
 	    worker_column(w, w->q->retry.attempts_column) : -1;
+	w->trace_index = w->q->traceparent.name ?
+	    worker_column(w, w->q->traceparent.name) : -1;
+	w->ready_index = w->q->ready_at.name ?
+	    worker_column(w, w->q->ready_at.name) : -1;
 	return CONNECT_OK;
 }
 
@@ -292,12 +296,14 @@ claim_cursor_moved(struct worker *w, enum cursor_from from)
 	const struct rowset *rs = &w->turn.rows;
 	const struct row *last = rs->nrows ? &rs->rows[rs->nrows - 1] : NULL;
 	size_t k = w->cursor.key_index;
+	const char *key = last != NULL ? last->value[k] : NULL;
 
-	if (cursor_claimed(&w->cursor_at, from, last ? last->value[k] : NULL,
-	    last ? last->len[k] : 0, now_ms()) != 0)
+	/* No key (no row, or a NULL one) is no error: the cursor rewinds. */
+	if (cursor_claimed(&w->cursor_at, from, key, last ? last->len[k] : 0,
+	    now_ms()) != 0)
 		log_warnx("%s: the key %s cannot be a cursor; claiming from "
 		    "the first waiting row", w->q->select.where,
-		    last->value[k] ? last->value[k] : "NULL");
+		    key != NULL ? key : "NULL");
 }
 
 /*
@@ -426,6 +432,7 @@ claim_batch(struct worker *w)
 	    (t1.tv_nsec - t0.tv_nsec) / 1000;
 	if (w->args->stats)
 		histogram_add(&w->args->stats->claim, us);
+	pickup_note(w);
 	claim_time(w, us, fallback ? CLAIM_FALLBACK : with_commit ?
 	    CLAIM_WITH_COMMIT : CLAIM_PLAIN);
 	if (claim_came_back(w))

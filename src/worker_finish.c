@@ -188,6 +188,13 @@ finish_attempt(const struct worker *w, const struct row *row)
 	return n >= INT_MAX - 1 ? INT_MAX : (int)n + 1;
 }
 
+/* The next line says how the row ended, and how long its handler ran. */
+static void
+finish_log_outcome(struct worker *w, const char *outcome)
+{
+	log_set_outcome(outcome, w->result.duration_ms * 1000);
+}
+
 /*
  * A failed try whose handler asked for its next try's time ("retry-in"):
  * that delay, without jitter, but never past retry.max_delay, so that a
@@ -202,6 +209,7 @@ finish_retry_in(struct worker *w, int attempt, int64_t *delay_ms)
 
 	*delay_ms = w->result.retry_in_ms;
 	duration_format(*delay_ms, asked, sizeof(asked));
+	finish_log_outcome(w, "retry");
 	if (*delay_ms > max_ms) {
 		*delay_ms = max_ms;
 		duration_format(*delay_ms, d, sizeof(d));
@@ -228,6 +236,7 @@ finish_decide(struct worker *w, int attempt, int64_t *delay_ms)
 	if (w->result.outcome == OUTCOME_DONE)
 		return &w->done;
 	if (w->result.outcome == OUTCOME_FAILED && w->failed.stmt != NULL) {
+		finish_log_outcome(w, "failed");
 		log_error("failed permanently on try %d: %s", attempt, err);
 		return &w->failed;
 	}
@@ -239,9 +248,11 @@ finish_decide(struct worker *w, int attempt, int64_t *delay_ms)
 		*delay_ms = backoff_retry_delay_ms(&q->retry, attempt,
 		    backoff_random());
 		duration_format(*delay_ms, d, sizeof(d));
+		finish_log_outcome(w, "retry");
 		log_warnx("try %d failed: %s; next try in %s", attempt, err, d);
 		return &w->retry;
 	}
+	finish_log_outcome(w, "failed");
 	log_error("failed after %d tries: %s", attempt, err);
 	return &w->failed;
 }
@@ -371,6 +382,8 @@ finish_settle(struct worker *w, struct bound *b, const struct row *row,
 	}
 	if (st == DB_OK)
 		finish_remember(w, row, used->sql->where);
+	if (st == DB_OK && used == &w->failed)
+		on_failed_note(w, row, key.data, attempt);
 	else
 		snprintf(w->failing, sizeof(w->failing), "%s for key %s",
 		    used->sql->where, key.data);

@@ -90,7 +90,7 @@ recent_add(struct recent *r, uint64_t key, uint64_t row, const char *where,
 }
 
 /*
- * The statement that finished this very row, unchanged, less than
+ * The statement that finished this very row, unchanged, at most
  * window_ms ago in a committed transaction; NULL if there is none.
  */
 const char *
@@ -160,7 +160,7 @@ recent_row_hash(size_t ncols, const struct row *row)
 }
 
 /*
- * The first of rows that this worker finished, unchanged, less than
+ * The first of rows that this worker finished, unchanged, at most
  * window_ms ago: its index, and the statement that finished it in *where;
  * -1 when none came back.
  */

@@ -43,6 +43,7 @@ turn_forget_pending(struct worker *w)
 
 	t->pending_done = t->pending_retried = t->pending_failed = 0;
 	t->uncommitted = false;
+	on_failed_forget(w);
 	/* A held `done` goes with the transaction: its row is waiting again. */
 	turn_release_held(w);
 	if (w->recent != NULL)
@@ -68,6 +69,8 @@ turn_begin(struct worker *w)
 	}
 	t->key_index = w->key_index;
 	t->attempts_index = w->attempts_index;
+	t->trace_index = w->trace_index;
+	t->ready_index = w->ready_index;
 	t->skipped = t->handled = t->noks = 0;
 	t->finished_alone = false;
 	t->link_lost = false;
@@ -92,6 +95,7 @@ turn_committed(struct worker *w)
 	}
 	t->pending_done = t->pending_retried = t->pending_failed = 0;
 	t->uncommitted = false;
+	on_failed_send(w);
 }
 
 /* The transaction rolled back: it finished nothing. */
@@ -233,6 +237,7 @@ turn_skip(struct worker *w, const struct row *row, const char *why)
 	*slot = h;	/* a collision only says a row once more */
 	turn_key_text(w, row, &key);
 	log_set_row(key.data);
+	log_set_outcome("skipped", -1);
 	log_error("%s: %s; skipped, and the queue goes on behind it (said "
 	    "once)", w->q->select.where, why);
 	log_set_row(NULL);

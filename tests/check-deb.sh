@@ -65,7 +65,7 @@ assert_eq "rowq $version" "$(/usr/bin/rowq --version)" "rowq --version"
 for m in /usr/share/man/man8/rowq.8.gz /usr/share/man/man5/rowq.yaml.5.gz; do
 	[ -f "$m" ] || fail "no manual page $m"
 done
-MANPAGER=cat man -l /usr/share/man/man8/rowq.8.gz 2>/dev/null | grep -q "rowq" ||
+MANPAGER='cat' man -l /usr/share/man/man8/rowq.8.gz 2>/dev/null | grep -q "rowq" ||
     fail "man rowq does not read"
 
 # The example configuration, as a conffile, and its include directory.

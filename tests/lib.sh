@@ -267,6 +267,7 @@ report_test()
 		skipped=$((skipped + 1))
 		;;
 	*)
+		# shellcheck disable=SC2154 # set by the runner that sources us
 		[ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
 		    echo "(timed out after $timeout_s s)" >>"$log"
 		echo "FAIL $name $took"

@@ -7,7 +7,7 @@
 # included by the cases, not cases themselves.
 #
 # To add a case, write NAME.yaml, then
-#     ROWQ_GOLDEN_UPDATE=1 bash tests/integration/05_config_golden.sh
+#     ROWQ_GOLDEN_UPDATE=1 bash tests/integration/050_config_golden.sh
 # writes NAME.ok (and rewrites the others): read every line of `git diff`
 # before committing it, since from then on this test holds rowq to it.
 

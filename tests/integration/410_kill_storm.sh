@@ -53,12 +53,13 @@ sql "DROP TABLE email"
 
 # ---- the storm ----
 
-# A random element of the arguments, or nothing.
+# A random line of the input, or nothing.
 pick()
 {
-	[ $# -gt 0 ] || return 0
-	local a=("$@")
-	echo "${a[RANDOM % $#]}"
+	local a
+	mapfile -t a
+	[ ${#a[@]} -gt 0 ] || return 0
+	echo "${a[RANDOM % ${#a[@]}]}"
 }
 
 storm()
@@ -79,11 +80,11 @@ storm()
 	for i in $(seq 1 "$kills"); do
 		sleep "$interval"
 		case $((RANDOM % 5)) in
-		0|1) kind=worker; victim=$(pick $(workers_of "$sup")) ;;
+		0|1) kind=worker; victim=$(workers_of "$sup" | pick) ;;
 		2|3)
 			# Its handler now, not a list that is stale by the kill.
 			kind=handler
-			victim=$(pick $(workers_of "$sup"))
+			victim=$(workers_of "$sup" | pick)
 			[ -z "$victim" ] || victim=$(children_of "$victim" | head -1)
 			;;
 		*) kind=supervisor; victim=$sup ;;

@@ -117,7 +117,6 @@ phase sigkill "$down"
 phase sigstop "$freeze"
 
 stop_rowq "$ROWQ_PID"
-ROWQ_TEST_DB_USER=rowqw
 assert_eq 0 "$(rowq_transactions rowqw)" "transactions left open"
 assert_exactly_once "$total"
 assert_eq "$total" "$(cut -d' ' -f1 "$log" | sort -u | wc -l)" "distinct rows the handler saw"

@@ -139,18 +139,18 @@ figure "places hunted for the password, same user (exec, pipe; credential, file)
     "$(grep -c . reports/same-exec-credential) lines"
 
 # ---- 2. user: another user ----
-caps=+setuid,+setgid,+kill
-name=user-exec
+user_caps=+setuid,+setgid,+kill
+name='user-exec'
 conf "$name" exec credential ", $T/cred/db.password, $T/pw" "user: $huser"
-drain "$name" "$caps"
+drain "$name" "$user_caps"
 assert_eq "$huid" "$(sed -n 's/^uid //p' "reports/$name" | sort -u)" "$name: the handler's uid"
 assert_eq 0 "$(lines "reports/$name" '^found ')" "$name: the password found: $(grep '^found' "reports/$name")"
 assert_eq 2 "$(lines "reports/$name" "^read $T/cred/db.password: Permission denied")" "$name: reading the credential by its path"
 assert_eq 2 "$(lines "reports/$name" "^read $T/pw: Permission denied")" "$name: reading the password file by its path"
 assert_eq 0 "$(lines "reports/$name" 'readable$')" "$name: memory of rowq readable"
-name=user-pipe
+name='user-pipe'
 conf "$name" pipe file ", $T/cred/db.password, $T/pw" "user: $huser"
-drain "$name" "$caps"
+drain "$name" "$user_caps"
 assert_eq "$huid" "$(sed -n 's/^uid //p' "reports/$name" | sort -u)" "$name: the handler's uid"
 assert_eq 0 "$(lines "reports/$name" '^found ')" "$name: the password found"
 assert_eq 2 "$(lines "reports/$name" "^read $T/pw: Permission denied")" "$name: reading the password file by its path"
@@ -158,7 +158,7 @@ assert_eq 2 "$(lines "reports/$name" "^read $T/pw: Permission denied")" "$name: 
 # Its environment names it, not rowq's user.
 WORKERS=1 email_config env.yaml "[$HANDLERS/fake, env, $T/reports/env.out]" "user: $huser"
 sed -i "s|^  user: root|  user: rowqhsec\n  credential: db.password|" env.yaml
-drain_env() { sql "UPDATE email SET status = 'waiting', attempts = 0"; as_daemon "$caps" -- env HOME=/root USER=root LOGNAME=root "$ROWQ" -c env.yaml drain email >env.log 2>&1 || fail "drain env: $(cat env.log)"; }
+drain_env() { sql "UPDATE email SET status = 'waiting', attempts = 0"; as_daemon "$user_caps" -- env HOME=/root USER=root LOGNAME=root "$ROWQ" -c env.yaml drain email >env.log 2>&1 || fail "drain env: $(cat env.log)"; }
 drain_env
 assert_match "HOME=/nonexistent-$huser" "$(cat reports/env.out)" "HOME of a user: handler"
 assert_match "USER=$huser" "$(cat reports/env.out)" "USER of a user: handler"
@@ -168,7 +168,7 @@ assert_match "LOGNAME=$huser" "$(cat reports/env.out)" "LOGNAME of a user: handl
 TIMEOUT=1s MAX_ATTEMPTS=1 WORKERS=1 email_config hang.yaml "[$HANDLERS/fake, hang]" "user: $huser"
 sed -i "s|^  user: root|  user: rowqhsec\n  credential: db.password|" hang.yaml
 sql "UPDATE email SET status = 'waiting', attempts = 0"
-as_daemon "$caps" -- "$ROWQ" -c hang.yaml drain email >hang.log 2>&1 || fail "drain hang: $(cat hang.log)"
+as_daemon "$user_caps" -- "$ROWQ" -c hang.yaml drain email >hang.log 2>&1 || fail "drain hang: $(cat hang.log)"
 assert_eq 2 "$(email_count "status = 'failed' AND last_error LIKE 'timed out%'")" "hanging handlers of $huser timed out ($(cat hang.log))"
 assert_eq "" "$(pgrep -u "$huser" || true)" "processes of $huser left"
 

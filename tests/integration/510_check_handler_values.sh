@@ -22,7 +22,7 @@ grep -q "last_error AS error" shadow.yaml || fail "shadow.yaml: edit did not app
 status=0
 "$ROWQ" -c shadow.yaml check >shadow.out 2>&1 || status=$?
 assert_eq 78 "$status" "check with a column named error ($(cat shadow.out))"
-line=$(grep -n '^    retry:' shadow.yaml | cut -d: -f1)
+grep -q '^    retry:' shadow.yaml || fail "shadow.yaml: no retry: section"
 assert_match "shadow\.yaml:[0-9]+: queues\.email\.retry\.update: :error is both a column of the select and a built-in parameter" \
     "$(cat shadow.out)" "the message names the statement and the column"
 assert_match "alias the column in the select" "$(cat shadow.out)" "the message says the way out"

@@ -75,7 +75,8 @@ for want in ["rowq_oldest_age_seconds", "rowq_ready_rows",
              "rowq_in_progress_rows", "rowq_rows_done_total",
              "rowq_rows_retried_total", "rowq_rows_failed_total",
              "rowq_workers", "rowq_worker_restarts_total",
-             "rowq_reloads_total"]:
+             "rowq_reloads_total", "rowq_in_progress_oldest_seconds",
+             "rowq_pickup_delay_seconds_bucket"]:
     assert want in used, "no panel shows " + want
 print("dashboard: %d queries, %d metrics, all served" % (len(exprs), len(used)))
 unused = sorted(n for n in served - used

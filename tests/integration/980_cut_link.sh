@@ -63,6 +63,7 @@ wait_until 5 '[ "$(wc -l <h1.log)" -gt "$h1_before" ]' ||
 sleep 1.5
 held=$(tail -n +$((h1_before + 1)) h1.log | cut -d' ' -f1 | tr '\n' ' ')
 nheld=$(echo "$held" | wc -w)
+# shellcheck disable=SC2034 # read by the wait_until below
 held_in=$(echo "$held" | tr ' ' ',' | sed 's/,$//')
 wait_until $((bound_s + 15)) '[ "$(email_count "id IN ($held_in) AND status = '"'sent'"'")" = "$nheld" ]' ||
 	fail "rows $held, held by h1, not done by the others within $((bound_s + 15)) s"

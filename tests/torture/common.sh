@@ -47,8 +47,8 @@ fd_count()
 # between rows, without a handler's pipes.
 fd_min()
 {
-	local i n min=
-	for i in $(seq 1 20); do
+	local n min=
+	for _ in $(seq 1 20); do
 		n=$(fd_count "$1")
 		[ -n "$min" ] && [ "$min" -le "$n" ] || min=$n
 		sleep 0.02

@@ -13,11 +13,15 @@ START_TEST(test_histogram_buckets)
 	histogram_add(&h, 500);		/* 0.5 ms: first bucket */
 	histogram_add(&h, 1000);	/* exactly 1 ms: still the first */
 	histogram_add(&h, 30000);	/* 30 ms: le 0.05 */
-	histogram_add(&h, 600000000);	/* 10 min: +Inf */
+	histogram_add(&h, 600000000);	/* 10 min: le 600, lease-mode work */
+	histogram_add(&h, 18000000000);	/* 5 h: +Inf, past 4 h */
 	ck_assert_uint_eq(h.count[0], 2);
 	ck_assert_uint_eq(h.count[4], 1);
+	ck_assert(histogram_bounds_s[16] == 600);
+	ck_assert_uint_eq(h.count[16], 1);
+	ck_assert(histogram_bounds_s[HISTOGRAM_BUCKETS - 1] == 14400);
 	ck_assert_uint_eq(h.count[HISTOGRAM_BUCKETS], 1);
-	ck_assert_uint_eq(h.sum_us, 600031500);
+	ck_assert_uint_eq(h.sum_us, 18600031500);
 }
 END_TEST
 
@@ -52,8 +56,10 @@ START_TEST(test_render)
 	q.in_progress = -1;
 	q.oldest_age_s = 42;
 	q.failed_rows = -1;
-	histogram_add(&q.handler, 2000);
-	histogram_add(&q.handler, 2000000);
+	histogram_add(&q.handler[HANDLER_OUTCOME_DONE], 2000);
+	histogram_add(&q.handler[HANDLER_OUTCOME_DONE], 2000000);
+	histogram_add(&q.handler[HANDLER_OUTCOME_TIMEOUT], 30000000);
+	q.running_oldest_s = 75;
 	metrics_render(&b, &q, 1);
 	ck_assert_ptr_nonnull(strstr(b.data,
 	    "# TYPE rowq_rows_done_total counter\n"
@@ -65,13 +71,27 @@ START_TEST(test_render)
 	/* Unknown gauges are left out, not reported as a number. */
 	ck_assert_ptr_null(strstr(b.data, "rowq_in_progress_rows{"));
 	ck_assert_ptr_nonnull(strstr(b.data,
-	    "rowq_handler_duration_seconds_bucket{queue=\"em\\\"ail\",le=\"0.005\"} 1\n"));
+	    "rowq_handler_duration_seconds_bucket{queue=\"em\\\"ail\",outcome=\"done\",le=\"0.005\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(b.data,
-	    "rowq_handler_duration_seconds_bucket{queue=\"em\\\"ail\",le=\"+Inf\"} 2\n"));
+	    "rowq_handler_duration_seconds_bucket{queue=\"em\\\"ail\",outcome=\"done\",le=\"+Inf\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(b.data,
-	    "rowq_handler_duration_seconds_count{queue=\"em\\\"ail\"} 2\n"));
+	    "rowq_handler_duration_seconds_count{queue=\"em\\\"ail\",outcome=\"done\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(b.data,
-	    "rowq_handler_duration_seconds_sum{queue=\"em\\\"ail\"} 2.002000\n"));
+	    "rowq_handler_duration_seconds_sum{queue=\"em\\\"ail\",outcome=\"done\"} 2.002000\n"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_handler_duration_seconds_bucket{queue=\"em\\\"ail\",outcome=\"timeout\",le=\"30\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_handler_duration_seconds_count{queue=\"em\\\"ail\",outcome=\"retry\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_in_progress_oldest_seconds{queue=\"em\\\"ail\"} 75\n"));
+	/* Without ready_at: no pickup series. */
+	ck_assert_ptr_null(strstr(b.data, "rowq_pickup_delay_seconds_count{"));
+	buf_reset(&b);
+	q.has_pickup = true;
+	histogram_add(&q.pickup, 1500000);
+	metrics_render(&b, &q, 1);
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "rowq_pickup_delay_seconds_bucket{queue=\"em\\\"ail\",le=\"2.5\"} 1\n"));
 	buf_free(&b);
 }
 END_TEST
