@@ -52,6 +52,7 @@ wait_until 10 '! daemons "$pb" >/dev/null 2>&1 || [ -z "$(daemons "$pb")" ]' ||
     fail "B's console outlived it"
 seen() { sql_value "SELECT UNIX_TIMESTAMP(seen) FROM rowq_daemons WHERE pid = $1"; }
 b0=$(seen "$bpid")
+# shellcheck disable=SC2034 # read by wait_until's eval
 a0=$(seen "$apid")
 wait_until 15 '[ "$(seen "$apid")" -gt "$a0" ]' || fail "A's row is not written again"
 assert_eq "$b0" "$(seen "$bpid")" "B's row is no longer written"
@@ -78,6 +79,7 @@ grep -q "console: killed by signal 9.*starting it again" a.log || fail "the cons
 # quietly (no death logged), and the session holds.
 console_of() { for p in $(cat /proc/"$apid"/task/*/children); do
 	[ "$(cat /proc/"$p"/comm 2>/dev/null)" != console ] || echo "$p"; done; }
+# shellcheck disable=SC2034 # read by wait_until's eval
 old=$(console_of)
 kill -HUP "$apid"
 wait_until 15 '[ -n "$(console_of)" ] && [ "$(console_of)" != "$old" ]' ||
