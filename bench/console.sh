@@ -53,7 +53,7 @@ clients()
 	logins "$1" >cookies
 	[ "$(wc -l <cookies)" -eq "$1" ] || { echo "the logins failed" >&2; return 1; }
 	touch ready
-	"$BIN/consoleload" "$port" / cookies stop
+	exec "$BIN/consoleload" "$port" / cookies stop
 }
 
 # logins N: N sessions of the viewer, their tokens one a line.
