@@ -8,7 +8,7 @@ UNITDIR	?= $(PREFIX)/lib/systemd/system
 DESTDIR	?=
 
 CC	?= cc
-PKGS	 = libmariadb yaml-0.1 libsystemd
+PKGS	 = libmariadb yaml-0.1 libsystemd libcrypt
 # Headers only: metrics.c loads the library itself when metrics: is set.
 PKGS_DLOPEN = libmicrohttpd
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -30,6 +30,7 @@ OBJS =	build/backoff.o \
 	build/check_plan.o \
 	build/config.o \
 	build/config_columns.o \
+	build/config_console.o \
 	build/config_env.o \
 	build/config_hosts.o \
 	build/config_queue.o \
@@ -37,6 +38,14 @@ OBJS =	build/backoff.o \
 	build/config_tls.o \
 	build/config_walk.o \
 	build/config_yaml.o \
+	build/console.o \
+	build/console_auth.o \
+	build/console_chart.o \
+	build/console_failed.o \
+	build/console_html.o \
+	build/console_http.o \
+	build/console_page.o \
+	build/console_session.o \
 	build/cron.o \
 	build/cursor.o \
 	build/db.o \
@@ -50,11 +59,14 @@ OBJS =	build/backoff.o \
 	build/handler_identity.o \
 	build/handler_pipe.o \
 	build/handler_retry_in.o \
+	build/heartbeat.o \
 	build/helper_child.o \
+	build/history.o \
 	build/json.o \
 	build/keyed.o \
 	build/log.o \
 	build/metrics.o \
+	build/mhd.o \
 	build/notify.o \
 	build/on_failed.o \
 	build/pause.o \
@@ -97,6 +109,7 @@ UNIT_TESTS = \
 	check_backoff \
 	check_config \
 	check_config_hosts \
+	check_console \
 	check_cron \
 	check_cursor \
 	check_duration \
@@ -155,7 +168,8 @@ check:
 check-run: rowq build/asan/rowq $(UNIT_TESTS:%=build/unit/%) \
 		$(UNIT_TESTS:%=build/asan/unit/%) $(HANDLERS)
 	@sh tests/run-unit.sh $(UNIT_TESTS:%=build/unit/%) $(UNIT_TESTS:%=build/asan/unit/%)
-	@ROWQ=$(CURDIR)/build/asan/rowq sh tests/run-integration.sh
+	@ROWQ=$(CURDIR)/build/asan/rowq ROWQ_SCREENSHOTS=$(CURDIR)/build/screenshots \
+	    sh tests/run-integration.sh
 
 # The cluster tests (tests/cluster/): a Galera cluster of three nodes on
 # this machine; a minute or so, too heavy for `make check`; CI runs both.

@@ -336,6 +336,9 @@ static const struct config_field top_fields[] = {
 	    0, 0, true),
 	ROW("pause_table", table, offsetof(struct config, pause_table), 0, 0,
 	    true),
+	ROW("daemons_table", table, offsetof(struct config, daemons_table), 0,
+	    0, true),
+	ROW("console", console, offsetof(struct config, console), 0, 0, true),
 	ROW("log_format", log_format, offsetof(struct config, log_json), 0, 0,
 	    true),
 	ROW("on_failed", program, offsetof(struct config, on_failed), 0, 0,
@@ -605,6 +608,8 @@ config_free(struct config *cfg)
 	free(cfg->metrics);
 	free(cfg->metrics_textfile);
 	free(cfg->pause_table);
+	free(cfg->daemons_table);
+	config_console_free(&cfg->console);
 	config_env_free(&cfg->env);
 	config_user_free(&cfg->user);
 	config_program_free(&cfg->on_failed);

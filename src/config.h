@@ -203,6 +203,11 @@ void		 config_field_tls(struct load *, const struct config_item *,
 		    void *, const struct config_field *);
 void		 config_tls_free(struct db_tls *);
 
+/* config_console.c: console: */
+void		 config_field_console(struct load *, const struct config_item *,
+		    void *, const struct config_field *);
+void		 config_console_free(struct console_options *);
+
 /* config_columns.c: the {column}s of a handler's argument */
 int		 config_placeholder(const char *s, size_t *pos,
 		    const char **name, size_t *len, const char **what);

@@ -123,7 +123,7 @@ config_field_select(struct load *ld, const struct config_item *it, void *dst,
 	else if (q->nparams > 0)
 		config_error(ld, it->value->line, it->path, ":%s: the select "
 		    "takes no parameters (only done, failed, retry.update, "
-		    "lease.claim and requeue do)", q->params[0]);
+		    "lease.claim, requeue and discard do)", q->params[0]);
 }
 
 /* ---- retry: and lease: ---- */
@@ -464,6 +464,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "alert_failed", long, alert_failed, 0, INT64_MAX),
 	FIELD(struct queue, "failed_select", select, failed_select, 0, 0),
 	FIELD(struct queue, "requeue", statement, requeue, 0, 0),
+	FIELD(struct queue, "discard", statement, discard, 0, 0),
 	FIELD(struct queue, "env", env, env, 0, 0),
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),
@@ -655,6 +656,7 @@ config_queue_free(struct queue *q)
 	sql_free(&q->failed_count);
 	sql_free(&q->failed_select);
 	sql_free(&q->requeue);
+	sql_free(&q->discard);
 	config_env_free(&q->env);
 	config_user_free(&q->user);
 	prune_policy_free(&q->prune);

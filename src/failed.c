@@ -21,14 +21,17 @@
 /*
  * The configuration, the queue and a connection for `rowq failed` and
  * `rowq requeue`; returns an exit status, and on ROWQ_EXIT_OK fills what.
- * need_select and need_requeue name the keys the command needs: a queue
- * without one is a usage error (2), like a queue that does not exist.
+ * need_select and need (requeue or discard, or NULL) name the keys the
+ * command needs: a queue without one is a usage error (2), like a queue
+ * that does not exist.
  */
 int
 failed_open(const char *path, const char *name, const char *cmd,
-    bool need_select, bool need_requeue, struct failed_ctx *what)
+    bool need_select, const struct failed_action *need,
+    struct failed_ctx *what)
 {
 	enum db_status st;
+	bool no_action;
 
 	memset(what, 0, sizeof(*what));
 	if ((what->cfg = config_load(path)) == NULL)
@@ -38,11 +41,12 @@ failed_open(const char *path, const char *name, const char *cmd,
 		failed_close(what);
 		return ROWQ_EXIT_USAGE;
 	}
+	no_action = need != NULL &&
+	    failed_action_sql(what->q, need)->text == NULL;
 	if ((need_select && what->q->failed_select.text == NULL) ||
-	    (need_requeue && what->q->requeue.text == NULL)) {
+	    no_action) {
 		log_error("%s: queues.%s has no %s: key, which %s needs",
-		    path, name, need_requeue && what->q->requeue.text == NULL ?
-		    "requeue" : "failed_select", cmd);
+		    path, name, no_action ? need->name : "failed_select", cmd);
 		failed_close(what);
 		return ROWQ_EXIT_USAGE;
 	}
@@ -107,9 +111,40 @@ failed_has_column(const struct column *cols, size_t n, const char *name)
 }
 
 /*
+ * requeue: and discard: take the queue's key and nothing else: the
+ * command line gives a key, and only a key.  Returns the problems logged.
+ */
+static int
+failed_check_action(struct db *db, const struct sql *sql, const char *name,
+    const char *key)
+{
+	struct db_stmt *s;
+	int problems = 0, rc;
+
+	if (sql->text == NULL)
+		return 0;
+	if ((s = failed_prepare(db, sql->positional, sql->where, &rc)) == NULL)
+		return 1;
+	db_stmt_free(s);
+	if (sql->nparams == 0) {
+		log_error("%s: takes no parameter: give it the queue's key, :%s, "
+		    "to %s one row", sql->where, key, name);
+		problems++;
+	}
+	for (size_t i = 0; i < sql->nparams; i++)
+		if (strcmp(sql->params[i], key) != 0) {
+			log_error("%s: :%s: %s takes the queue's key, :%s, "
+			    "and no other parameter", sql->where,
+			    sql->params[i], name, key);
+			problems++;
+		}
+	return problems;
+}
+
+/*
  * failed_select must return the queue's key (requeue --all reads it from
- * there), and requeue must take that key and nothing else: the command
- * line gives a key, and only a key.  Logs each problem; returns how many.
+ * there), and requeue and discard must take that key and nothing else.
+ * Logs each problem; returns how many.
  */
 int
 failed_check(struct db *db, const struct queue *q, const char *key)
@@ -135,24 +170,8 @@ failed_check(struct db *db, const struct queue *q, const char *key)
 			db_stmt_free(s);
 		}
 	}
-	if (q->requeue.text == NULL)
-		return problems;
-	if ((s = failed_prepare(db, q->requeue.positional, q->requeue.where,
-	    &rc)) == NULL)
-		return problems + 1;
-	db_stmt_free(s);
-	if (q->requeue.nparams == 0) {
-		log_error("%s: takes no parameter: give it the queue's key, :%s, "
-		    "to requeue one row", q->requeue.where, key);
-		problems++;
-	}
-	for (size_t i = 0; i < q->requeue.nparams; i++)
-		if (strcmp(q->requeue.params[i], key) != 0) {
-			log_error("%s: :%s: requeue takes the queue's key, :%s, "
-			    "and no other parameter", q->requeue.where,
-			    q->requeue.params[i], key);
-			problems++;
-		}
+	problems += failed_check_action(db, &q->requeue, "requeue", key);
+	problems += failed_check_action(db, &q->discard, "discard", key);
 	return problems;
 }
 
@@ -368,7 +387,7 @@ failed_command(const char *path, int argc, char **argv)
 		fprintf(stderr, "rowq: failed: name a queue\n");
 		return ROWQ_EXIT_USAGE;
 	}
-	if ((rc = failed_open(path, name, "rowq failed", true, false,
+	if ((rc = failed_open(path, name, "rowq failed", true, NULL,
 	    &what)) != ROWQ_EXIT_OK)
 		return rc;
 	rc = failed_list(&what, limit, json);

@@ -4,6 +4,7 @@
  */
 #include "rowq.h"
 #include "schedule.h"
+#include "console.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -19,6 +20,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] prune QUEUE [--dry-run]\n"
 "       rowq [-c FILE] failed QUEUE [--json] [--limit N]\n"
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
+"       rowq [-c FILE] discard QUEUE KEY... | --all [--where-error TEXT]\n"
 "       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
 "       rowq [-c FILE] resume QUEUE\n"
 "       rowq [-c FILE] pause --schedule NAME [--reason TEXT]\n"
@@ -26,6 +28,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] wake QUEUE\n"
 "       rowq [-c FILE] schedules [--json]\n"
 "       rowq [-c FILE] schedule run NAME\n"
+"       rowq console-user NAME [--role viewer|operator]\n"
 "       rowq --version | --help\n"
 "\n"
 "  run     supervise the workers of every queue, in the foreground\n"
@@ -38,11 +41,14 @@ static const char usage_text[] =
 "  prune   run the queue's prune: once; --dry-run counts what it removes\n"
 "  failed  the newest failed rows of a queue, from its failed_select\n"
 "  requeue make failed rows waiting again, with the queue's requeue\n"
+"  discard give failed rows up, with the queue's discard\n"
 "  pause   stop the queue's workers in every daemon (within 2s)\n"
 "  resume  start them again\n"
 "  wake    tell the running daemon that the queue has rows (a hint)\n"
 "  schedules  each schedule: its expression, zone, last and next slot\n"
 "  schedule run  insert one slot of the schedule now, by hand\n"
+"  console-user  read a password on standard input and print the line\n"
+"          of the console's users_file for NAME (viewer by default)\n"
 "\n"
 "  -c FILE   configuration (default " ROWQ_DEFAULT_CONFIG ")\n"
 "  -d        debug logging\n"
@@ -393,12 +399,14 @@ main(int argc, char **argv)
 		return prune_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "failed") == 0)
 		return failed_command(path, argc - optind, argv + optind);
-	if (strcmp(cmd, "requeue") == 0)
+	if (strcmp(cmd, "requeue") == 0 || strcmp(cmd, "discard") == 0)
 		return requeue_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "wake") == 0)
 		return cmd_wake(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "schedules") == 0 || strcmp(cmd, "schedule") == 0)
 		return cmd_schedules(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "console-user") == 0)
+		return console_user_command(argc - optind, argv + optind);
 	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
 		return cmd_pause(path, argc - optind, argv + optind);
 	fprintf(stderr, "rowq: unknown command or extra arguments: %s\n", cmd);

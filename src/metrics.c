@@ -1,32 +1,20 @@
 /*
  * metrics.c: the numbers in Prometheus' text format, served over HTTP by
- * libmicrohttpd (the only includer of <microhttpd.h>) or written to a
+ * libmicrohttpd (loaded by mhd.c when metrics: is set) or written to a
  * node_exporter textfile.  The HTTP server runs inside the supervisor's
  * own poll loop (epoll mode, no threads: the supervisor forks, and a
  * forked thread is trouble).
- *
- * libmicrohttpd is loaded with dlopen when metrics: asks for it, not
- * linked: it brings GnuTLS and p11-kit, which initialise themselves as
- * they load, and linked they would do so in every rowq process, most of
- * which never serve HTTP.  The header still gives the types, constants and
- * prototypes, which type the function pointers below.
  */
 #include "rowq.h"
+#include "mhd.h"
 
-#include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* The soname of libmicrohttpd's stable ABI (0.9.x), as the linker names it. */
-#define MHD_LIBRARY	"libmicrohttpd.so.12"
 
 struct metrics {
 	struct MHD_Daemon	*mhd;
@@ -44,77 +32,11 @@ struct metrics {
  * sends nothing (a crashed scraper, a port scanner) must not hold a slot
  * for longer.  Past the limit, connections wait in the listen backlog
  * until a slot frees.  The timeouts run only when MHD_run is called at
- * the time MHD_get_timeout names (metrics_timeout_ms), not only when the
+ * the time MHD_get_timeout names (metrics_timers), not only when the
  * listener is readable.
  */
 #define METRICS_CLIENTS_MAX		16
 #define METRICS_CLIENT_TIMEOUT_S	5
-
-/* The functions of libmicrohttpd this file calls, once it is loaded. */
-static struct {
-	void	*handle;
-	__typeof__(MHD_start_daemon)			*start_daemon;
-	__typeof__(MHD_stop_daemon)			*stop_daemon;
-	__typeof__(MHD_run)				*run;
-	__typeof__(MHD_get_timeout)			*get_timeout;
-	__typeof__(MHD_get_daemon_info)			*get_daemon_info;
-	__typeof__(MHD_create_response_from_buffer)	*create_response_from_buffer;
-	__typeof__(MHD_add_response_header)		*add_response_header;
-	__typeof__(MHD_queue_response)			*queue_response;
-	__typeof__(MHD_destroy_response)		*destroy_response;
-} mhd;
-
-static void *
-mhd_symbol(void *handle, const char *name, bool *ok)
-{
-	void *p = dlsym(handle, name);
-
-	if (p == NULL && *ok) {
-		log_error("metrics: %s: %s", MHD_LIBRARY, dlerror());
-		*ok = false;
-	}
-	return p;
-}
-
-#define MHD_RESOLVE(handle, field, name, ok)				\
-	(mhd.field = (__typeof__(mhd.field))mhd_symbol(handle, name, ok))
-
-/*
- * Load libmicrohttpd once, all its symbols bound now (RTLD_NOW: a missing
- * one is an error here, not a crash at the first request) and none of them
- * visible to the libraries loaded after it (RTLD_LOCAL).
- */
-static int
-mhd_load(void)
-{
-	void *h;
-	bool ok = true;
-
-	if (mhd.handle != NULL)
-		return 0;
-	h = dlopen(MHD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL) {
-		log_error("metrics: cannot load %s, which serving metrics "
-		    "needs: %s", MHD_LIBRARY, dlerror());
-		return -1;
-	}
-	MHD_RESOLVE(h, start_daemon, "MHD_start_daemon", &ok);
-	MHD_RESOLVE(h, stop_daemon, "MHD_stop_daemon", &ok);
-	MHD_RESOLVE(h, run, "MHD_run", &ok);
-	MHD_RESOLVE(h, get_timeout, "MHD_get_timeout", &ok);
-	MHD_RESOLVE(h, get_daemon_info, "MHD_get_daemon_info", &ok);
-	MHD_RESOLVE(h, create_response_from_buffer,
-	    "MHD_create_response_from_buffer", &ok);
-	MHD_RESOLVE(h, add_response_header, "MHD_add_response_header", &ok);
-	MHD_RESOLVE(h, queue_response, "MHD_queue_response", &ok);
-	MHD_RESOLVE(h, destroy_response, "MHD_destroy_response", &ok);
-	if (!ok) {
-		(void)dlclose(h);
-		return -1;
-	}
-	mhd.handle = h;
-	return 0;
-}
 
 /* Label values escape \, " and newline. */
 static void
@@ -429,35 +351,6 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	return r;
 }
 
-/* "HOST:PORT" (IPv4 or [IPv6]) into a socket address. */
-static int
-metrics_address(const char *addr, struct sockaddr_storage *ss)
-{
-	const char *colon = strrchr(addr, ':');
-	char host[64];
-	char *end;
-	long port;
-
-	memset(ss, 0, sizeof(*ss));
-	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
-		return -1;
-	port = strtol(colon + 1, &end, 10);
-	if (*end != '\0' || port < 1 || port > 65535)
-		return -1;
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		host[strlen(host) - 1] = '\0';
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)port);
-		return inet_pton(AF_INET6, host + 1, &s6->sin6_addr) == 1 ? 0 : -1;
-	}
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	s4->sin_family = AF_INET;
-	s4->sin_port = htons((uint16_t)port);
-	return inet_pton(AF_INET, host, &s4->sin_addr) == 1 ? 0 : -1;
-}
-
 struct metrics *
 metrics_start(const char *addr, metrics_render_fn render,
     metrics_wake_fn wake, metrics_health_fn health, void *ctx)
@@ -465,11 +358,11 @@ metrics_start(const char *addr, metrics_render_fn render,
 	struct sockaddr_storage ss;
 	struct metrics *m;
 
-	if (metrics_address(addr, &ss) == -1) {
+	if (mhd_address(addr, &ss) == -1) {
 		log_error("metrics: not an address HOST:PORT: %s", addr);
 		return NULL;
 	}
-	if (mhd_load() == -1)
+	if (mhd_load("metrics") == -1)
 		return NULL;
 	m = xcalloc(1, sizeof(*m));
 	m->render = render;
@@ -497,10 +390,7 @@ metrics_start(const char *addr, metrics_render_fn render,
 int
 metrics_fd(const struct metrics *m)
 {
-	const union MHD_DaemonInfo *i = mhd.get_daemon_info(m->mhd,
-	    MHD_DAEMON_INFO_EPOLL_FD);
-
-	return i ? i->epoll_fd : -1;
+	return mhd_epoll_fd(m->mhd);
 }
 
 void
@@ -510,26 +400,13 @@ metrics_run(struct metrics *m)
 }
 
 /*
- * Clients past their timeout: one run closes them, the next frees their
- * slots, and only the one after listens again (the library stops
- * listening at its limit), accepting those that waited in the backlog.
+ * The clients' timeouts, driven from the supervisor's timers whatever
+ * the listener's descriptor says: an idle client is cut on time.
  */
 void
-metrics_expire(struct metrics *m)
+metrics_timers(struct metrics *m, int64_t now, int64_t *next)
 {
-	for (int i = 0; i < 3; i++)
-		(void)mhd.run(m->mhd);
-}
-
-/* In how many ms metrics_expire must run for the clients' timeouts; -1: none. */
-int64_t
-metrics_timeout_ms(const struct metrics *m)
-{
-	MHD_UNSIGNED_LONG_LONG ms;
-
-	if (mhd.get_timeout(m->mhd, &ms) != MHD_YES)
-		return -1;
-	return ms > INT32_MAX ? INT32_MAX : (int64_t)ms;
+	mhd_timers(m->mhd, now, next);
 }
 
 void

@@ -192,6 +192,51 @@ pause_say_already(struct db *db, const struct config *cfg, const char *queue)
 }
 
 /*
+ * Pause queue (reason: why, "" for none) or resume it (reason NULL) in
+ * the pause table, creating the table for a pause when it is missing.
+ * 1: done; 0: it was so already; -1: the database refused (logged, with
+ * the privilege it lacks).
+ */
+int
+pause_change(struct db *db, const struct config *cfg, const char *queue,
+    const char *reason)
+{
+	unsigned long long affected = 0;
+	struct buf sql = { 0 };
+	enum db_status st;
+	int rc;
+
+	if (reason != NULL)
+		buf_printf(&sql, "INSERT IGNORE INTO %s (queue, reason) "
+		    "VALUES (?, ?)", pause_table(cfg));
+	else
+		buf_printf(&sql, "DELETE FROM %s WHERE queue = ?",
+		    pause_table(cfg));
+	st = pause_exec(db, sql.data, queue, reason, &affected);
+	if (st != DB_OK && db_no_such_table(db) && reason != NULL) {
+		if (pause_create(db, cfg) == -1) {
+			buf_free(&sql);
+			return -1;
+		}
+		st = pause_exec(db, sql.data, queue, reason, &affected);
+	}
+	if (st == DB_OK)
+		st = db_commit(db);
+	if (st != DB_OK && !(reason == NULL && db_no_such_table(db))) {
+		log_error("%s: cannot %s %s in %s: %s%s", cfg->path,
+		    reason != NULL ? "pause" : "resume", queue,
+		    pause_table(cfg), db_error(db), db_denied(db) ?
+		    "; the database user needs SELECT, INSERT and DELETE on "
+		    "the pause table" : "");
+		rc = -1;
+	} else
+		rc = affected > 0;
+	(void)db_rollback(db);
+	buf_free(&sql);
+	return rc;
+}
+
+/*
  * `rowq pause QUEUE [--reason TEXT]`: 0 paused, or paused already; 1 the
  * database refused (the message names the privilege); 2 usage or an
  * unknown queue; 78 a bad configuration.
@@ -200,33 +245,15 @@ int
 pause_command(const char *path, const char *queue, const char *reason)
 {
 	struct config *cfg;
-	unsigned long long affected = 0;
-	struct buf sql = { 0 };
-	enum db_status st;
-	int rc = ROWQ_EXIT_OK;
+	int rc = ROWQ_EXIT_OK, changed;
 	struct db *db = pause_connect(path, queue, &cfg, &rc);
 
 	if (db == NULL)
 		goto out;
-	buf_printf(&sql, "INSERT IGNORE INTO %s (queue, reason) VALUES (?, ?)",
-	    pause_table(cfg));
-	st = pause_exec(db, sql.data, queue, reason, &affected);
-	if (st != DB_OK && db_no_such_table(db)) {
-		if (pause_create(db, cfg) == -1) {
-			rc = ROWQ_EXIT_FAILURE;
-			goto out;
-		}
-		st = pause_exec(db, sql.data, queue, reason, &affected);
-	}
-	if (st == DB_OK)
-		st = db_commit(db);
-	if (st != DB_OK) {
-		log_error("%s: cannot pause %s in %s: %s%s", path, queue,
-		    pause_table(cfg), db_error(db), db_denied(db) ?
-		    "; the database user needs SELECT, INSERT and DELETE on "
-		    "the pause table" : "");
+	changed = pause_change(db, cfg, queue, reason);
+	if (changed == -1)
 		rc = ROWQ_EXIT_FAILURE;
-	} else if (affected == 0)
+	else if (changed == 0)
 		pause_say_already(db, cfg, queue);
 	else
 		printf("%s: paused; every daemon's workers finish their rows "
@@ -234,7 +261,6 @@ pause_command(const char *path, const char *queue, const char *reason)
 out:
 	db_close(db);
 	config_free(cfg);
-	buf_free(&sql);
 	return rc;
 }
 
@@ -246,25 +272,15 @@ int
 resume_command(const char *path, const char *queue)
 {
 	struct config *cfg;
-	unsigned long long affected = 0;
-	struct buf sql = { 0 };
-	enum db_status st;
-	int rc = ROWQ_EXIT_OK;
+	int rc = ROWQ_EXIT_OK, changed;
 	struct db *db = pause_connect(path, queue, &cfg, &rc);
 
 	if (db == NULL)
 		goto out;
-	buf_printf(&sql, "DELETE FROM %s WHERE queue = ?", pause_table(cfg));
-	st = pause_exec(db, sql.data, queue, NULL, &affected);
-	if (st == DB_OK)
-		st = db_commit(db);
-	if (st != DB_OK && !db_no_such_table(db)) {
-		log_error("%s: cannot resume %s in %s: %s%s", path, queue,
-		    pause_table(cfg), db_error(db), db_denied(db) ?
-		    "; the database user needs SELECT, INSERT and DELETE on "
-		    "the pause table" : "");
+	changed = pause_change(db, cfg, queue, NULL);
+	if (changed == -1)
 		rc = ROWQ_EXIT_FAILURE;
-	} else if (affected == 0)
+	else if (changed == 0)
 		printf("%s: not paused\n", queue);
 	else
 		printf("%s: resumed; every daemon starts its workers again "
@@ -272,7 +288,6 @@ resume_command(const char *path, const char *queue)
 out:
 	db_close(db);
 	config_free(cfg);
-	buf_free(&sql);
 	return rc;
 }
 

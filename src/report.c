@@ -191,7 +191,9 @@ report_start(struct supervisor *s)
 {
 	const struct config *cfg = s->current->cfg;
 
-	if (cfg->metrics == NULL && cfg->metrics_textfile == NULL)
+	/* The console's charts show the probe's ages too (history.c). */
+	if (cfg->metrics == NULL && cfg->metrics_textfile == NULL &&
+	    !cfg->console.on)
 		return;
 	s->probe = mmap(NULL, sizeof(*s->probe), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -234,29 +236,6 @@ report_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 }
 
 /*
- * The metrics clients' timeouts are driven from here, whatever the
- * listener's descriptor says: an idle client is cut on time.
- */
-static void
-report_metrics_timeouts(struct supervisor *s, int64_t now, int64_t *next)
-{
-	int64_t ms;
-
-	if (s->metrics == NULL || (ms = metrics_timeout_ms(s->metrics)) < 0)
-		return;
-	if (ms == 0) {
-		metrics_expire(s->metrics);
-		if ((ms = metrics_timeout_ms(s->metrics)) < 0)
-			return;
-	}
-	/* Never a busy loop, whatever the library says. */
-	if (ms < 10)
-		ms = 10;
-	if (now + ms < *next)
-		*next = now + ms;
-}
-
-/*
  * Timers: start a probe when one is due (and kill one that hangs), and
  * write the textfile.  The metrics are only as fresh as the last probe,
  * which is said in the probe's own timestamp.
@@ -266,7 +245,8 @@ report_tick(struct supervisor *s, int64_t now, int64_t *next)
 {
 	const struct config *cfg = s->current->cfg;
 
-	report_metrics_timeouts(s, now, next);
+	if (s->metrics != NULL)
+		metrics_timers(s->metrics, now, next);
 	if (s->probe == NULL || s->stopping)
 		return;
 	if (s->probe_pid > 0 && now - s->probe_started_ms > PROBE_MAX_MS) {

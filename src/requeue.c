@@ -1,14 +1,19 @@
 /*
  * requeue.c: `rowq requeue QUEUE KEY...` and `rowq requeue QUEUE --all
  * [--where-error TEXT]`: make failed rows waiting again with the queue's
- * requeue statement, one row per execute, in chunks of REQUEUE_CHUNK keys.
+ * requeue statement; `rowq discard` the same with its discard statement,
+ * which gives them up (deletes them, or marks them so that
+ * failed_select no longer finds them).  One row per execute, in chunks
+ * of REQUEUE_CHUNK keys.
  * Each chunk is one short transaction, and a pause follows it, so that
  * the application's own statements get the rows' locks in between.  A key
- * whose requeue changes no row is reported, and the others go on.
+ * whose statement changes no row is reported, and the others go on.  The
+ * console (console.c) runs the same, quietly.
  */
 #include "rowq.h"
 #include "db.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,12 +23,18 @@
 #define REQUEUE_PAUSE_MS	200	/* between two chunks */
 #define REQUEUE_TRIES		3	/* of a chunk after a deadlock */
 
-struct requeue_run {
-	const struct failed_ctx	*what;
-	struct db_stmt		*stmt;
-	unsigned long long	 requeued;
-	unsigned long long	 missed;	/* keys that changed no row */
+const struct failed_action requeue_action = {
+	"requeue", "requeued", offsetof(struct queue, requeue),
 };
+const struct failed_action discard_action = {
+	"discard", "discarded", offsetof(struct queue, discard),
+};
+
+const struct sql *
+failed_action_sql(const struct queue *q, const struct failed_action *a)
+{
+	return (const struct sql *)((const char *)q + a->offset);
+}
 
 static void
 requeue_pause(void)
@@ -43,9 +54,9 @@ requeue_pause(void)
 static int
 requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 {
-	const struct queue *q = run->what->q;
+	const struct sql *sql = failed_action_sql(run->what->q, run->action);
 	struct db *db = run->what->db;
-	size_t np = q->requeue.nparams;
+	size_t np = sql->nparams;
 	struct value *v = xcalloc(np, sizeof(*v));
 	bool *hit = xcalloc(n, sizeof(*hit));
 	enum db_status st = DB_RETRY;
@@ -68,17 +79,18 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 	}
 	if (st != DB_OK) {
 		log_error("%s: %s; the %zu keys of this chunk stay as they were",
-		    q->requeue.where, db_error(db), n);
+		    sql->where, db_error(db), n);
 		(void)db_rollback(db);
 	}
 	for (size_t k = 0; k < n && st == DB_OK; k++) {
 		if (hit[k])
-			run->requeued++;
+			run->done++;
 		else
 			run->missed++;
-		printf("%s %.*s%s\n", hit[k] ? "requeued" : "not requeued",
-		    (int)keys[k].len, keys[k].s, hit[k] ? "" :
-		    ": no failed row with this key");
+		if (!run->quiet)
+			printf("%s%s %.*s%s\n", hit[k] ? "" : "not ",
+			    run->action->done, (int)keys[k].len, keys[k].s,
+			    hit[k] ? "" : ": no failed row with this key");
 	}
 	fflush(stdout);
 	free(hit);
@@ -87,7 +99,7 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 }
 
 /* The keys named on the command line, bound as text. */
-static int
+int
 requeue_keys(struct requeue_run *run, char **keys, size_t n)
 {
 	struct value *v = xcalloc(REQUEUE_CHUNK, sizeof(*v));
@@ -112,7 +124,7 @@ requeue_keys(struct requeue_run *run, char **keys, size_t n)
 /* ---- --all ---- */
 
 /* The first column of failed_select whose name holds "error". */
-static const char *
+const char *
 requeue_error_column(const struct column *cols, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -125,7 +137,7 @@ requeue_error_column(const struct column *cols, size_t n)
 }
 
 /* TEXT for LIKE, its own % _ and \ matching only themselves. */
-static void
+void
 requeue_like(struct buf *b, const char *text)
 {
 	buf_putc(b, '%');
@@ -187,12 +199,12 @@ requeue_key_value(struct value *v, const struct column *col, const char *s,
  * Every key failed_select returns (with TEXT: whose error column holds
  * it), a chunk at a time.  The select of each chunk is a plain read.
  */
-static int
+int
 requeue_all(struct requeue_run *run, const char *where_error)
 {
 	const struct queue *q = run->what->q;
 	struct db *db = run->what->db;
-	const char *key = q->requeue.params[0];
+	const char *key = failed_action_sql(q, run->action)->params[0];
 	const char *errcol = NULL;
 	struct db_stmt *first = NULL, *next = NULL, *s;
 	struct buf sql = { 0 }, like = { 0 }, last = { 0 };
@@ -277,17 +289,52 @@ requeue_all(struct requeue_run *run, const char *where_error)
 }
 
 /*
+ * Prepare the action's statement on what's connection; returns an exit
+ * status, and on ROWQ_EXIT_OK run is ready for requeue_keys or
+ * requeue_all, and requeue_end frees it.
+ */
+int
+requeue_begin(struct requeue_run *run, const struct failed_ctx *what,
+    const struct failed_action *action)
+{
+	const struct sql *sql = failed_action_sql(what->q, action);
+	int rc = ROWQ_EXIT_OK;
+
+	memset(run, 0, sizeof(*run));
+	run->what = what;
+	run->action = action;
+	if (sql->nparams == 0) {
+		log_error("%s: takes no parameter: give it the queue's key",
+		    sql->where);
+		return ROWQ_EXIT_CONFIG;
+	}
+	run->stmt = failed_prepare(what->db, sql->positional, sql->where, &rc);
+	return rc;
+}
+
+void
+requeue_end(struct requeue_run *run)
+{
+	db_stmt_free(run->stmt);
+	run->stmt = NULL;
+}
+
+/*
  * `rowq requeue QUEUE KEY...` or `rowq requeue QUEUE --all [--where-error
- * TEXT]`; argv[0] is "requeue".  Exit 0 when every key was requeued, 1
- * when one matched no row or the database failed.
+ * TEXT]`, and `rowq discard` alike; argv[0] is "requeue" or "discard".
+ * Exit 0 when every key was requeued (or discarded), 1 when one matched
+ * no row or the database failed.
  */
 int
 requeue_command(const char *path, int argc, char **argv)
 {
+	const struct failed_action *action = strcmp(argv[0], "discard") == 0 ?
+	    &discard_action : &requeue_action;
 	struct failed_ctx what;
 	struct requeue_run run = { 0 };
 	char **keys = xcalloc((size_t)argc, sizeof(*keys));
 	const char *name = NULL, *where_error = NULL, *why = NULL;
+	char cmd[64];
 	size_t nkeys = 0;
 	bool all = false;
 	int rc;
@@ -305,8 +352,8 @@ requeue_command(const char *path, int argc, char **argv)
 			while (++i < argc)
 				keys[nkeys++] = argv[i];
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "rowq: requeue: unknown option %s\n",
-			    argv[i]);
+			fprintf(stderr, "rowq: %s: unknown option %s\n",
+			    action->name, argv[i]);
 			free(keys);
 			return ROWQ_EXIT_USAGE;
 		} else if (name == NULL)
@@ -318,36 +365,31 @@ requeue_command(const char *path, int argc, char **argv)
 		why = "name a queue";
 	else if (why == NULL && all == (nkeys > 0))
 		why = all ? "either keys or --all, not both" :
+		    action == &discard_action ?
+		    "name the keys to discard, or --all" :
 		    "name the keys to requeue, or --all";
 	else if (why == NULL && where_error != NULL && !all)
 		why = "--where-error goes with --all";
 	if (why != NULL) {
-		fprintf(stderr, "rowq: requeue: %s\n", why);
+		fprintf(stderr, "rowq: %s: %s\n", action->name, why);
 		free(keys);
 		return ROWQ_EXIT_USAGE;
 	}
-	rc = failed_open(path, name, all ? "rowq requeue --all" :
-	    "rowq requeue", all, true, &what);
-	if (rc == ROWQ_EXIT_OK && what.q->requeue.nparams == 0) {
-		log_error("%s: takes no parameter: give it the queue's key",
-		    what.q->requeue.where);
-		rc = ROWQ_EXIT_CONFIG;
-	}
-	if (rc == ROWQ_EXIT_OK) {
-		run.what = &what;
-		run.stmt = failed_prepare(what.db, what.q->requeue.positional,
-		    what.q->requeue.where, &rc);
-	}
+	snprintf(cmd, sizeof(cmd), "rowq %s%s", action->name,
+	    all ? " --all" : "");
+	rc = failed_open(path, name, cmd, all, action, &what);
+	if (rc == ROWQ_EXIT_OK)
+		rc = requeue_begin(&run, &what, action);
 	if (run.stmt != NULL) {
 		rc = all ? requeue_all(&run, where_error) :
 		    requeue_keys(&run, keys, nkeys);
-		printf("%s: requeued %llu row%s, %llu key%s matched no failed "
-		    "row\n", name, run.requeued, run.requeued == 1 ? "" : "s",
-		    run.missed, run.missed == 1 ? "" : "s");
+		printf("%s: %s %llu row%s, %llu key%s matched no failed "
+		    "row\n", name, action->done, run.done, run.done == 1 ?
+		    "" : "s", run.missed, run.missed == 1 ? "" : "s");
 		if (rc == ROWQ_EXIT_OK && run.missed > 0)
 			rc = ROWQ_EXIT_FAILURE;
-		db_stmt_free(run.stmt);
 	}
+	requeue_end(&run);
 	if (what.cfg != NULL)
 		failed_close(&what);
 	free(keys);

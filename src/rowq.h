@@ -3,8 +3,9 @@
  *
  * Each library is behind the files of its own (<yaml.h> config_yaml.c,
  * <mysql.h> the db*.c files, <systemd/sd-daemon.h> notify.c,
- * <microhttpd.h> metrics.c): what they expose to the rest of the program
- * is declared in plain C types, here or in a header of its own.
+ * <microhttpd.h> mhd.h, <crypt.h> console_auth.c): what they expose to
+ * the rest of the program is declared in plain C types, here or in a
+ * header of its own (console.h: the web console).
  *
  * What belongs to one part of the program has a header of its own: db.h
  * (the database layer), config.h (loading the configuration),
@@ -315,6 +316,7 @@ struct queue {
 	long		 alert_failed;	/* status exits 1 over this; -1: off */
 	struct sql	 failed_select;	/* `rowq failed`, `requeue --all` */
 	struct sql	 requeue;	/* one failed row waiting again, by key */
+	struct sql	 discard;	/* one failed row given up, by key */
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
 	struct prune_policy prune;
@@ -361,6 +363,18 @@ struct db_options {
 	char		*option_group;
 };
 
+/* console: the web console (console.c), off unless the key is given. */
+struct console_options {
+	bool		 on;
+	char		*listen;	/* "HOST:PORT"; CONSOLE_LISTEN_DEFAULT */
+	char		*users_file;
+	char		*tls_cert;	/* both or neither: HTTPS */
+	char		*tls_key;
+	bool		 insecure_listen; /* plain HTTP beyond loopback, meant */
+};
+
+#define CONSOLE_LISTEN_DEFAULT	"127.0.0.1:9465"
+
 struct config {
 	char		*path;
 	struct db_options db;
@@ -369,6 +383,8 @@ struct config {
 	char		*metrics;	/* "HOST:PORT" to serve, or NULL */
 	char		*metrics_textfile; /* node_exporter textfile, or NULL */
 	char		*pause_table;	/* NULL: PAUSE_TABLE_DEFAULT */
+	char		*daemons_table;	/* NULL: HEARTBEAT_TABLE_DEFAULT */
+	struct console_options console;
 	bool		 log_json;	/* log_format: json */
 	struct env_list	 env;		/* for every queue's handlers */
 	struct handler_user user;	/* for queues without their own */
@@ -709,6 +725,7 @@ struct worker_stats {
 	volatile int		 state;		/* enum worker_state */
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
 	char			 key[64];	/* the row being handled, as text */
+	volatile int		 attempt;	/* and its try, from 1 */
 	char			 last_error[192];
 	volatile int64_t	 last_error_ms;	/* wall clock */
 	/*
@@ -844,6 +861,8 @@ int		 pause_read(struct db *, const char *table,
 const struct pause_entry *pause_find(const struct pause_list *,
 		    const char *queue);
 void		 pause_list_free(struct pause_list *);
+int		 pause_change(struct db *, const struct config *,
+		    const char *queue, const char *reason);
 int		 pause_command(const char *path, const char *queue,
 		    const char *reason);
 int		 resume_command(const char *path, const char *queue);
@@ -862,14 +881,61 @@ char	*status_socket_path(const struct config *);	/* caller frees */
 /* ---- wake_socket.c: `rowq wake` ---- */
 
 char	*wake_socket_path(const struct config *);	/* caller frees */
+void	 wake_send(const struct config *, const char *queue);
 int	 wake_command(const char *config_path, const char *queue);
 
 /* ---- status.c: `rowq status` ---- */
 
+/* The running daemon's answer on its status socket, split in lines. */
+struct line {
+	char	**field;
+	size_t	  n;
+};
+
+struct live {
+	char		*text;		/* the daemon's answer, split in place */
+	struct line	*lines;
+	size_t		 nlines;
+	char		 error[256];	/* why there is no answer */
+};
+
+/* One queue as `rowq status` shows it. */
+struct status_queue {
+	const struct queue	*q;
+	struct queue_db_status	 db;
+	bool			 db_ok;
+	bool			 alert;		/* older than alert_age */
+	bool			 alert_failed;	/* more failed than alert_failed */
+	const struct line	*alert_running;	/* a worker past alert_running */
+	long			 ready;
+	long			 in_progress;	/* -1: no daemon answered */
+	const struct pause_entry *pause; /* NULL: not paused */
+};
+
+/* The server status read from, and the TLS cipher: "" when none. */
+struct status_link {
+	char	where[300];
+	char	cipher[128];
+};
+
+void	 status_live_load(struct live *, const struct config *);
+void	 status_live_free(struct live *);
+const struct line *status_live_find(const struct live *, const char *kind,
+	    const char *queue, size_t *i);
+const char *status_live_value(const struct line *, const char *key);
+bool	 status_live_split(const struct live *, struct status_queue *,
+	    size_t n);
+int	 status_read_db(struct db *, const struct config *,
+	    struct status_queue *, size_t n, struct pause_list *,
+	    struct status_link *);
+struct schedule_list;
+void	 status_json(struct buf *, const struct status_queue *, size_t n,
+	    const struct live *, const struct status_link *,
+	    const struct schedule_list *);
 int	 status_command(const char *config_path, char **queues, size_t n,
 	    bool json);
 
-/* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue` ---- */
+/* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue`, `rowq discard` ---- */
 
 /* What both commands work with: failed_open fills it, failed_close frees. */
 struct failed_ctx {
@@ -878,20 +944,48 @@ struct failed_ctx {
 	struct db		*db;
 };
 
+/* What is done to failed rows by key: requeue: or discard:. */
+struct failed_action {
+	const char	*name;		/* the command, and the queue's key */
+	const char	*done;		/* "requeued", for messages */
+	size_t		 offset;	/* of its struct sql in struct queue */
+};
+
 int	 failed_command(const char *config_path, int argc, char **argv);
-int	 requeue_command(const char *config_path, int argc, char **argv);
 int	 failed_open(const char *config_path, const char *queue,
-	    const char *cmd, bool need_select, bool need_requeue,
+	    const char *cmd, bool need_select, const struct failed_action *need,
 	    struct failed_ctx *);
 void	 failed_close(struct failed_ctx *);
 struct db_stmt;
 struct db_stmt *failed_prepare(struct db *, const char *sql,
 	    const char *where, int *exit_status);
 void	 failed_quote(struct buf *, const char *identifier);
-/* rowq check: failed_select and requeue against the queue's key. */
+/* rowq check: failed_select, requeue and discard against the queue's key. */
 int	 failed_check(struct db *, const struct queue *, const char *key);
 
-/* ---- metrics.c: Prometheus exposition, the only includer of microhttpd ---- */
+/* One run of an action over keys (requeue.c). */
+struct requeue_run {
+	const struct failed_ctx	*what;
+	const struct failed_action *action;
+	struct db_stmt		*stmt;
+	bool			 quiet;		/* no line per key (the console) */
+	unsigned long long	 done;		/* rows requeued or discarded */
+	unsigned long long	 missed;	/* keys that changed no row */
+};
+
+extern const struct failed_action requeue_action, discard_action;
+const struct sql *failed_action_sql(const struct queue *,
+	    const struct failed_action *);
+int	 requeue_command(const char *config_path, int argc, char **argv);
+int	 requeue_begin(struct requeue_run *, const struct failed_ctx *,
+	    const struct failed_action *);
+int	 requeue_keys(struct requeue_run *, char **keys, size_t n);
+int	 requeue_all(struct requeue_run *, const char *where_error);
+void	 requeue_end(struct requeue_run *);
+const char *requeue_error_column(const struct column *, size_t n);
+void	 requeue_like(struct buf *, const char *text);
+
+/* ---- metrics.c: Prometheus exposition, over mhd.h ---- */
 
 /* One queue's numbers, as the supervisor adds them up. */
 struct metrics_queue {
@@ -944,11 +1038,15 @@ struct metrics	*metrics_start(const char *addr, metrics_render_fn,
 		    metrics_wake_fn, metrics_health_fn, void *ctx);
 int		 metrics_fd(const struct metrics *);
 void		 metrics_run(struct metrics *);
-void		 metrics_expire(struct metrics *);
-int64_t		 metrics_timeout_ms(const struct metrics *);
+void		 metrics_timers(struct metrics *, int64_t now, int64_t *next);
 void		 metrics_stop(struct metrics *);
 int		 metrics_write_textfile(const char *path, const struct buf *);
 
+/* ---- mhd.c: libmicrohttpd, loaded when HTTP is served (mhd.h) ---- */
+
+struct sockaddr_storage;
+/* "HOST:PORT" (IPv4 or [IPv6]) into a socket address; 0, or -1. */
+int		 mhd_address(const char *addr, struct sockaddr_storage *);
 /* ---- on_failed.c: a program for each row that failed for good ---- */
 
 /* How the last try of a row that failed for good ended. */

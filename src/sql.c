@@ -196,7 +196,8 @@ sql_word_is(const char *s, size_t len, const char *word)
 }
 
 /*
- * A finishing statement (done, failed, retry.update, lease, requeue)
+ * A finishing statement (done, failed, retry.update, lease, requeue,
+ * discard)
  * must return no rows: rowq reads none, and where one travels in front
  * of the next claim (batch 1) its rows would be taken for the claim's.
  * A `returning` in backquotes or quotes is a name or a string, not the
@@ -216,8 +217,8 @@ sql_check_no_rows(const char *text, char *err, size_t errlen)
 	for (size_t k = 0; n > 0 && readers[k] != NULL && rc == 0; k++)
 		if (sql_token_is(text, &t[0], readers[k])) {
 			snprintf(err, errlen, "a %s returns rows, and changes "
-			    "none: done, failed, retry.update, lease and "
-			    "requeue statements are UPDATE, DELETE, INSERT, "
+			    "none: done, failed, retry.update, lease, requeue "
+			    "and discard statements are UPDATE, DELETE, INSERT, "
 			    "REPLACE or CALL", readers[k]);
 			rc = -1;
 		}

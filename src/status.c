@@ -88,20 +88,8 @@ status_get(char *const *fields, size_t n, const char *key)
 	return NULL;
 }
 
-struct line {
-	char	**field;
-	size_t	  n;
-};
-
-struct live {
-	char		*text;		/* the daemon's answer, split in place */
-	struct line	*lines;
-	size_t		 nlines;
-	char		 error[256];	/* why there is no answer */
-};
-
-static void
-live_load(struct live *lv, const struct config *cfg)
+void
+status_live_load(struct live *lv, const struct config *cfg)
 {
 	char *path = status_socket_path(cfg);
 	char err[200];
@@ -130,8 +118,8 @@ live_load(struct live *lv, const struct config *cfg)
 	}
 }
 
-static void
-live_free(struct live *lv)
+void
+status_live_free(struct live *lv)
 {
 	for (size_t i = 0; i < lv->nlines; i++)
 		free(lv->lines[i].field);
@@ -140,8 +128,8 @@ live_free(struct live *lv)
 }
 
 /* The line of a kind ("daemon", "queue", "worker") for a queue, from i on. */
-static const struct line *
-live_find(const struct live *lv, const char *kind, const char *queue,
+const struct line *
+status_live_find(const struct live *lv, const char *kind, const char *queue,
     size_t *i)
 {
 	for (; *i < lv->nlines; (*i)++) {
@@ -158,8 +146,8 @@ live_find(const struct live *lv, const char *kind, const char *queue,
 	return NULL;
 }
 
-static const char *
-live_value(const struct line *l, const char *key)
+const char *
+status_live_value(const struct line *l, const char *key)
 {
 	const char *v = l ? status_get(l->field, l->n, key) : NULL;
 
@@ -167,24 +155,6 @@ live_value(const struct line *l, const char *key)
 }
 
 /* ---- the renderers: a table, JSON ---- */
-
-struct status_queue {
-	const struct queue	*q;
-	struct queue_db_status	 db;
-	bool			 db_ok;
-	bool			 alert;		/* older than alert_age */
-	bool			 alert_failed;	/* more failed than alert_failed */
-	const struct line	*alert_running;	/* a worker past alert_running */
-	long			 ready;
-	long			 in_progress;	/* -1: no daemon answered */
-	const struct pause_entry *pause; /* NULL: not paused */
-};
-
-/* The server status read from, and the TLS cipher: "" when none. */
-struct status_link {
-	char	where[300];
-	char	cipher[128];
-};
 
 static void
 status_age(char *out, size_t len, long long s)
@@ -201,24 +171,24 @@ status_prune_line(const char *queue, const struct line *l)
 {
 	char ago[32];
 
-	duration_format(atoll(live_value(l, "prune_ago")) * 1000, ago,
+	duration_format(atoll(status_live_value(l, "prune_ago")) * 1000, ago,
 	    sizeof(ago));
 	printf("  %s last prune: %s, %s rows in %s chunks, %.1fs, started "
-	    "%s ago%s%s\n", queue, live_value(l, "prune"),
-	    live_value(l, "prune_rows"), live_value(l, "prune_chunks"),
-	    (double)atoll(live_value(l, "prune_ms")) / 1000, ago,
-	    *live_value(l, "prune_error") ? ": " : "",
-	    live_value(l, "prune_error"));
+	    "%s ago%s%s\n", queue, status_live_value(l, "prune"),
+	    status_live_value(l, "prune_rows"), status_live_value(l, "prune_chunks"),
+	    (double)atoll(status_live_value(l, "prune_ms")) / 1000, ago,
+	    *status_live_value(l, "prune_error") ? ": " : "",
+	    status_live_value(l, "prune_error"));
 }
 
 /* How a queue's idle workers are woken, when it is not by polling. */
 static void
 status_wake_line(const char *queue, const struct line *l)
 {
-	printf("  %s wake: %s", queue, live_value(l, "wake"));
-	if (*live_value(l, "binlog_lag"))
+	printf("  %s wake: %s", queue, status_live_value(l, "wake"));
+	if (*status_live_value(l, "binlog_lag"))
 		printf(", %ss behind the server's binary log",
-		    live_value(l, "binlog_lag"));
+		    status_live_value(l, "binlog_lag"));
 	else
 		printf(" (polled until the binary log can be followed)");
 	putchar('\n');
@@ -238,9 +208,9 @@ status_running_too_long(const struct live *lv, const struct queue *q)
 
 	if (q->alert_running_ms <= 0)
 		return NULL;
-	while ((w = live_find(lv, "worker", q->name, &j)) != NULL) {
-		long long for_s = atoll(live_value(w, "for"));
-		if (strcmp(live_value(w, "state"), "busy") == 0 &&
+	while ((w = status_live_find(lv, "worker", q->name, &j)) != NULL) {
+		long long for_s = atoll(status_live_value(w, "for"));
+		if (strcmp(status_live_value(w, "state"), "busy") == 0 &&
 		    for_s * 1000 > q->alert_running_ms && for_s > worst_s) {
 			worst = w;
 			worst_s = for_s;
@@ -269,14 +239,14 @@ status_alerts(const struct status_queue *r, size_t n)
 			    r[k].q->alert_failed);
 		if (r[k].alert_running != NULL) {
 			const struct line *w = r[k].alert_running;
-			duration_format(atoll(live_value(w, "for")) * 1000, age,
+			duration_format(atoll(status_live_value(w, "for")) * 1000, age,
 			    sizeof(age));
 			duration_format(r[k].q->alert_running_ms, limit,
 			    sizeof(limit));
 			printf("\nALERT %s: worker %s (pid %s) has run row %s for "
 			    "%s, more than alert_running %s", r[k].q->name,
-			    live_value(w, "number"), live_value(w, "pid"),
-			    live_value(w, "key"), age, limit);
+			    status_live_value(w, "number"), status_live_value(w, "pid"),
+			    status_live_value(w, "key"), age, limit);
 		}
 	}
 	for (size_t k = 0; k < n; k++)
@@ -297,10 +267,10 @@ status_schedules(const struct schedule_list *sl, const struct live *lv)
 		return;
 	putchar('\n');
 	schedule_list_table(sl);
-	while ((l = live_find(lv, "schedule", NULL, &i)) != NULL)
-		if (*live_value(l, "error"))
+	while ((l = status_live_find(lv, "schedule", NULL, &i)) != NULL)
+		if (*status_live_value(l, "error"))
 			printf("  schedule %s last error: %s\n",
-			    live_value(l, "schedule"), live_value(l, "error"));
+			    status_live_value(l, "schedule"), status_live_value(l, "error"));
 }
 
 static void
@@ -308,7 +278,7 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
     const struct status_link *link, const struct schedule_list *sl)
 {
 	size_t i = 0;
-	const struct line *d = live_find(lv, "daemon", NULL, &i);
+	const struct line *d = status_live_find(lv, "daemon", NULL, &i);
 
 	/* Left of DONE: the database now; from DONE on: since the start. */
 	printf("%-16s %7s %11s %8s %11s %9s %8s %8s %8s\n", "QUEUE", "READY",
@@ -317,7 +287,7 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 	for (size_t k = 0; k < n; k++) {
 		char ready[24], inprog[24], age[32], failed[24];
 		size_t j = 0;
-		const struct line *l = live_find(lv, "queue", r[k].q->name, &j);
+		const struct line *l = status_live_find(lv, "queue", r[k].q->name, &j);
 
 		if (!r[k].db_ok) {
 			snprintf(ready, sizeof(ready), "?");
@@ -342,10 +312,10 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 		printf("%-16s %7s %11s %7s%s %10s%s %9s %8s %8s %8s\n",
 		    r[k].q->name, ready, inprog, age, r[k].alert ? "!" : " ",
 		    failed, r[k].alert_failed ? "!" : " ",
-		    l ? live_value(l, "done") : "-",
-		    l ? live_value(l, "retried") : "-",
-		    l ? live_value(l, "failed") : "-",
-		    l ? live_value(l, "rate") : "-");
+		    l ? status_live_value(l, "done") : "-",
+		    l ? status_live_value(l, "retried") : "-",
+		    l ? status_live_value(l, "failed") : "-",
+		    l ? status_live_value(l, "rate") : "-");
 	}
 	status_alerts(r, n);
 	status_schedules(sl, lv);
@@ -367,33 +337,33 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 		return;
 	}
 	printf("\ndaemon: pid %s, generation %s, last reload: %s\n",
-	    live_value(d, "pid"), live_value(d, "generation"),
-	    *live_value(d, "reload") ? live_value(d, "reload") : "none");
+	    status_live_value(d, "pid"), status_live_value(d, "generation"),
+	    *status_live_value(d, "reload") ? status_live_value(d, "reload") : "none");
 	for (size_t k = 0; k < n; k++) {
 		const struct line *w;
 		size_t j = 0;
-		while ((w = live_find(lv, "worker", r[k].q->name, &j)) != NULL) {
+		while ((w = status_live_find(lv, "worker", r[k].q->name, &j)) != NULL) {
 			char since[32] = "";
-			long long for_s = atoll(live_value(w, "for"));
+			long long for_s = atoll(status_live_value(w, "for"));
 			duration_format(for_s * 1000, since, sizeof(since));
 			printf("  %s/%s pid %s: %s", r[k].q->name,
-			    live_value(w, "number"), live_value(w, "pid"),
-			    live_value(w, "state"));
-			if (*live_value(w, "key"))
-				printf(" row %s", live_value(w, "key"));
+			    status_live_value(w, "number"), status_live_value(w, "pid"),
+			    status_live_value(w, "state"));
+			if (*status_live_value(w, "key"))
+				printf(" row %s", status_live_value(w, "key"));
 			printf(" for %s%s\n", since,
-			    strcmp(live_value(w, "retiring"), "1") == 0 ?
+			    strcmp(status_live_value(w, "retiring"), "1") == 0 ?
 			    " (retiring)" : "");
 		}
 		size_t q = 0;
-		const struct line *ql = live_find(lv, "queue", r[k].q->name, &q);
-		if (ql && *live_value(ql, "last_error"))
+		const struct line *ql = status_live_find(lv, "queue", r[k].q->name, &q);
+		if (ql && *status_live_value(ql, "last_error"))
 			printf("  %s last error: %s\n", r[k].q->name,
-			    live_value(ql, "last_error"));
-		if (ql && *live_value(ql, "prune"))
+			    status_live_value(ql, "last_error"));
+		if (ql && *status_live_value(ql, "prune"))
 			status_prune_line(r[k].q->name, ql);
-		if (ql && *live_value(ql, "wake") &&
-		    strcmp(live_value(ql, "wake"), "poll") != 0)
+		if (ql && *status_live_value(ql, "wake") &&
+		    strcmp(status_live_value(ql, "wake"), "poll") != 0)
 			status_wake_line(r[k].q->name, ql);
 	}
 }
@@ -438,20 +408,22 @@ json_live_line(struct buf *b, const struct line *l)
 	buf_putc(b, '}');
 }
 
-static void
-status_json(const struct status_queue *r, size_t n, const struct live *lv,
-    const struct status_link *link, const struct schedule_list *sl)
+/* The --json answer, into out (the console's /api/status too). */
+void
+status_json(struct buf *out, const struct status_queue *r, size_t n,
+    const struct live *lv, const struct status_link *link,
+    const struct schedule_list *sl)
 {
 	struct buf b = { 0 };
 	size_t i = 0;
-	const struct line *d = live_find(lv, "daemon", NULL, &i);
+	const struct line *d = status_live_find(lv, "daemon", NULL, &i);
 	char num[32];
 
 	buf_puts(&b, "{\"queues\":[");
 	for (size_t k = 0; k < n; k++) {
 		bool first = true;
 		size_t j = 0;
-		const struct line *l = live_find(lv, "queue", r[k].q->name, &j);
+		const struct line *l = status_live_find(lv, "queue", r[k].q->name, &j);
 		buf_puts(&b, k ? ",{" : "{");
 		json_kv_str(&b, "name", r[k].q->name, &first);
 		if (r[k].db_ok) {
@@ -495,7 +467,7 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv,
 		const struct line *w;
 		size_t wi = 0;
 		bool firstw = true;
-		while ((w = live_find(lv, "worker", r[k].q->name, &wi)) != NULL) {
+		while ((w = status_live_find(lv, "worker", r[k].q->name, &wi)) != NULL) {
 			if (!firstw)
 				buf_putc(&b, ',');
 			json_live_line(&b, w);
@@ -526,8 +498,79 @@ status_json(const struct status_queue *r, size_t n, const struct live *lv,
 		schedule_list_json(sl, &b);
 	}
 	buf_puts(&b, "}\n");
+	buf_append(out, b.data, b.len);
+	buf_free(&b);
+}
+
+static void
+status_json_print(const struct status_queue *r, size_t n,
+    const struct live *lv, const struct status_link *link,
+    const struct schedule_list *sl)
+{
+	struct buf b = { 0 };
+
+	status_json(&b, r, n, lv, link, sl);
 	fputs(b.data, stdout);
 	buf_free(&b);
+}
+
+/*
+ * What the database says of each queue in r (each r[k].q set), and
+ * which are paused (into paused, which r points into): a plain read of
+ * each, which locks nothing.  Returns 0, or ROWQ_EXIT_FAILURE when a read
+ * failed or a queue is past an alert.
+ */
+int
+status_read_db(struct db *db, const struct config *cfg, struct status_queue *r,
+    size_t n, struct pause_list *paused, struct status_link *link)
+{
+	int rc = ROWQ_EXIT_OK;
+
+	snprintf(link->where, sizeof(link->where), "%s", db_where(db));
+	snprintf(link->cipher, sizeof(link->cipher), "%s",
+	    db_cipher(db) ? db_cipher(db) : "");
+	if (pause_read(db, pause_table(cfg), paused) == -1) {
+		log_error("%s: pause_table: cannot read %s: %s", cfg->path,
+		    pause_table(cfg), db_error(db));
+		rc = ROWQ_EXIT_FAILURE;
+	}
+	for (size_t k = 0; k < n; k++) {
+		r[k].pause = pause_find(paused, r[k].q->name);
+		r[k].db_ok = status_query(db, r[k].q, &r[k].db) == 0;
+		if (!r[k].db_ok)
+			rc = ROWQ_EXIT_FAILURE;
+		r[k].alert = r[k].db_ok && r[k].q->alert_age_ms > 0 &&
+		    r[k].db.oldest_age_s * 1000 > r[k].q->alert_age_ms;
+		r[k].alert_failed = r[k].db_ok &&
+		    r[k].q->alert_failed >= 0 &&
+		    r[k].db.failed > r[k].q->alert_failed;
+		if (r[k].alert || r[k].alert_failed)
+			rc = ROWQ_EXIT_FAILURE;
+	}
+	return rc;
+}
+
+/*
+ * Ready and in progress, with the daemon's busy workers taken out, and
+ * the worker past alert_running.  True when a queue is past it.
+ */
+bool
+status_live_split(const struct live *lv, struct status_queue *r, size_t n)
+{
+	bool alert = false;
+
+	for (size_t k = 0; k < n; k++) {
+		size_t j = 0;
+		const struct line *l = status_live_find(lv, "queue",
+		    r[k].q->name, &j);
+		long busy = l && *status_live_value(l, "busy") ?
+		    atol(status_live_value(l, "busy")) : -1;
+		status_split(r[k].q, &r[k].db, busy, &r[k].ready,
+		    &r[k].in_progress);
+		r[k].alert_running = status_running_too_long(lv, r[k].q);
+		alert |= r[k].alert_running != NULL;
+	}
+	return alert;
 }
 
 /*
@@ -553,7 +596,7 @@ status_broken_config(const struct config *cfg, char **names, size_t nnames,
 	const struct line *l;
 	char *path = status_socket_path(cfg);
 
-	live_load(&lv, cfg);
+	status_live_load(&lv, cfg);
 	if (lv.text == NULL) {
 		log_error("%s: the configuration has errors, and no daemon "
 		    "answers on %s", cfg->path, lv.error);
@@ -565,8 +608,8 @@ status_broken_config(const struct config *cfg, char **names, size_t nnames,
 	    "configuration: fix the file before the next reload", cfg->path,
 	    path);
 	free(path);
-	while ((l = live_find(&lv, "queue", NULL, &i)) != NULL) {
-		const char *name = live_value(l, "queue");
+	while ((l = status_live_find(&lv, "queue", NULL, &i)) != NULL) {
+		const char *name = status_live_value(l, "queue");
 		bool wanted = nnames == 0;
 		for (size_t k = 0; k < nnames; k++)
 			wanted |= strcmp(names[k], name) == 0;
@@ -585,13 +628,13 @@ status_broken_config(const struct config *cfg, char **names, size_t nnames,
 		r[k].ready = r[k].in_progress = -1;
 	}
 	if (json)
-		status_json(r, n, &lv, &link, NULL);
+		status_json_print(r, n, &lv, &link, NULL);
 	else
 		status_table(r, n, &lv, &link, NULL);
 	fflush(stdout);
 	free(r);
 	free(q);
-	live_free(&lv);
+	status_live_free(&lv);
 	return ROWQ_EXIT_CONFIG;
 }
 
@@ -637,27 +680,7 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		    db_error(db));
 		rc = ROWQ_EXIT_FAILURE;
 	} else {
-		snprintf(link.where, sizeof(link.where), "%s", db_where(db));
-		snprintf(link.cipher, sizeof(link.cipher), "%s",
-		    db_cipher(db) ? db_cipher(db) : "");
-		if (pause_read(db, pause_table(cfg), &paused) == -1) {
-			log_error("%s: pause_table: cannot read %s: %s", path,
-			    pause_table(cfg), db_error(db));
-			rc = ROWQ_EXIT_FAILURE;
-		}
-		for (size_t k = 0; k < n; k++) {
-			r[k].pause = pause_find(&paused, r[k].q->name);
-			r[k].db_ok = status_query(db, r[k].q, &r[k].db) == 0;
-			if (!r[k].db_ok)
-				rc = ROWQ_EXIT_FAILURE;
-			r[k].alert = r[k].db_ok && r[k].q->alert_age_ms > 0 &&
-			    r[k].db.oldest_age_s * 1000 > r[k].q->alert_age_ms;
-			r[k].alert_failed = r[k].db_ok &&
-			    r[k].q->alert_failed >= 0 &&
-			    r[k].db.failed > r[k].q->alert_failed;
-			if (r[k].alert || r[k].alert_failed)
-				rc = ROWQ_EXIT_FAILURE;
-		}
+		rc = status_read_db(db, cfg, r, n, &paused, &link);
 		if (nnames == 0 &&
 		    schedule_list_read(db, cfg, &sched) == -1) {
 			log_error("%s: cannot read the schedules: %s", path,
@@ -666,24 +689,15 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 		}
 	}
 	db_close(db);
-	live_load(&lv, cfg);
-	for (size_t k = 0; k < n; k++) {
-		size_t j = 0;
-		const struct line *l = live_find(&lv, "queue", r[k].q->name, &j);
-		long busy = l && *live_value(l, "busy") ?
-		    atol(live_value(l, "busy")) : -1;
-		status_split(r[k].q, &r[k].db, busy, &r[k].ready,
-		    &r[k].in_progress);
-		r[k].alert_running = status_running_too_long(&lv, r[k].q);
-		if (r[k].alert_running != NULL)
-			rc = ROWQ_EXIT_FAILURE;
-	}
+	status_live_load(&lv, cfg);
+	if (status_live_split(&lv, r, n))
+		rc = ROWQ_EXIT_FAILURE;
 	if (json)
-		status_json(r, n, &lv, &link, &sched);
+		status_json_print(r, n, &lv, &link, &sched);
 	else
 		status_table(r, n, &lv, &link, &sched);
 	fflush(stdout);
-	live_free(&lv);
+	status_live_free(&lv);
 out:
 	schedule_list_free(&sched);
 	pause_list_free(&paused);

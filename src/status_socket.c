@@ -169,6 +169,8 @@ status_worker_line(struct buf *b, const struct slot *sl, int64_t wall)
 	memcpy(key, (const char *)w->key, sizeof(key));
 	key[sizeof(key) - 1] = '\0';
 	status_field(b, "key", sl->pid != 0 && st == WORKER_BUSY ? key : "");
+	if (sl->pid != 0 && st == WORKER_BUSY)
+		status_num(b, "attempt", (unsigned long long)w->attempt);
 	status_num(b, "for", sl->pid != 0 && w->since_ms > 0 &&
 	    wall > w->since_ms ? (unsigned long long)(wall - w->since_ms) /
 	    1000 : 0);

@@ -144,7 +144,9 @@ struct supervisor_part {
 	X(wake_binlog)		/* the binlog follower child */		\
 	X(wake_socket)		/* `rowq wake` */				\
 	X(on_failed)		/* the on_failed runner child */	\
-	X(schedule_daemon)	/* the scheduler child */
+	X(schedule_daemon)	/* the scheduler child */		\
+	X(history)		/* the console's charts: history.c */	\
+	X(console)		/* the web console child */
 
 #define SUPERVISOR_PART_DECLARE(name) \
 	extern const struct supervisor_part name##_part;
@@ -301,6 +303,8 @@ struct supervisor {
 	struct pollfd		*poll;
 	nfds_t			*poll_from;	/* where each part's begin */
 	char			*wake_path;
+	struct history		*history;	/* shared with the console */
+	struct console_link	*console;	/* console.c */
 };
 
 /*

@@ -124,6 +124,23 @@ wake_socket_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 	}
 }
 
+/* The datagram that names queue, to the daemon of cfg if one listens. */
+void
+wake_send(const struct config *cfg, const char *queue)
+{
+	struct sockaddr_un sa;
+	char *path = wake_socket_path(cfg);
+	int fd;
+
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd != -1 && wake_socket_address(path, &sa) == 0)
+		(void)sendto(fd, queue, strlen(queue), 0,
+		    (struct sockaddr *)&sa, sizeof(sa));
+	if (fd != -1)
+		close(fd);
+	free(path);
+}
+
 /*
  * `rowq wake QUEUE`: 0 whether or not a daemon heard it, 2 for a queue
  * the configuration does not name.
@@ -132,9 +149,6 @@ int
 wake_command(const char *config_path, const char *queue)
 {
 	struct config *cfg = config_load(config_path);
-	struct sockaddr_un sa;
-	char *path;
-	int fd;
 
 	if (cfg == NULL)
 		return ROWQ_EXIT_CONFIG;
@@ -143,15 +157,8 @@ wake_command(const char *config_path, const char *queue)
 		config_free(cfg);
 		return ROWQ_EXIT_USAGE;
 	}
-	path = wake_socket_path(cfg);
+	wake_send(cfg, queue);
 	config_free(cfg);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd != -1 && wake_socket_address(path, &sa) == 0)
-		(void)sendto(fd, queue, strlen(queue), 0,
-		    (struct sockaddr *)&sa, sizeof(sa));
-	if (fd != -1)
-		close(fd);
-	free(path);
 	return ROWQ_EXIT_OK;
 }
 

@@ -470,6 +470,8 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	log_set_attempt(attempt);
 	log_set_trace(row_traceparent(w, row, id) ? id : NULL);
 	worker_set_state(w, WORKER_BUSY, key.data);
+	if (w->args->stats != NULL)
+		w->args->stats->attempt = attempt;
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key.data);
 	if (worker_row_fits(w, row))

@@ -35,7 +35,7 @@ find_rowq >before.txt
 
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for lib in libmariadb3 libyaml-0-2 libsystemd0; do
+for lib in libmariadb3 libyaml-0-2 libsystemd0 libcrypt1; do
 	assert_match "(^|, )$lib( |,|$)" "$depends" "Depends names $lib"
 done
 [[ $depends != *libmicrohttpd* ]] || fail "libmicrohttpd in Depends: $depends"
@@ -44,7 +44,7 @@ assert_eq libmicrohttpd12 "$(dpkg-deb -f "$deb" Recommends)" "Recommends"
 mkdir x
 dpkg-deb -x "$deb" x
 needed=$(objdump -p x/usr/bin/rowq | awk '$1 == "NEEDED" { print $2 }' | sort | tr '\n' ' ')
-assert_eq "libc.so.6 libmariadb.so.3 libsystemd.so.0 libyaml-0.so.2 " "$needed" "libraries the binary links"
+assert_eq "libc.so.6 libcrypt.so.1 libmariadb.so.3 libsystemd.so.0 libyaml-0.so.2 " "$needed" "libraries the binary links"
 
 # ---- install -----------------------------------------------------------
 

@@ -9,10 +9,12 @@
 #
 # systemd: for systemd-analyze verify of the units.  procps: ps, pgrep.
 # prometheus: promtool, for the alert rules in contrib/prometheus.
-# libmicrohttpd12: rowq loads it at run time (dlopen) to serve metrics; the
-# -dev package is for its header only.
+# libmicrohttpd12: rowq loads it at run time (dlopen) to serve metrics and
+# the console; the -dev package is for its header only.  libcrypt-dev: the
+# console's password hashes.  curl: the console's HTTP tests; chromium,
+# chromium-driver and python3-selenium: its test in a real browser.
 PACKAGES="build-essential pkg-config libmariadb-dev libyaml-dev
-libsystemd-dev libmicrohttpd-dev libmicrohttpd12 check mariadb-server
+libsystemd-dev libmicrohttpd-dev libmicrohttpd12 libcrypt-dev curl chromium chromium-driver python3-selenium check mariadb-server
 mariadb-client
 python3 python3-prometheus-client mandoc valgrind systemd procps prometheus $*"
 

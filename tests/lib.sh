@@ -110,6 +110,17 @@ assert_ge()
 	    fail "${3:-too small}: expected $1 >= $2"
 }
 
+# expect_exit STATUS PATTERN ARGS...: `rowq ARGS` exits STATUS, and what it
+# prints (standard output and error) matches PATTERN.
+expect_exit()
+{
+	local want=$1 pattern=$2 out status=0
+	shift 2
+	out=$("$ROWQ" "$@" 2>&1) || status=$?
+	assert_eq "$want" "$status" "exit status of rowq $*"
+	assert_match "$pattern" "$out" "message of rowq $*"
+}
+
 # ---- time ---------------------------------------------------------------
 
 # now_us: microseconds since the epoch, for measuring elapsed time.

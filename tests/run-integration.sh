@@ -9,6 +9,8 @@
 # ROWQ_TEST_JOBS at a time (default 2, see below), in the order of their
 # names, and each is reported when it ends.  Its
 # output is shown only when it fails.  Exit status 77 means skipped.
+# With ROWQ_SCREENSHOTS set, the PNG files a test leaves in its
+# screenshots/ directory are copied there (make check: build/screenshots).
 # The server and every temporary directory go away however the run ends.
 
 # The Makefile runs us with sh; the rest of this file needs bash.
@@ -102,6 +104,11 @@ reap()
 	unset "running_name[$pid]" "running_start[$pid]"
 
 	report_test "$name" "$status" "$took" "$dir.log"
+	# A test's screenshots outlive it, where make check asks.
+	if [ -n "${ROWQ_SCREENSHOTS:-}" ] && [ -d "$dir/screenshots" ]; then
+		mkdir -p "$ROWQ_SCREENSHOTS"
+		cp "$dir"/screenshots/*.png "$ROWQ_SCREENSHOTS"/ 2>/dev/null || true
+	fi
 	rm -rf "$dir" "$dir.log"
 	mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot \
 	    -e "DROP DATABASE \`t_${name//[^A-Za-z0-9_]/_}\`" || true

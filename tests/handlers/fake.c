@@ -4,6 +4,8 @@
  *   fake append LOG            append "KEY ATTEMPT" to LOG, exit 0
  *   fake fail-until N LOG      append, then exit 3 until attempt N
  *   fake exit CODE [LOG]       append, say so on stderr, exit CODE
+ *   fake fail-every N          exit 65 (failed at once) when the key is a
+ *                              multiple of N, else 0
  *   fake sleep MS LOG          append, sleep MS milliseconds, exit 0
  *   fake args OUT ARG...       write each ARG to OUT, NUL-terminated
  *   fake stdin OUT             copy stdin to OUT
@@ -132,6 +134,13 @@ main(int argc, char **argv)
 			fprintf(stderr, "not yet: attempt %s\n",
 			    env("ROWQ_ATTEMPT"));
 			return 3;
+		}
+		return 0;
+	}
+	if (strcmp(mode, "fail-every") == 0 && argc == 3) {
+		if (atol(env("ROWQ_KEY")) % atol(argv[2]) == 0) {
+			fprintf(stderr, "no such mailbox: %s\n", env("ROWQ_KEY"));
+			return 65;
 		}
 		return 0;
 	}

@@ -82,14 +82,6 @@ assert_eq 0 "$(failed_rows)" "nothing is left"
 assert_eq "0 shown of 0 failed rows" "$(tail -1 empty.out)" "no failed rows"
 
 # ---- bad input ----
-expect_exit()
-{
-	local want=$1 pattern=$2 out status=0
-	shift 2
-	out=$("$ROWQ" "$@" 2>&1) || status=$?
-	assert_eq "$want" "$status" "exit status of rowq $*"
-	assert_match "$pattern" "$out" "message of rowq $*"
-}
 expect_exit 2 "rowq.yaml: no queue named nosuch" -c rowq.yaml failed nosuch
 expect_exit 2 "rowq.yaml: no queue named nosuch" -c rowq.yaml requeue nosuch 1
 email_config bare.yaml "[/bin/true]"

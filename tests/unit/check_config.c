@@ -391,8 +391,9 @@ START_TEST(test_statement_returns_rows)
 	    "    done: SELECT id FROM email WHERE id = :id\n"
 	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
 	    "rowq.yaml:5: queues.email.done: a SELECT returns rows, and "
-	    "changes none: done, failed, retry.update, lease and requeue "
-	    "statements are UPDATE, DELETE, INSERT, REPLACE or CALL\n");
+	    "changes none: done, failed, retry.update, lease, requeue and "
+	    "discard statements are UPDATE, DELETE, INSERT, REPLACE or "
+	    "CALL\n");
 	/* A column or string of that name is no clause. */
 	{
 		struct config *cfg;
@@ -784,8 +785,8 @@ START_TEST(test_select_parameters)
 	    "    done: UPDATE email SET status = 'sent' WHERE id = :id\n"
 	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
 	    "rowq.yaml:3: queues.email.select: :since: the select takes no "
-	    "parameters (only done, failed, retry.update, lease.claim and "
-	    "requeue do)\n");
+	    "parameters (only done, failed, retry.update, lease.claim, "
+	    "requeue and discard do)\n");
 }
 END_TEST
 

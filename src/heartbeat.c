@@ -1,0 +1,244 @@
+/*
+ * heartbeat.c: the daemons table (daemons_table:, default rowq_daemons),
+ * a small table rowq owns, like the pause table: each daemon with a
+ * console writes its row every HEARTBEAT_EVERY_MS (one INSERT ... ON
+ * DUPLICATE KEY UPDATE, and its COMMIT), so that every console lists
+ * every such daemon that shares the database, with its host, pid,
+ * version, start, busy and running workers, and when it was last seen.
+ * A row unseen for HEARTBEAT_GONE_INTERVALS is shown as gone; rows of
+ * daemons gone a day are removed, by whichever console notices, once an
+ * hour at most.
+ *
+ * The console writes it, from its own connection, so that the
+ * supervisor and the workers never wait for it.  The table is created
+ * when it is missing; a user without the right is told once, and the
+ * console goes on without the Daemons page's row of its own.
+ */
+#include "rowq.h"
+#include "console.h"
+#include "db.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HEARTBEAT_PRUNE_EVERY_MS	(3600 * 1000)
+
+/* What the console creates; rowq.yaml(5) gives the same DDL. */
+#define HEARTBEAT_DDL \
+	"CREATE TABLE IF NOT EXISTS %s (\n" \
+	"  host VARCHAR(255) NOT NULL,\n" \
+	"  pid INT UNSIGNED NOT NULL,\n" \
+	"  version VARCHAR(32) NOT NULL,\n" \
+	"  started DATETIME NOT NULL,\n" \
+	"  busy INT UNSIGNED NOT NULL,\n" \
+	"  workers INT UNSIGNED NOT NULL,\n" \
+	"  console VARCHAR(255) NOT NULL DEFAULT '',\n" \
+	"  seen DATETIME NOT NULL,\n" \
+	"  PRIMARY KEY (host, pid)\n" \
+	") ENGINE=InnoDB"
+
+const char *
+heartbeat_table(const struct config *cfg)
+{
+	return cfg->daemons_table != NULL ? cfg->daemons_table :
+	    HEARTBEAT_TABLE_DEFAULT;
+}
+
+void
+heartbeat_init(struct heartbeat *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (gethostname(h->host, sizeof(h->host) - 1) == -1)
+		snprintf(h->host, sizeof(h->host), "?");
+	h->pid = (long)getppid();
+}
+
+/* Busy and running workers, as the daemon's status last said. */
+static void
+heartbeat_workers(const struct console_view *v, long long *busy,
+    long long *workers)
+{
+	const struct line *l;
+	size_t i = 0;
+
+	*busy = *workers = 0;
+	while ((l = status_live_find(&v->live, "queue", NULL, &i)) != NULL) {
+		*busy += atoll(status_live_value(l, "busy"));
+		*workers += atoll(status_live_value(l, "workers"));
+	}
+}
+
+static enum db_status
+heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
+{
+	const struct console_view *v = console_view(c);
+	struct buf sql = { 0 }, where = { 0 };
+	long long busy, workers, up_s = (wall_ms() - c->started_wall_ms) / 1000;
+	unsigned long long affected;
+	enum db_status st;
+	struct db_stmt *s;
+
+	heartbeat_workers(v, &busy, &workers);
+	buf_printf(&where, "%s://%s", c->cfg->console.tls_cert ? "https" :
+	    "http", c->cfg->console.listen);
+	buf_printf(&sql, "INSERT INTO %s (host, pid, version, started, busy, "
+	    "workers, console, seen) VALUES (?, ?, ?, NOW() - INTERVAL ? "
+	    "SECOND, ?, ?, ?, NOW()) ON DUPLICATE KEY UPDATE version = "
+	    "VALUES(version), started = VALUES(started), busy = VALUES(busy), "
+	    "workers = VALUES(workers), console = VALUES(console), seen = "
+	    "VALUES(seen)", heartbeat_table(c->cfg));
+	struct value vals[] = {
+		{ .type = VALUE_TEXT, .s = h->host, .len = strlen(h->host) },
+		{ .type = VALUE_INT, .i = h->pid },
+		{ .type = VALUE_TEXT, .s = ROWQ_VERSION,
+		    .len = strlen(ROWQ_VERSION) },
+		{ .type = VALUE_INT, .i = up_s > 0 ? up_s : 0 },
+		{ .type = VALUE_INT, .i = busy },
+		{ .type = VALUE_INT, .i = workers },
+		{ .type = VALUE_TEXT, .s = where.data, .len = where.len },
+	};
+	if ((s = db_prepare(db, sql.data, &st)) != NULL) {
+		st = db_stmt_exec(s, vals, sizeof(vals) / sizeof(vals[0]),
+		    &affected);
+		db_stmt_free(s);
+	}
+	if (st == DB_OK)
+		st = db_commit(db);
+	(void)db_rollback(db);
+	buf_free(&sql);
+	buf_free(&where);
+	return st;
+}
+
+static void
+heartbeat_create(struct db *db, const struct config *cfg)
+{
+	struct buf ddl = { 0 };
+
+	buf_printf(&ddl, HEARTBEAT_DDL, heartbeat_table(cfg));
+	if (db_run(db, ddl.data) == DB_OK)
+		log_info("created the daemons table %s", heartbeat_table(cfg));
+	buf_free(&ddl);
+}
+
+/* Rows of daemons gone a day: removed, once an hour at most. */
+static void
+heartbeat_prune(struct db *db, const struct config *cfg)
+{
+	struct buf sql = { 0 };
+	unsigned long long n = 0;
+
+	buf_printf(&sql, "DELETE FROM %s WHERE seen < NOW() - INTERVAL 1 DAY",
+	    heartbeat_table(cfg));
+	if (db_run_count(db, sql.data, &n) == DB_OK && db_commit(db) == DB_OK &&
+	    n > 0)
+		log_info("daemons table: removed %llu row%s of daemons gone a "
+		    "day", n, n == 1 ? "" : "s");
+	(void)db_rollback(db);
+	buf_free(&sql);
+}
+
+/* The daemon's row, when it is due. */
+void
+heartbeat_tick(struct heartbeat *h, struct console *c, int64_t now,
+    int64_t *next)
+{
+	struct db *db;
+	enum db_status st;
+
+	if (now < h->due_ms) {
+		if (h->due_ms < *next)
+			*next = h->due_ms;
+		return;
+	}
+	h->due_ms = now + HEARTBEAT_EVERY_MS;
+	if (h->due_ms < *next)
+		*next = h->due_ms;
+	if ((db = console_db(c)) == NULL)
+		return;
+	st = heartbeat_write(db, h, c);
+	if (st != DB_OK && db_no_such_table(db)) {
+		heartbeat_create(db, c->cfg);
+		st = heartbeat_write(db, h, c);
+	}
+	if (st != DB_OK && !h->failing)
+		log_warnx("daemons table %s: cannot write this daemon's row "
+		    "(the Daemons page will miss it): %s%s",
+		    heartbeat_table(c->cfg), db_error(db), db_denied(db) ?
+		    "; the database user needs CREATE, or SELECT, INSERT, "
+		    "UPDATE and DELETE on it (rowq.yaml(5), DAEMONS TABLE)" :
+		    "");
+	else if (st == DB_OK && h->failing)
+		log_info("daemons table %s: written again",
+		    heartbeat_table(c->cfg));
+	h->failing = st != DB_OK;
+	if (st == DB_OK && now >= h->prune_due_ms) {
+		heartbeat_prune(db, c->cfg);
+		h->prune_due_ms = now + HEARTBEAT_PRUNE_EVERY_MS;
+	}
+}
+
+static char *
+heartbeat_dup(const char *s)
+{
+	return xstrdup(s != NULL ? s : "");
+}
+
+/*
+ * Every daemon's row, by a plain read; a missing table is no daemon.
+ * 0, or -1 (db_error says why).
+ */
+int
+heartbeat_read(struct db *db, const struct config *cfg,
+    struct heartbeat_rows *out)
+{
+	struct rowset rs = { 0 };
+	struct column *cols = NULL;
+	size_t ncols = 0;
+	struct buf sql = { 0 };
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	buf_printf(&sql, "SELECT host, pid, version, started, busy, workers, "
+	    "console, seen, TIMESTAMPDIFF(SECOND, seen, NOW()) FROM %s "
+	    "ORDER BY host, pid", heartbeat_table(cfg));
+	if (db_query(db, sql.data, &rs, &cols, &ncols) != DB_OK)
+		rc = db_no_such_table(db) ? 0 : -1;
+	else if (ncols == 9 && rs.nrows > 0) {
+		out->row = xcalloc(rs.nrows, sizeof(*out->row));
+		for (size_t i = 0; i < rs.nrows; i++) {
+			char *const *v = rs.rows[i].value;
+			struct heartbeat_row *d = &out->row[out->n++];
+			d->host = heartbeat_dup(v[0]);
+			d->pid = v[1] ? atol(v[1]) : 0;
+			d->version = heartbeat_dup(v[2]);
+			d->started = heartbeat_dup(v[3]);
+			d->busy = v[4] ? atol(v[4]) : 0;
+			d->workers = v[5] ? atol(v[5]) : 0;
+			d->console = heartbeat_dup(v[6]);
+			d->seen = heartbeat_dup(v[7]);
+			d->seen_ago_s = v[8] ? atoll(v[8]) : 0;
+		}
+	}
+	(void)db_rollback(db);
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	columns_free(cols, ncols);
+	buf_free(&sql);
+	return rc;
+}
+
+void
+heartbeat_rows_free(struct heartbeat_rows *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->row[i].host);
+		free(r->row[i].version);
+		free(r->row[i].started);
+		free(r->row[i].console);
+		free(r->row[i].seen);
+	}
+	free(r->row);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,38 @@
+/*
+ * mhd.h: libmicrohttpd, loaded with dlopen by mhd.c, for the files that
+ * serve HTTP (metrics.c, console_http.c): the header gives the types,
+ * constants and prototypes, which type the function pointers in mhd.
+ */
+#ifndef MHD_H
+#define MHD_H
+
+#include "rowq.h"
+
+#include <microhttpd.h>
+#include <sys/socket.h>
+
+/* The functions of libmicrohttpd that rowq calls, once mhd_load has run. */
+struct mhd_api {
+	void	*handle;
+	__typeof__(MHD_start_daemon)			*start_daemon;
+	__typeof__(MHD_stop_daemon)			*stop_daemon;
+	__typeof__(MHD_run)				*run;
+	__typeof__(MHD_get_timeout)			*get_timeout;
+	__typeof__(MHD_get_daemon_info)			*get_daemon_info;
+	__typeof__(MHD_get_connection_info)		*get_connection_info;
+	__typeof__(MHD_lookup_connection_value)		*lookup_connection_value;
+	__typeof__(MHD_get_connection_values)		*get_connection_values;
+	__typeof__(MHD_create_response_from_buffer)	*create_response_from_buffer;
+	__typeof__(MHD_add_response_header)		*add_response_header;
+	__typeof__(MHD_queue_response)			*queue_response;
+	__typeof__(MHD_destroy_response)		*destroy_response;
+	__typeof__(MHD_is_feature_supported)		*is_feature_supported;
+};
+
+/* mhd.c (mhd_address is in rowq.h) */
+extern struct mhd_api mhd;
+int	 mhd_load(const char *who);
+int	 mhd_epoll_fd(struct MHD_Daemon *);
+void	 mhd_timers(struct MHD_Daemon *, int64_t now, int64_t *next);
+
+#endif /* MHD_H */

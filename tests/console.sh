@@ -1,0 +1,62 @@
+# shellcheck shell=bash
+# The web console, for integration tests.  Sourced after lib.sh and
+# email.sh, once db_create has run.
+#
+#   console_users FILE       alice (operator, password alice-password)
+#                            and victor (viewer, victor-password)
+#   console_config FILE PORT [QUEUE KEY: VALUE...]
+#                            email_config with failed_select:, requeue:,
+#                            discard:, a status socket in $ROWQ_TEST_TMP
+#                            and console: on 127.0.0.1:PORT
+#   free_port                a free TCP port on 127.0.0.1
+#   console_login JAR USER   log in with the form; the cookie in JAR
+#   console_csrf JAR PATH    the CSRF token of the page at PATH
+
+free_port()
+{
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+console_users()
+{
+	{
+		printf 'alice-password\n' | "$ROWQ" console-user alice --role operator
+		printf 'victor-password\n' | "$ROWQ" console-user victor
+	} >"$1" || fail "rowq console-user"
+	chmod 600 "$1"
+}
+
+console_config()
+{
+	local file=$1 port=$2
+	shift 2
+	console_users "$ROWQ_TEST_TMP/console.users"
+	email_config "$file" "${CONSOLE_EXEC:-[/bin/true]}" \
+		"failed_select: SELECT id, recipient, attempts, last_error FROM email WHERE status = 'failed' ORDER BY id DESC" \
+		"requeue: UPDATE email SET status = 'waiting', attempts = 0, retry_at = NULL, last_error = NULL WHERE id = :id AND status = 'failed'" \
+		"discard: DELETE FROM email WHERE id = :id AND status = 'failed'" \
+		"failed_count: SELECT COUNT(*) FROM email WHERE status = 'failed'" \
+		"$@"
+	sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/rowq.sock\nconsole:\n  listen: 127.0.0.1:$port\n  users_file: $ROWQ_TEST_TMP/console.users\nqueues:|" "$file"
+}
+
+# console_curl ARGS...: curl with bounds, never failing on an HTTP status.
+console_curl()
+{
+	curl -s --max-time 10 "$@"
+}
+
+console_login()
+{
+	local jar=$1 user=$2
+	rm -f "$jar"
+	[ "$(console_curl -c "$jar" -o /dev/null -w '%{http_code}' \
+	    --data-urlencode "user=$user" --data-urlencode "password=$user-password" \
+	    "$CONSOLE/login")" = 303 ] || fail "login as $user at $CONSOLE"
+}
+
+console_csrf()
+{
+	console_curl -b "$1" "$CONSOLE$2" |
+	    sed -n 's/.*name="csrf" value="\([0-9a-f]*\)".*/\1/p' | head -n 1
+}

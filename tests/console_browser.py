@@ -1,0 +1,75 @@
+"""A real browser in the console: Debian's chromium, headless, driven by
+chromium-driver through python3-selenium.  Logs in, opens the Queues page
+and a queue's, saves a screenshot of each, opens the failed rows, selects
+the row KEY and requeues it by clicking, and checks that it is gone from
+the list.  Usage: console_browser.py URL KEY DIR; prints one line per step.
+"""
+import os
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+url, key, out = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(out + "/screenshots", exist_ok=True)
+opts = webdriver.ChromeOptions()
+# As root, headless, with the network closed: no sandbox, no GPU, nothing
+# that calls out (it would fail, and slow every page).
+for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", "--window-size=1280,900",
+             "--user-data-dir=" + out + "/profile"):
+    opts.add_argument(flag)
+opts.binary_location = "/usr/bin/chromium"
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver",
+                                          log_path=out + "/chromedriver.log"),
+                          options=opts)
+driver.set_page_load_timeout(30)
+wait = WebDriverWait(driver, 20)
+try:
+    driver.get(url + "/")
+    wait.until(ec.presence_of_element_located((By.ID, "login")))
+    print("sent to the login form:", driver.current_url)
+    driver.find_element(By.ID, "user").send_keys("alice")
+    driver.find_element(By.ID, "password").send_keys("alice-password")
+    driver.find_element(By.ID, "login").click()
+    wait.until(ec.presence_of_element_located((By.ID, "queues")))
+    print("logged in, the queues page")
+    driver.save_screenshot(out + "/screenshots/console-queues.png")
+    driver.find_element(By.LINK_TEXT, "email").click()
+    wait.until(ec.presence_of_element_located((By.ID, "figures")))
+    print("the queue page")
+    driver.save_screenshot(out + "/screenshots/console-queue.png")
+    driver.find_element(By.ID, "failed-link").click()
+    box = wait.until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, 'input[name=key][value="%s"]' % key)))
+    print("the failed rows, row", key, "among them")
+    box.click()
+    driver.find_element(By.ID, "requeue").click()
+    note = wait.until(ec.presence_of_element_located((By.ID, "did")))
+    print("after the click:", note.text)
+    if driver.find_elements(By.CSS_SELECTOR,
+                            'input[name=key][value="%s"]' % key):
+        sys.exit("row %s is still in the failed list" % key)
+    print("row", key, "is gone from the failed list")
+    driver.save_screenshot(out + "/screenshots/console-failed.png")
+    # A row's <script> is text: no alert opened, and the text is there.
+    if "<script>alert(1)</script>" not in driver.page_source.replace(
+            "&lt;", "<").replace("&gt;", ">"):
+        sys.exit("the row with a <script> is not shown")
+    driver.find_element(By.LINK_TEXT, "Daemons").click()
+    wait.until(ec.presence_of_element_located((By.ID, "daemons")))
+    print("the daemons page")
+    driver.save_screenshot(out + "/screenshots/console-daemons.png")
+    driver.find_element(By.LINK_TEXT, "Actions").click()
+    wait.until(ec.presence_of_element_located((By.ID, "actions")))
+    if "1002" not in driver.find_element(By.ID, "actions").text:
+        sys.exit("the actions page does not list the requeue")
+    print("the actions page lists the requeue")
+    print("ok")
+finally:
+    driver.quit()

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `rowq discard` gives failed rows up with the queue's discard: statement,
+# as `rowq requeue` makes them waiting again: by key (a key that matches
+# no failed row is reported, exit 1), or --all [--where-error TEXT], in
+# chunks; the rows not named stay.  rowq check holds discard: to the
+# queue's key, and a queue without discard: is a usage error.
+. "$(dirname "$0")/../lib.sh"
+. "$TESTS_DIR/email.sh"
+db_start
+db_create
+cd "$ROWQ_TEST_TMP"
+email_table 0
+sql "INSERT INTO email (id, recipient, subject, body, status, attempts, last_error)
+    SELECT seq, CONCAT('u', seq, '@x'), 's', '', 'failed', 3,
+    IF(seq % 2, 'smtp down', 'no such address') FROM seq_1_to_1500"
+sql "INSERT INTO email (id, recipient, subject, body) VALUES (1501, 'w@x', 's', '')"
+email_config rowq.yaml "[/bin/true]" \
+	"failed_select: SELECT id, recipient, last_error FROM email WHERE status = 'failed' ORDER BY id DESC" \
+	"discard: DELETE FROM email WHERE id = :id AND status = 'failed'"
+count() { sql_value "SELECT COUNT(*) FROM email WHERE $1"; }
+"$ROWQ" -c rowq.yaml check >check.out 2>&1 || fail "check: $(cat check.out)"
+
+status=0; "$ROWQ" -c rowq.yaml discard email 1 2 1501 >keys.out 2>&1 || status=$?
+assert_eq 1 "$status" "exit status with a key that is not failed"
+grep -qxF "discarded 1" keys.out || fail "keys: $(cat keys.out)"
+grep -qxF "not discarded 1501: no failed row with this key" keys.out || fail "keys: $(cat keys.out)"
+grep -qxF "email: discarded 2 rows, 1 key matched no failed row" keys.out || fail "keys: $(cat keys.out)"
+assert_eq 0 "$(count 'id IN (1, 2)')" "rows 1 and 2 are gone"
+assert_eq 1 "$(count "id = 1501 AND status = 'waiting'")" "the waiting row stays"
+
+"$ROWQ" -c rowq.yaml discard email --all --where-error 'no such' >like.out 2>&1 || fail "where-error: $(tail -3 like.out)"
+grep -qxF "email: discarded 749 rows, 0 keys matched no failed row" like.out || fail "where-error: $(tail -1 like.out)"
+assert_eq 749 "$(count "status = 'failed'")" "the odd rows stay"
+"$ROWQ" -c rowq.yaml discard email --all >all.out 2>&1 || fail "all: $(tail -3 all.out)"
+assert_eq 0 "$(count "status = 'failed'")" "no failed row is left"
+assert_eq 1 "$(count 'id = 1501')" "the waiting row is untouched"
+
+expect_exit 2 "name the keys to discard, or --all" -c rowq.yaml discard email
+expect_exit 2 "unknown option --bogus" -c rowq.yaml discard email --bogus
+email_config bare.yaml "[/bin/true]"
+expect_exit 2 "queues.email has no discard: key" -c bare.yaml discard email 1
+sed 's/WHERE id = :id AND status/WHERE recipient = :recipient AND status/' rowq.yaml >badkey.yaml
+expect_exit 78 "queues.email.discard: :recipient: discard takes the queue's key, :id" -c badkey.yaml check

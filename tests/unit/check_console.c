@@ -1,0 +1,400 @@
+/*
+ * Unit tests for the console's pure logic: HTML escaping, a form's
+ * bounds, HTTP Basic, sessions and CSRF tokens, the wait after failed
+ * logins, the users file, the history and its SVG chart.
+ */
+#include "rowq.h"
+#include "console.h"
+
+#include <check.h>
+#include "unit.h"
+#include <stdlib.h>
+#include <string.h>
+
+static char *
+escaped(const char *s, size_t n)
+{
+	struct buf b = { 0 };
+
+	console_html_n(&b, s, n);
+	return b.data ? buf_steal(&b) : xstrdup("");
+}
+
+START_TEST(test_html_escape)
+{
+	char *h = escaped("<script>alert('x\")</script>&", 28);
+
+	ck_assert_str_eq(h, "&lt;script&gt;alert(&#39;x&quot;)&lt;/script&gt;"
+	    "&amp;");
+	free(h);
+	/* Control characters become spaces; bad UTF-8 U+FFFD; NUL too. */
+	h = escaped("a\x01" "b\n\xff" "c\0d", 8);
+	ck_assert_str_eq(h, "a b\n\xef\xbf\xbd" "c d");
+	free(h);
+}
+END_TEST
+
+START_TEST(test_url_part)
+{
+	struct buf b = { 0 };
+
+	console_url_part(&b, "a b/<\"&x>-_.~");
+	ck_assert_str_eq(b.data, "a%20b%2F%3C%22%26x%3E-_.~");
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_form)
+{
+	struct console_form f;
+	const char *why = NULL;
+	const char *body = "csrf=ab&key=1&key=2&error=a+b%2Fc&empty=&flag";
+
+	ck_assert_int_eq(console_form_parse(body, strlen(body), &f, &why), 0);
+	ck_assert_uint_eq(f.n, 6);
+	ck_assert_str_eq(console_form_get(&f, "csrf"), "ab");
+	ck_assert_str_eq(console_form_get(&f, "key"), "1");
+	ck_assert_str_eq(f.value[2], "2");
+	ck_assert_str_eq(console_form_get(&f, "error"), "a b/c");
+	ck_assert_str_eq(console_form_get(&f, "empty"), "");
+	ck_assert_str_eq(console_form_get(&f, "flag"), "");
+	ck_assert_ptr_null(console_form_get(&f, "nosuch"));
+	console_form_free(&f);
+}
+END_TEST
+
+START_TEST(test_form_bounds)
+{
+	struct console_form f;
+	const char *why = NULL;
+	struct buf b = { 0 };
+
+	ck_assert_int_eq(console_form_parse("a=%zz", 5, &f, &why), -1);
+	ck_assert_str_eq(why, "a bad %-escape");
+	ck_assert_int_eq(console_form_parse("a=%4", 4, &f, &why), -1);
+	ck_assert_int_eq(console_form_parse("a=%00", 5, &f, &why), -1);
+	ck_assert_str_eq(why, "a field too long, or with a NUL");
+	buf_puts(&b, "a=");
+	for (int i = 0; i <= CONSOLE_VALUE_MAX; i++)
+		buf_putc(&b, 'x');
+	ck_assert_int_eq(console_form_parse(b.data, b.len, &f, &why), -1);
+	buf_reset(&b);
+	for (int i = 0; i <= CONSOLE_FIELDS_MAX; i++)
+		buf_puts(&b, "k=1&");
+	ck_assert_int_eq(console_form_parse(b.data, b.len, &f, &why), -1);
+	ck_assert_str_eq(why, "too many fields");
+	ck_assert_uint_eq(f.n, 0);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_basic)
+{
+	char *u = NULL, *p = NULL;
+
+	/* alice:pa:ss */
+	ck_assert_int_eq(console_basic_parse("Basic YWxpY2U6cGE6c3M=", &u, &p), 0);
+	ck_assert_str_eq(u, "alice");
+	ck_assert_str_eq(p, "pa:ss");
+	free(u);
+	free(p);
+	ck_assert_int_eq(console_basic_parse("Bearer x", &u, &p), -1);
+	ck_assert_int_eq(console_basic_parse("Basic !!!!", &u, &p), -1);
+	/* no colon */
+	ck_assert_int_eq(console_basic_parse("Basic YWxpY2U=", &u, &p), -1);
+	ck_assert_int_eq(console_basic_parse(NULL, &u, &p), -1);
+}
+END_TEST
+
+START_TEST(test_sessions)
+{
+	struct console_sessions *t = xcalloc(1, sizeof(*t));
+	struct console_session *s, *s2;
+	char token[CONSOLE_TOKEN_LEN + 1];
+	int64_t now = 1000000;
+
+	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(strlen(s->token), CONSOLE_TOKEN_LEN);
+	ck_assert_uint_eq(strlen(s->csrf), CONSOLE_TOKEN_LEN);
+	ck_assert_str_ne(s->token, s->csrf);
+	snprintf(token, sizeof(token), "%s", s->token);
+	ck_assert_ptr_eq(console_session_find(t, token, now + 1000), s);
+	ck_assert(console_csrf_ok(s, s->csrf));
+	ck_assert(!console_csrf_ok(s, token));
+	ck_assert(!console_csrf_ok(s, ""));
+	ck_assert(!console_csrf_ok(s, NULL));
+	/* A token one character off, or cut short, finds nothing. */
+	token[0] = token[0] == 'a' ? 'b' : 'a';
+	ck_assert_ptr_null(console_session_find(t, token, now + 1000));
+	ck_assert_ptr_null(console_session_find(t, "abc", now));
+	ck_assert_ptr_null(console_session_find(t, NULL, now));
+	/* Unused too long: gone. */
+	s2 = console_session_new(t, "victor", CONSOLE_VIEWER, now);
+	snprintf(token, sizeof(token), "%s", s2->token);
+	ck_assert_ptr_null(console_session_find(t, token,
+	    now + CONSOLE_SESSION_IDLE_MS + 1));
+	ck_assert(!s2->used);
+	/* Used all along, but too old: gone too. */
+	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	snprintf(token, sizeof(token), "%s", s->token);
+	for (int64_t t2 = now; t2 < now + CONSOLE_SESSION_MAX_MS;
+	    t2 += CONSOLE_SESSION_IDLE_MS / 2)
+		ck_assert_ptr_nonnull(console_session_find(t, token, t2));
+	ck_assert_ptr_null(console_session_find(t, token,
+	    now + CONSOLE_SESSION_MAX_MS));
+	/* Ended: gone. */
+	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	snprintf(token, sizeof(token), "%s", s->token);
+	console_session_end(s);
+	ck_assert_ptr_null(console_session_find(t, token, now));
+	free(t);
+}
+END_TEST
+
+START_TEST(test_sessions_full)
+{
+	struct console_sessions *t = xcalloc(1, sizeof(*t));
+	struct console_session *first, *s;
+	char token[CONSOLE_TOKEN_LEN + 1];
+
+	first = console_session_new(t, "a", CONSOLE_VIEWER, 1000);
+	snprintf(token, sizeof(token), "%s", first->token);
+	for (int i = 1; i < CONSOLE_SESSIONS_MAX; i++)
+		ck_assert_ptr_nonnull(console_session_new(t, "b",
+		    CONSOLE_VIEWER, 2000 + i));
+	/* Full: the least recently used goes. */
+	s = console_session_new(t, "c", CONSOLE_VIEWER, 5000);
+	ck_assert_ptr_eq(s, first);
+	ck_assert_ptr_null(console_session_find(t, token, 5000));
+	free(t);
+}
+END_TEST
+
+START_TEST(test_sessions_recheck)
+{
+	struct console_sessions *t = xcalloc(1, sizeof(*t));
+	struct console_users u = { 0 };
+	struct buf why = { 0 };
+	const char *text = "alice:$6$s$h:viewer\nbob:$6$t$h:operator\n";
+	struct console_session *a, *b, *c;
+
+	ck_assert_int_eq(console_users_parse(text, strlen(text), "u", &u,
+	    &why), 0);
+	/* alice was an operator; bob still is one; carol is gone. */
+	a = console_session_new(t, "alice", CONSOLE_OPERATOR, 1000);
+	b = console_session_new(t, "bob", CONSOLE_OPERATOR, 1000);
+	c = console_session_new(t, "carol", CONSOLE_VIEWER, 1000);
+	console_sessions_recheck(t, &u);
+	ck_assert(!a->used);
+	ck_assert(b->used);
+	ck_assert(!c->used);
+	console_users_free(&u);
+	free(t);
+}
+END_TEST
+
+START_TEST(test_throttle)
+{
+	struct console_throttle *t = xcalloc(1, sizeof(*t));
+	int64_t now = 100000;
+
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now), 0);
+	console_throttle_failed(t, "10.0.0.1", now);
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now), 1000);
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.2", now), 0);
+	console_throttle_failed(t, "10.0.0.1", now + 1000);
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 1000), 2000);
+	for (int i = 0; i < 20; i++)
+		console_throttle_failed(t, "10.0.0.1", now + 2000);
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 2000),
+	    CONSOLE_THROTTLE_CAP_MS);
+	console_throttle_passed(t, "10.0.0.1");
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 2000), 0);
+	/* More clients than entries: the quietest is forgotten, none grows. */
+	for (int i = 0; i < 2 * CONSOLE_THROTTLE_MAX; i++) {
+		char a[32];
+		snprintf(a, sizeof(a), "10.1.%d.%d", i / 256, i % 256);
+		console_throttle_failed(t, a, now + i);
+	}
+	ck_assert_int_eq(console_throttle_wait(t, "10.1.0.0", now), 0);
+	ck_assert_int_gt(console_throttle_wait(t, "10.1.0.255", now + 255), 0);
+	free(t);
+}
+END_TEST
+
+static const char *const good_line =
+    "alice:$y$j9T$yp0..EvY131rMy3ylDt7M1$6BwV47823PVp905H01UQRMc8XeCEBxqs6deQ14xkhh1:operator";
+
+START_TEST(test_users_parse)
+{
+	struct console_users u;
+	struct buf why = { 0 }, text = { 0 };
+
+	buf_printf(&text, "# the console's users\n\n%s\r\nvictor:$6$salt$abc./:viewer\n",
+	    good_line);
+	ck_assert_int_eq(console_users_parse(text.data, text.len, "u", &u,
+	    &why), 0);
+	ck_assert_uint_eq(u.n, 2);
+	ck_assert_str_eq(u.user[0].name, "alice");
+	ck_assert_int_eq(u.user[0].role, CONSOLE_OPERATOR);
+	ck_assert_str_eq(u.user[1].hash, "$6$salt$abc./");
+	ck_assert_int_eq(u.user[1].role, CONSOLE_VIEWER);
+	ck_assert(console_user_known(&u, "victor"));
+	ck_assert(!console_user_known(&u, "mallory"));
+	console_users_free(&u);
+	buf_free(&text);
+}
+END_TEST
+
+static void
+users_refused(const char *text, const char *message)
+{
+	struct console_users u;
+	struct buf why = { 0 };
+
+	ck_assert_int_eq(console_users_parse(text, strlen(text), "u", &u,
+	    &why), -1);
+	ck_assert_str_eq(why.data, message);
+	ck_assert_uint_eq(u.n, 0);
+	buf_free(&why);
+}
+
+START_TEST(test_users_refused)
+{
+	users_refused("alice:$y$abc\n", "u:1: expected NAME:HASH:ROLE, as rowq "
+	    "console-user prints it");
+	users_refused("\nalice:5f4dcc3b5aa765d61d8327deb882cf99:viewer\n",
+	    "u:2: not a crypt(3) hash of yescrypt, scrypt, bcrypt or SHA-512: "
+	    "make the line with rowq console-user");
+	users_refused("alice:$1$md5$xyz:viewer", "u:1: not a crypt(3) hash of "
+	    "yescrypt, scrypt, bcrypt or SHA-512: make the line with rowq "
+	    "console-user");
+	users_refused("alice:plain:viewer", "u:1: not a crypt(3) hash of "
+	    "yescrypt, scrypt, bcrypt or SHA-512: make the line with rowq "
+	    "console-user");
+	users_refused("alice:$6$s$h:admin", "u:1: the role is viewer or "
+	    "operator");
+	users_refused("al ice:$6$s$h:viewer", "u:1: the name is 1 to 64 "
+	    "letters, digits, _ . @ and -");
+	users_refused(":$6$s$h:viewer", "u:1: the name is 1 to 64 letters, "
+	    "digits, _ . @ and -");
+	users_refused("a:$6$s$h:viewer\na:$6$t$h:operator",
+	    "u:2: the name is there twice");
+	users_refused("a:$6$s$h<x:viewer", "u:1: not a crypt(3) hash of "
+	    "yescrypt, scrypt, bcrypt or SHA-512: make the line with rowq "
+	    "console-user");
+}
+END_TEST
+
+START_TEST(test_login)
+{
+	struct console_users u = { 0 };
+	struct buf hash = { 0 }, text = { 0 }, why = { 0 };
+
+	ck_assert_int_eq(console_hash("correct horse", &hash), 0);
+	ck_assert(strncmp(hash.data, "$y$", 3) == 0 ||
+	    strncmp(hash.data, "$6$", 3) == 0);
+	buf_printf(&text, "bob:%s:viewer\n", hash.data);
+	ck_assert_int_eq(console_users_parse(text.data, text.len, "u", &u,
+	    &why), 0);
+	ck_assert_ptr_nonnull(console_login(&u, "bob", "correct horse"));
+	ck_assert_ptr_null(console_login(&u, "bob", "correct hors"));
+	ck_assert_ptr_null(console_login(&u, "bob", ""));
+	ck_assert_ptr_null(console_login(&u, "nobody", "correct horse"));
+	ck_assert(console_equal("abc", 3, "abc", 3));
+	ck_assert(!console_equal("abc", 3, "abd", 3));
+	ck_assert(!console_equal("abc", 3, "abcd", 4));
+	console_users_free(&u);
+	buf_free(&hash);
+	buf_free(&text);
+}
+END_TEST
+
+START_TEST(test_history)
+{
+	struct history_queue h = { .name = "email" };
+	int64_t m = 29000000;
+
+	/* The first reading sets the base: nothing counted yet. */
+	history_add(&h, m, 100, 10, 1, -1);
+	ck_assert_uint_eq(history_at(&h, m)->done, 0);
+	history_add(&h, m, 150, 12, 1, 30);
+	ck_assert_uint_eq(history_at(&h, m)->done, 50);
+	ck_assert_uint_eq(history_at(&h, m)->retried, 2);
+	ck_assert_int_eq(history_at(&h, m)->oldest_age_s, 30);
+	history_add(&h, m, 160, 12, 1, 20);
+	ck_assert_int_eq(history_at(&h, m)->oldest_age_s, 30);
+	/* Two minutes on: the one between is zero, the new one counts. */
+	history_add(&h, m + 2, 200, 12, 4, -1);
+	ck_assert_uint_eq(history_at(&h, m + 1)->done, 0);
+	ck_assert_int_eq(history_at(&h, m + 1)->oldest_age_s, -1);
+	ck_assert_uint_eq(history_at(&h, m + 2)->done, 40);
+	ck_assert_uint_eq(history_at(&h, m + 2)->failed, 3);
+	ck_assert_uint_eq(history_at(&h, m)->done, 60);
+	/* An hour back is forgotten; the future is not there. */
+	ck_assert_ptr_null(history_at(&h, m + 2 - HISTORY_MINUTES));
+	ck_assert_ptr_null(history_at(&h, m + 3));
+	history_add(&h, m + 2 + HISTORY_MINUTES, 210, 12, 4, -1);
+	ck_assert_ptr_null(history_at(&h, m + 2));
+	ck_assert_uint_eq(history_at(&h, m + 2 + HISTORY_MINUTES)->done, 10);
+	/* Counters that start again (a new daemon) count from zero. */
+	history_add(&h, m + 2 + HISTORY_MINUTES, 5, 0, 0, -1);
+	ck_assert_uint_eq(history_at(&h, m + 2 + HISTORY_MINUTES)->done, 15);
+}
+END_TEST
+
+START_TEST(test_chart)
+{
+	struct history_queue h = { .name = "email" };
+	struct buf b = { 0 };
+	int64_t m = 29000000;
+
+	history_add(&h, m - 3, 0, 0, 0, -1);
+	history_add(&h, m - 2, 30, 0, 3, 5);
+	history_add(&h, m, 90, 0, 3, 125);
+	console_chart(&b, &h, m, false);
+	ck_assert(strncmp(b.data, "<svg xmlns=\"http://www.w3.org/2000/svg\"",
+	    39) == 0);
+	ck_assert(strstr(b.data, "</svg>") != NULL);
+	/* The scale: 60 rows a minute at most; the age's, 2m5s. */
+	ck_assert(strstr(b.data, ">60/min</text>") != NULL);
+	ck_assert(strstr(b.data, ">2m5s</text>") != NULL);
+	ck_assert(strstr(b.data, "<polyline class=\"done\"") != NULL);
+	ck_assert(strstr(b.data, "<polyline class=\"failed\"") != NULL);
+	ck_assert(strstr(b.data, "<polyline class=\"age\"") != NULL);
+	/* Nothing but the drawing: no script, no link out. */
+	ck_assert(strstr(b.data, "<script") == NULL);
+	ck_assert(strstr(b.data, "href") == NULL);
+	buf_reset(&b);
+	console_chart(&b, &h, m, true);
+	ck_assert(strstr(b.data, "width=\"150\"") != NULL);
+	ck_assert(strstr(b.data, "<text") == NULL);
+	buf_free(&b);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("console");
+	TCase *tc = tcase_create("console");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_html_escape);
+	tcase_add_test(tc, test_url_part);
+	tcase_add_test(tc, test_form);
+	tcase_add_test(tc, test_form_bounds);
+	tcase_add_test(tc, test_basic);
+	tcase_add_test(tc, test_sessions);
+	tcase_add_test(tc, test_sessions_full);
+	tcase_add_test(tc, test_sessions_recheck);
+	tcase_add_test(tc, test_throttle);
+	tcase_add_test(tc, test_users_parse);
+	tcase_add_test(tc, test_users_refused);
+	tcase_add_test(tc, test_login);
+	tcase_add_test(tc, test_history);
+	tcase_add_test(tc, test_chart);
+	suite_add_tcase(s, tc);
+	return unit_run(s);
+}
