@@ -91,12 +91,7 @@ console_view(struct console *c)
 	int64_t now = now_ms();
 	struct db *db;
 
-	if (v->q == NULL) {
-		v->q = xcalloc(cfg->nqueues, sizeof(*v->q));
-		v->n = cfg->nqueues;
-		for (size_t k = 0; k < v->n; k++)
-			v->q[k].q = &cfg->queues[k];
-	}
+	(void)console_live_view(c);
 	if (now - v->db_ms >= CONSOLE_DB_MS && (db = console_db(c)) != NULL) {
 		pause_list_free(&v->paused);
 		for (size_t k = 0; k < v->n; k++)
@@ -105,6 +100,29 @@ console_view(struct console *c)
 		    &v->link);
 		(void)db_rollback(db);
 		v->db_ms = now;
+		/* Ready and in progress: the database's rows less the busy. */
+		status_live_split(&v->live, v->q, v->n);
+	}
+	return v;
+}
+
+/*
+ * The daemon's own figures only (its status socket), read again when
+ * older than CONSOLE_LIVE_MS: what the heartbeat needs, without the
+ * database's reads of every queue.
+ */
+const struct console_view *
+console_live_view(struct console *c)
+{
+	struct console_view *v = &c->view;
+	const struct config *cfg = c->cfg;
+	int64_t now = now_ms();
+
+	if (v->q == NULL) {
+		v->q = xcalloc(cfg->nqueues, sizeof(*v->q));
+		v->n = cfg->nqueues;
+		for (size_t k = 0; k < v->n; k++)
+			v->q[k].q = &cfg->queues[k];
 	}
 	if (now - v->live_ms >= CONSOLE_LIVE_MS) {
 		status_live_free(&v->live);
@@ -124,6 +142,24 @@ console_view_stale(struct console *c)
 }
 
 /*
+ * daemons_table: without console:, so that the consoles of other daemons
+ * list this one: the heartbeat alone, no listener.
+ */
+static _Noreturn void
+console_heartbeat_only(struct console *c)
+{
+	proc_title("rowq: heartbeat");
+	heartbeat_init(&c->heartbeat);
+	for (;;) {
+		int64_t now = now_ms(), next = now + 1000;
+		heartbeat_tick(&c->heartbeat, c, now, &next);
+		(void)poll(NULL, 0, (int)(next > now ? next - now : 0));
+		if (getppid() == 1)
+			_exit(0);
+	}
+}
+
+/*
  * The console's loop: serve HTTP (the library's timers included) and
  * write the heartbeat when it is due, until the supervisor is gone.
  */
@@ -139,6 +175,8 @@ console_child(const struct config *cfg, int generation,
 
 	log_procinit("console");
 	proc_title("rowq: console");
+	if (!cfg->console.on)
+		console_heartbeat_only(&c);
 	if (console_users_load(cfg->console.users_file, &c.users, &why) == -1) {
 		log_error("users_file: %s", why.data);
 		_exit(ROWQ_EXIT_CONFIG);
@@ -189,6 +227,13 @@ console_fork(struct supervisor *s)
 	l->started_ms = now_ms();
 }
 
+/* The console, or its heartbeat alone when daemons_table: asks for it. */
+static bool
+console_wanted(const struct config *cfg)
+{
+	return cfg->console.on || cfg->daemons_table != NULL;
+}
+
 static void
 console_start(struct supervisor *s)
 {
@@ -200,7 +245,7 @@ console_start(struct supervisor *s)
 	if (l->sessions == MAP_FAILED)
 		fatal("mmap");
 	s->console = l;
-	if (s->current->cfg->console.on)
+	if (console_wanted(s->current->cfg))
 		console_fork(s);
 }
 
@@ -219,7 +264,7 @@ console_tick(struct supervisor *s, int64_t now, int64_t *next)
 	if (l->child.pid != 0 && l->child.generation != s->current->number)
 		l->replacing = true;
 	helper_child_retire(&l->child, s->current->number);
-	if (s->current->cfg->console.on && helper_child_due(&l->child, now,
+	if (console_wanted(s->current->cfg) && helper_child_due(&l->child, now,
 	    next))
 		console_fork(s);
 }

@@ -228,6 +228,7 @@ struct console {
 
 struct db	*console_db(struct console *);
 const struct console_view *console_view(struct console *);
+const struct console_view *console_live_view(struct console *);
 void		 console_view_stale(struct console *);
 
 /* ---- console_http.c: requests, bounded, and who makes them ---- */

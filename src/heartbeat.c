@@ -1,9 +1,10 @@
 /*
  * heartbeat.c: the daemons table (daemons_table:, default rowq_daemons),
  * a small table rowq owns, like the pause table: each daemon with a
- * console writes its row every HEARTBEAT_EVERY_MS (one INSERT ... ON
- * DUPLICATE KEY UPDATE, and its COMMIT), so that every console lists
- * every such daemon that shares the database, with its host, pid,
+ * console, or with daemons_table: set, writes its row every
+ * HEARTBEAT_EVERY_MS (one INSERT ... ON DUPLICATE KEY UPDATE, and its
+ * COMMIT), so that every console lists every such daemon that shares the
+ * database, with its host, pid,
  * version, start, busy and running workers, and when it was last seen.
  * A row unseen for HEARTBEAT_GONE_INTERVALS is shown as gone; rows of
  * daemons gone a day are removed, by whichever console notices, once an
@@ -72,7 +73,7 @@ heartbeat_workers(const struct console_view *v, long long *busy,
 static enum db_status
 heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 {
-	const struct console_view *v = console_view(c);
+	const struct console_view *v = console_live_view(c);
 	struct buf sql = { 0 }, where = { 0 };
 	long long busy, workers, up_s = (wall_ms() - c->started_wall_ms) / 1000;
 	unsigned long long affected;
@@ -80,8 +81,11 @@ heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 	struct db_stmt *s;
 
 	heartbeat_workers(v, &busy, &workers);
-	buf_printf(&where, "%s://%s", c->cfg->console.tls_cert ? "https" :
-	    "http", c->cfg->console.listen);
+	if (c->cfg->console.on)
+		buf_printf(&where, "%s://%s", c->cfg->console.tls_cert ?
+		    "https" : "http", c->cfg->console.listen);
+	else
+		buf_puts(&where, "");
 	buf_printf(&sql, "INSERT INTO %s (host, pid, version, started, busy, "
 	    "workers, console, seen) VALUES (?, ?, ?, NOW() - INTERVAL ? "
 	    "SECOND, ?, ?, ?, NOW()) ON DUPLICATE KEY UPDATE version = "

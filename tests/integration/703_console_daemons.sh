@@ -87,3 +87,15 @@ wait_until 15 '[ -n "$(console_of)" ] && [ "$(console_of)" != "$old" ]' ||
 wait_until 10 '[ "$(console_curl -o /dev/null -w "%{http_code}" -b a.jar "$CONSOLE/")" = 200 ]' ||
     fail "the session did not hold across the reload"
 assert_eq 1 "$(grep -c "console: killed by signal" a.log)" "only the crash above is logged as a death"
+
+# A daemon without a console but with daemons_table: writes its heartbeat
+# all the same (no listener of its own), and the consoles list it.
+email_config c.yaml "[/bin/true]"
+sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/c.sock\ndaemons_table: rowq_daemons\nqueues:|" c.yaml
+rowq_start c.yaml c.log
+cpid_daemon=$ROWQ_PID
+wait_until 25 'states "$pa" | grep -q "$cpid_daemon:live"' ||
+    fail "a daemon with daemons_table: and no console is not listed: $(states "$pa")"
+assert_match 'heartbeat' "$(for p in $(cat /proc/"$cpid_daemon"/task/*/children); do cat /proc/"$p"/comm; done)" \
+    "its heartbeat child"
+! grep -q 'console: listening\|serving http' c.log || fail "a console-less daemon listens: $(cat c.log)"
