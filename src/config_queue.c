@@ -64,9 +64,9 @@ config_field_statement(struct load *ld, const struct config_item *it, void *dst,
 }
 
 /*
- * done:, failed:, retry.update: a statement, or a list of them, run in
- * order in the row's transaction (struct sql's next), each named by its
- * place: queues.email.done[1].
+ * done:, failed:, retry.update:, requeue:, discard: a statement, or a
+ * list of them, run in order in the row's transaction (struct sql's
+ * next), each named by its place: queues.email.done[1].
  */
 static void
 config_field_statements(struct load *ld, const struct config_item *it,
@@ -463,8 +463,8 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "alert_running", duration, alert_running_ms, 1, 0),
 	FIELD(struct queue, "alert_failed", long, alert_failed, 0, INT64_MAX),
 	FIELD(struct queue, "failed_select", select, failed_select, 0, 0),
-	FIELD(struct queue, "requeue", statement, requeue, 0, 0),
-	FIELD(struct queue, "discard", statement, discard, 0, 0),
+	FIELD(struct queue, "requeue", statements, requeue, 0, 0),
+	FIELD(struct queue, "discard", statements, discard, 0, 0),
 	FIELD(struct queue, "env", env, env, 0, 0),
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),

@@ -170,8 +170,10 @@ failed_check(struct db *db, const struct queue *q, const char *key)
 			db_stmt_free(s);
 		}
 	}
-	problems += failed_check_action(db, &q->requeue, "requeue", key);
-	problems += failed_check_action(db, &q->discard, "discard", key);
+	for (const struct sql *a = &q->requeue; a != NULL; a = a->next)
+		problems += failed_check_action(db, a, "requeue", key);
+	for (const struct sql *a = &q->discard; a != NULL; a = a->next)
+		problems += failed_check_action(db, a, "discard", key);
 	return problems;
 }
 

@@ -45,6 +45,26 @@ requeue_pause(void)
 		;
 }
 
+/* The j-th statement of the action's list for one key. */
+static enum db_status
+requeue_exec_more(struct requeue_run *run, size_t j, const struct value *key)
+{
+	const struct sql *sql = failed_action_sql(run->what->q, run->action);
+	size_t np;
+	struct value *v;
+	enum db_status st;
+
+	for (size_t i = 0; i < j; i++)
+		sql = sql->next;
+	np = sql->nparams;
+	v = xcalloc(np ? np : 1, sizeof(*v));
+	for (size_t i = 0; i < np; i++)
+		v[i] = *key;
+	st = db_stmt_exec(run->stmt[j], v, np, NULL);
+	free(v);
+	return st;
+}
+
 /*
  * One chunk of keys in one transaction: every parameter of requeue is
  * the key.  A deadlock or lock wait rolls it back and runs it again,
@@ -71,8 +91,15 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 		for (size_t k = 0; k < n && st == DB_OK; k++) {
 			for (size_t i = 0; i < np; i++)
 				v[i] = keys[k];
-			st = db_stmt_exec(run->stmt, v, np, &affected);
+			st = db_stmt_exec(run->stmt[0], v, np, &affected);
 			hit[k] = affected > 0;
+			/*
+			 * A list: the first statement is the row's own; the
+			 * rest run, in order, only when it changed the row.
+			 */
+			for (size_t j = 1; hit[k] && st == DB_OK &&
+			    j < run->nstmts; j++)
+				st = requeue_exec_more(run, j, &keys[k]);
 		}
 		if (st == DB_OK)
 			st = db_commit(db);
@@ -308,15 +335,23 @@ requeue_begin(struct requeue_run *run, const struct failed_ctx *what,
 		    sql->where);
 		return ROWQ_EXIT_CONFIG;
 	}
-	run->stmt = failed_prepare(what->db, sql->positional, sql->where, &rc);
+	for (; sql != NULL && sql->text != NULL && rc == ROWQ_EXIT_OK &&
+	    run->nstmts < sizeof(run->stmt) / sizeof(run->stmt[0]);
+	    sql = sql->next) {
+		run->stmt[run->nstmts] = failed_prepare(what->db,
+		    sql->positional, sql->where, &rc);
+		if (run->stmt[run->nstmts] != NULL)
+			run->nstmts++;
+	}
 	return rc;
 }
 
 void
 requeue_end(struct requeue_run *run)
 {
-	db_stmt_free(run->stmt);
-	run->stmt = NULL;
+	for (size_t i = 0; i < run->nstmts; i++)
+		db_stmt_free(run->stmt[i]);
+	run->nstmts = 0;
 }
 
 /*
@@ -380,7 +415,7 @@ requeue_command(const char *path, int argc, char **argv)
 	rc = failed_open(path, name, cmd, all, action, &what);
 	if (rc == ROWQ_EXIT_OK)
 		rc = requeue_begin(&run, &what, action);
-	if (run.stmt != NULL) {
+	if (run.nstmts > 0) {
 		rc = all ? requeue_all(&run, where_error) :
 		    requeue_keys(&run, keys, nkeys);
 		printf("%s: %s %llu row%s, %llu key%s matched no failed "

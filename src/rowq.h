@@ -967,7 +967,9 @@ int	 failed_check(struct db *, const struct queue *, const char *key);
 struct requeue_run {
 	const struct failed_ctx	*what;
 	const struct failed_action *action;
-	struct db_stmt		*stmt;
+	/* The action's statements, a list's in order (SQL_LIST_MAX). */
+	struct db_stmt		*stmt[SQL_LIST_MAX];
+	size_t			 nstmts;
 	bool			 quiet;		/* no line per key (the console) */
 	unsigned long long	 done;		/* rows requeued or discarded */
 	unsigned long long	 missed;	/* keys that changed no row */

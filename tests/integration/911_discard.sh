@@ -41,3 +41,17 @@ email_config bare.yaml "[/bin/true]"
 expect_exit 2 "queues.email has no discard: key" -c bare.yaml discard email 1
 sed 's/WHERE id = :id AND status/WHERE recipient = :recipient AND status/' rowq.yaml >badkey.yaml
 expect_exit 78 "queues.email.discard: :recipient: discard takes the queue's key, :id" -c badkey.yaml check
+
+# discard: as a list, one transaction in order: the row marked, then a
+# log row; the log row only for a row the first statement changed.
+sql "CREATE TABLE discard_log (id BIGINT NOT NULL PRIMARY KEY)"
+sql "ALTER TABLE email MODIFY status ENUM('waiting', 'sent', 'failed', 'discarded') NOT NULL DEFAULT 'waiting'"
+sql "UPDATE email SET status = 'failed' WHERE id = 1501"
+sql "INSERT INTO email (id, recipient, subject, body, status) VALUES (1502, 'r', 's', '', 'failed')"
+sed -e "s|^    discard: DELETE FROM email WHERE id = :id AND status = 'failed'|    discard: [\"UPDATE email SET status = 'discarded' WHERE id = :id AND status = 'failed'\", \"INSERT INTO discard_log (id) VALUES (:id)\"]|" rowq.yaml >list.yaml
+grep -q 'discard_log' list.yaml || fail "list.yaml: the edit did not apply"
+"$ROWQ" -c list.yaml check >check.out 2>&1 || fail "check with a list: $(cat check.out)"
+status=0; "$ROWQ" -c list.yaml discard email 1501 1502 99 >list.out 2>&1 || status=$?
+assert_eq 1 "$status" "exit status with a key that is not failed"
+assert_eq "discarded discarded" "$(sql "SELECT status FROM email WHERE id IN (1501, 1502) ORDER BY id" | tr '\n' ' ' | sed 's/ $//')" "both rows marked"
+assert_eq "1501 1502" "$(sql "SELECT id FROM discard_log ORDER BY id" | tr '\n' ' ' | sed 's/ $//')" "a log row each, none for key 99"
