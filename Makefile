@@ -32,6 +32,7 @@ OBJS =	build/backoff.o \
 	build/config_columns.o \
 	build/config_env.o \
 	build/config_hosts.o \
+	build/config_limit.o \
 	build/config_queue.o \
 	build/config_tls.o \
 	build/config_walk.o \
@@ -50,6 +51,7 @@ OBJS =	build/backoff.o \
 	build/handler_retry_in.o \
 	build/helper_child.o \
 	build/json.o \
+	build/limit.o \
 	build/log.o \
 	build/metrics.o \
 	build/notify.o \
@@ -77,6 +79,7 @@ OBJS =	build/backoff.o \
 	build/worker_finish.o \
 	build/worker_finish_text.o \
 	build/worker_lease.o \
+	build/worker_limit.o \
 	build/worker_recent.o \
 	build/worker_turn.o
 

@@ -167,8 +167,106 @@ check_session_limits(struct db *db, const struct queue *q)
 	}
 }
 
+/* Whether a statement's prepare says its table is not there. */
+static bool
+check_table_missing(struct db *db, const char *sql)
+{
+	enum db_status st;
+	struct db_stmt *s = db_prepare(db, sql, &st);
+
+	db_stmt_free(s);
+	return s == NULL && db_no_such_table(db);
+}
+
+/* Prepare one statement of the limit's, as a check: 1 when refused. */
 static int
-check_queue(struct db *db, const struct queue *q, bool explain)
+check_limit_statement(struct db *db, const struct queue *q, struct buf *b)
+{
+	enum db_status st;
+	struct db_stmt *s = db_prepare(db, b->data, &st);
+
+	buf_reset(b);
+	if (s == NULL) {
+		log_error("%s: %s", q->limit.where, db_error(db));
+		return 1;
+	}
+	db_stmt_free(s);
+	return 0;
+}
+
+/*
+ * limit: against the database: the limit table there (or what creating
+ * it needs), the take's statements prepared (the server parses them, and
+ * runs nothing), and under `rowq check` what the limit costs a claim.
+ */
+static int
+check_limit(struct db *db, const struct config *cfg, const struct queue *q,
+    bool explain)
+{
+	const struct limit_policy *l = &q->limit;
+	struct limit_ctx c;
+	struct limit_scope s;
+	struct buf b = { 0 };
+	int problems = 0, extra = 1;
+
+	if (!l->enabled)
+		return 0;
+	limit_ctx_init(&c, cfg, q, cfg->db.name);
+	limit_scope(&s, &c, NULL, 0, false);
+	buf_printf(&b, "SELECT queue, scope, slot, tokens, took, tokens_at, "
+	    "lease, lease_until, throttled_until, reason FROM %s", c.table);
+	if (check_table_missing(db, b.data)) {
+		buf_free(&b);
+		/* A note: the first worker makes it. */
+		log_info("%s: the limit table %s is not there yet: the first "
+		    "worker creates it (the CREATE privilege), or an "
+		    "administrator does (rowq.yaml(5), LIMIT TABLE)", l->where,
+		    c.table);
+		return 0;
+	}
+	problems += check_limit_statement(db, q, &b);
+	limit_sql_gate(&b, &c, &s, q->lease.enabled ? 0 : l->concurrency, 1,
+	    l->rate.count > 0);
+	problems += check_limit_statement(db, q, &b);
+	if (l->rate.count > 0) {
+		limit_sql_rate_take(&b, &c, &s, &l->rate, "1", 0);
+		problems += check_limit_statement(db, q, &b);
+		limit_sql_rate_read(&b, &c, &s, &l->rate);
+		problems += check_limit_statement(db, q, &b);
+		extra += q->lease.enabled ? 2 : 3;
+	}
+	if (q->lease.enabled && l->concurrency > 0) {
+		limit_sql_lease_take(&b, &c, &s, l->concurrency,
+		    "00000000000000000000000000000000");
+		problems += check_limit_statement(db, q, &b);
+		extra++;
+	}
+	if (explain && problems == 0)
+		log_info("%s: each claim takes %s%s%s%s in %s: %d statements "
+		    "more%s; a claim that gets none is rolled back, and the "
+		    "worker waits, polling the take alone (for a full slot "
+		    "table every 20ms to 1s, for a rate when its next token "
+		    "is due, for a throttle when it ends)", l->where,
+		    l->rate.count > 0 ? "a token of the rate (an UPDATE of "
+		    "its row" : "", l->rate.count > 0 && !q->lease.enabled ?
+		    " and a COMMIT of its own)" : l->rate.count > 0 ? ")" : "",
+		    l->rate.count > 0 && l->concurrency > 0 ? " and " : "",
+		    l->concurrency > 0 ? (q->lease.enabled ? "a slot's lease "
+		    "(an UPDATE of a row of the limit table, renewed with the "
+		    "row's)" : "a slot (GET_LOCK, one per slot tried; released "
+		    "after the COMMIT)") : l->rate.count > 0 ? "" :
+		    "a look at the queue's throttle",
+		    q->lease.enabled ? "the claim's transaction" : "the "
+		    "claim's round trip, after its COMMIT", extra,
+		    l->concurrency > 0 && !q->lease.enabled ? " (and a DO "
+		    "RELEASE_LOCK)" : "");
+	buf_free(&b);
+	return problems;
+}
+
+static int
+check_queue(struct db *db, const struct config *cfg, const struct queue *q,
+    bool explain)
 {
 	enum db_status st;
 	struct db_stmt *claim;
@@ -213,6 +311,7 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);
 	problems += prune_check(db, q);
+	problems += check_limit(db, cfg, q, explain);
 	check_session_limits(db, q);
 	wake_binlog_check(db, q);
 	return problems;
@@ -267,7 +366,7 @@ check_config(const struct config *cfg, bool explain)
 	check_database_link(cfg, db);
 	galera = check_galera_node(db, node, sizeof(node));
 	for (size_t i = 0; i < cfg->nqueues; i++) {
-		problems += check_queue(db, &cfg->queues[i], explain);
+		problems += check_queue(db, cfg, &cfg->queues[i], explain);
 		if (galera)
 			check_galera_queue(&cfg->queues[i], node);
 	}

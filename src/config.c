@@ -317,6 +317,8 @@ static const struct config_field top_fields[] = {
 	    0, 0, true),
 	ROW("pause_table", table, offsetof(struct config, pause_table), 0, 0,
 	    true),
+	ROW("limit_table", table, offsetof(struct config, limit_table), 0, 0,
+	    true),
 	ROW("env", env, offsetof(struct config, env), 0, 0, true),
 	ROW("user", user, offsetof(struct config, user), 0, 0, true),
 	ROW("group", group, offsetof(struct config, user), 0, 0, true),
@@ -578,6 +580,7 @@ config_free(struct config *cfg)
 	free(cfg->metrics);
 	free(cfg->metrics_textfile);
 	free(cfg->pause_table);
+	free(cfg->limit_table);
 	config_env_free(&cfg->env);
 	config_user_free(&cfg->user);
 	free(cfg);

@@ -329,7 +329,9 @@ config_field_wake(struct load *ld, const struct config_item *it, void *dst,
 
 /* To add a queue key: a field here, a member in struct queue, a default. */
 static const struct config_field queue_fields[] = {
-	FIELD(struct queue, "workers", int, workers, 1, WORKERS_MAX),
+	WHOLE("workers", workers),
+	FIELD(struct queue, "scale_cooldown", duration, scale_cooldown_ms, 1000,
+	    0),
 	FIELD(struct queue, "select", select, select, 0, 0),
 	WHOLE("key", key),
 	FIELD(struct queue, "batch", int, batch, 1, BATCH_MAX),
@@ -353,6 +355,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),
 	FIELD(struct queue, "prune", prune, prune, 0, 0),
+	FIELD(struct queue, "limit", limit, limit, 0, 0),
 };
 
 static void
@@ -360,6 +363,8 @@ config_queue_defaults(struct queue *q)
 {
 	memset(q, 0, sizeof(*q));
 	q->workers = 1;
+	q->workers_min = 1;
+	q->scale_cooldown_ms = 30 * 1000;
 	q->batch = 1;
 	q->handler = HANDLER_EXEC;
 	q->timeout_ms = 30 * 1000;
@@ -372,6 +377,7 @@ config_queue_defaults(struct queue *q)
 	q->prune.pause_ms = 100;
 	q->prune.every_ms = 10 * 60 * 1000;
 	q->alert_failed = -1;
+	config_limit_defaults(&q->limit);
 }
 
 static void
@@ -414,6 +420,14 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 		config_error(ld, SEEN(queue_fields, seen, "alert_failed")->line,
 		    path, "alert_failed needs failed_count:, the select that "
 		    "counts the failed rows");
+	}
+	if (SEEN(queue_fields, seen, "scale_cooldown") != NULL &&
+	    q->workers_min == q->workers) {
+		char path[CONFIG_PATH_MAX];
+		config_path(path, sizeof(path), it->path, "scale_cooldown");
+		config_error(ld, SEEN(queue_fields, seen,
+		    "scale_cooldown")->line, path, "scale_cooldown needs "
+		    "workers: {min: N, max: M} with min below max");
 	}
 	config_user_resolve(ld, &q->user, SEEN(queue_fields, seen, "user"),
 	    SEEN(queue_fields, seen, "group"), it->path);
@@ -528,4 +542,5 @@ config_queue_free(struct queue *q)
 	config_env_free(&q->env);
 	config_user_free(&q->user);
 	prune_policy_free(&q->prune);
+	config_limit_free(&q->limit);
 }

@@ -18,7 +18,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] prune QUEUE [--dry-run]\n"
 "       rowq [-c FILE] failed QUEUE [--json] [--limit N]\n"
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
-"       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
+"       rowq [-c FILE] pause QUEUE [--for DURATION] [--reason TEXT]\n"
 "       rowq [-c FILE] resume QUEUE\n"
 "       rowq [-c FILE] wake QUEUE\n"
 "       rowq --version | --help\n"
@@ -32,7 +32,8 @@ static const char usage_text[] =
 "  prune   run the queue's prune: once; --dry-run counts what it removes\n"
 "  failed  the newest failed rows of a queue, from its failed_select\n"
 "  requeue make failed rows waiting again, with the queue's requeue\n"
-"  pause   stop the queue's workers in every daemon (within 2s)\n"
+"  pause   stop the queue's workers in every daemon (within 2s), for good\n"
+"          or --for a while\n"
 "  resume  start them again\n"
 "  wake    tell the running daemon that the queue has rows (a hint)\n"
 "\n"
@@ -239,18 +240,26 @@ cmd_status(const char *path, int argc, char **argv)
 	return rc;
 }
 
-/* `pause QUEUE [--reason TEXT]`, `resume QUEUE`: the pause table (pause.c). */
+/*
+ * `pause QUEUE [--for DURATION] [--reason TEXT]`, `resume QUEUE`: the
+ * pause table (pause.c).
+ */
 static int
 cmd_pause(const char *path, int argc, char **argv)
 {
 	bool pause = strcmp(argv[0], "pause") == 0;
-	const char *queue = NULL, *reason = "";
+	const char *queue = NULL, *reason = NULL, *for_s = NULL;
+	int64_t for_ms = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (pause && strcmp(argv[i], "--reason") == 0 && i + 1 < argc)
 			reason = argv[++i];
 		else if (pause && strncmp(argv[i], "--reason=", 9) == 0)
 			reason = argv[i] + 9;
+		else if (pause && strcmp(argv[i], "--for") == 0 && i + 1 < argc)
+			for_s = argv[++i];
+		else if (pause && strncmp(argv[i], "--for=", 6) == 0)
+			for_s = argv[i] + 6;
 		else if (argv[i][0] == '-' || queue != NULL) {
 			fprintf(stderr, "rowq: %s: unexpected argument %s\n",
 			    argv[0], argv[i]);
@@ -262,12 +271,18 @@ cmd_pause(const char *path, int argc, char **argv)
 		fprintf(stderr, "rowq: %s: name the queue\n", argv[0]);
 		return ROWQ_EXIT_USAGE;
 	}
-	if (strlen(reason) > PAUSE_REASON_MAX) {
+	if (reason != NULL && strlen(reason) > PAUSE_REASON_MAX) {
 		fprintf(stderr, "rowq: pause: --reason is longer than %d bytes\n",
 		    PAUSE_REASON_MAX);
 		return ROWQ_EXIT_USAGE;
 	}
-	return pause ? pause_command(path, queue, reason) :
+	if (for_s != NULL && (duration_parse(for_s, &for_ms) == -1 ||
+	    for_ms < 1000 || for_ms > PAUSE_FOR_MAX_MS)) {
+		fprintf(stderr, "rowq: pause: --for takes a duration from 1s to "
+		    "366d, such as 10m, not %s\n", for_s);
+		return ROWQ_EXIT_USAGE;
+	}
+	return pause ? pause_command(path, queue, reason, for_ms) :
 	    resume_command(path, queue);
 }
 

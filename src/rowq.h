@@ -226,10 +226,39 @@ struct prune_policy {
 	int64_t		 every_ms;	/* the daemon: a run this often */
 };
 
+/*
+ * limit: how many of a queue's handlers run at once and how often they
+ * start, on every daemon together, and the same per value of a column
+ * (config_limit.c parses it; limit.c and worker_limit.c enforce it).
+ */
+#define LIMIT_CONCURRENCY_MAX	1000
+#define LIMIT_RATE_COUNT_MAX	1000000
+#define LIMIT_BURST_MAX		1000000
+
+struct limit_rate {
+	int		 count;		/* starts per period; 0: no rate */
+	int64_t		 period_ms;
+};
+
+struct limit_policy {
+	bool		 enabled;	/* limit: is there */
+	char		*where;		/* "FILE:LINE: queues.email.limit" */
+	int		 concurrency;	/* 0: none */
+	struct limit_rate rate;
+	int		 burst;		/* tokens a quiet spell saves up */
+	int64_t		 max_throttle_ms; /* a handler's throttle, at most */
+	char		*key_column;	/* per_key.column; NULL: no per_key */
+	char		*key_where;	/* "FILE:LINE: queues.email.limit.per_key.column" */
+	int		 key_concurrency;
+	struct limit_rate key_rate;
+};
+
 struct queue {
 	char		*name;
 	char		*where;		/* "FILE:LINE" of the queue's name */
-	int		 workers;
+	int		 workers;	/* {min, max}: the max */
+	int		 workers_min;	/* = workers unless it scales */
+	int64_t		 scale_cooldown_ms; /* an idle worker retires after */
 	struct sql	 select;	/* as configured, without LIMIT */
 	char		*key_column;	/* NULL: the select's first column */
 	char		*key_where;	/* "FILE:LINE: queues.email.key" */
@@ -256,6 +285,7 @@ struct queue {
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
 	struct prune_policy prune;
+	struct limit_policy limit;
 };
 
 /* One server of database.host: (config_hosts.c). */
@@ -304,6 +334,7 @@ struct config {
 	char		*metrics;	/* "HOST:PORT" to serve, or NULL */
 	char		*metrics_textfile; /* node_exporter textfile, or NULL */
 	char		*pause_table;	/* NULL: PAUSE_TABLE_DEFAULT */
+	char		*limit_table;	/* NULL: LIMIT_TABLE_DEFAULT */
 	struct env_list	 env;		/* for every queue's handlers */
 	struct handler_user user;	/* for queues without their own */
 	struct queue	*queues;
@@ -547,7 +578,20 @@ enum worker_state {
 	WORKER_DB_DOWN,
 	WORKER_STOPPING,
 	WORKER_BACKOFF,		/* a row came straight back round */
+	WORKER_LIMITED,		/* waits for the queue's limit: (worker_limit.c) */
 };
+
+/* Why a worker waits for its queue's limit: (metrics' reason label). */
+enum limit_reason {
+	LIMIT_CONCURRENCY,
+	LIMIT_RATE,
+	LIMIT_THROTTLE,
+	LIMIT_KEY_CONCURRENCY,
+	LIMIT_KEY_RATE,
+	LIMIT_KEY_THROTTLE,
+	LIMIT_REASONS
+};
+extern const char *const limit_reason_names[LIMIT_REASONS];
 
 /*
  * What a worker tells the supervisor while it runs, in memory shared
@@ -574,6 +618,10 @@ struct worker_stats {
 	 * waits to be woken instead of claiming (wake_watch.c).
 	 */
 	volatile int64_t	 watched_ms;
+	/* The queue's limit: waits begun, by reason; a slot held now. */
+	volatile uint64_t	 limit_waits[LIMIT_REASONS];
+	volatile int		 limit_held;
+	volatile int		 limit_reason;	/* WORKER_LIMITED: the reason */
 	struct rate		 rate;		/* rows finished, per second */
 	struct histogram	 claim;		/* seconds a claim took */
 	struct histogram	 handler;	/* seconds a handler ran */
@@ -662,12 +710,16 @@ int	 status_select_finds(struct db *, const struct queue *);
 
 #define PAUSE_TABLE_DEFAULT	"rowq_pause"
 #define PAUSE_REASON_MAX	1000
+#define PAUSE_FOR_MAX_MS	(366LL * 24 * 3600 * 1000)
+/* A timed pause: live while resume_at (UTC) is ahead, or it is NULL. */
+#define PAUSE_LIVE	"(resume_at IS NULL OR resume_at > UTC_TIMESTAMP(6))"
 
 struct pause_entry {
 	char		*queue;
 	char		*since;		/* as the server shows a TIMESTAMP */
 	long long	 for_s;		/* how long ago */
 	char		*reason;	/* "" when none was given */
+	long long	 resume_in_s;	/* --for: until it resumes; -1: never */
 };
 
 struct pause_list {
@@ -682,7 +734,7 @@ const struct pause_entry *pause_find(const struct pause_list *,
 		    const char *queue);
 void		 pause_list_free(struct pause_list *);
 int		 pause_command(const char *path, const char *queue,
-		    const char *reason);
+		    const char *reason, int64_t for_ms);
 int		 resume_command(const char *path, const char *queue);
 
 /* ---- status_socket.c: the daemon's status socket ---- */
@@ -740,6 +792,10 @@ struct metrics_queue {
 	long long		 failed_rows;	/* -1: unknown */
 	struct histogram	 claim;
 	struct histogram	 handler;
+	bool			 limited;	/* the queue has limit: */
+	uint64_t		 limit_waits[LIMIT_REASONS];
+	long			 limit_in_use;	/* slots this daemon's workers hold */
+	int			 throttled;	/* 1: throttled now, else 0 */
 };
 
 typedef void	(*metrics_render_fn)(void *ctx, struct buf *);

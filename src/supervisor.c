@@ -85,6 +85,8 @@ supervisor_add(struct totals *t, const struct worker_stats *w)
 	t->reconnects += w->reconnects;
 	t->db_retries += w->db_retries;
 	t->handler_restarts += w->handler_restarts;
+	for (int r = 0; r < LIMIT_REASONS; r++)
+		t->limit_waits[r] += w->limit_waits[r];
 	histogram_merge(&t->claim, &w->claim);
 	histogram_merge(&t->handler, &w->handler);
 	if (w->last_error_ms > t->last_error_ms) {

@@ -73,6 +73,7 @@ struct totals {
 	char		*queue;
 	uint64_t	 done, retried, failed, errors, restarts;
 	uint64_t	 reconnects, db_retries, handler_restarts;
+	uint64_t	 limit_waits[LIMIT_REASONS];
 	struct histogram claim, handler;
 	char		 last_error[192];
 	int64_t		 last_error_ms;
@@ -194,6 +195,8 @@ struct pause_probe {
 	struct buf	 read;		/* SELECT queue FROM it */
 	struct db_stmt	*stmt;		/* read prepared; NULL: missing or failed */
 	bool		 missing;	/* the server says there is no such table */
+	bool		 no_resume_at;	/* a table from before pause --for */
+	int64_t		 recheck_ms;	/* then: when to look for the column */
 	bool		 failing;	/* said so in the log */
 	int64_t		 due_ms;	/* the next read of its own */
 };
@@ -295,6 +298,7 @@ struct probe {
 	size_t			 nqueues;
 	struct queue_db_status	 queue[QUEUES_MAX];
 	bool			 ok[QUEUES_MAX];
+	int64_t			 throttled_ms[QUEUES_MAX]; /* limit:'s; -1 none */
 };
 
 /* supervisor.c: the worker table, for the files below */

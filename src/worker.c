@@ -104,6 +104,7 @@ worker_disconnect(struct worker *w)
 	finish_unbind(&w->failed);
 	finish_unbind(&w->lease);
 	finish_unbind(&w->renew);
+	limit_disconnect(w);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
 	free(w->claim_sql);
@@ -152,7 +153,8 @@ worker_connect(struct worker *w)
 	    (r = finish_bind(w, &w->retry, &w->q->retry.update)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->failed, &w->q->failed)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->lease, &w->q->lease.claim)) != CONNECT_OK ||
-	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK)
+	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK ||
+	    (r = limit_connect(w)) != CONNECT_OK)
 		return r;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
@@ -204,6 +206,7 @@ worker_db_failed(struct worker *w, enum db_status st, const char *what)
 		log_info("%s: %s; rolled back, will retry", what,
 		    db_error(w->db));
 		(void)db_rollback(w->db);
+		limit_release(w);
 		stopper_sleep(&w->stopper, 10 + (int64_t)(backoff_random() % 200));
 		return;
 	case DB_RECONNECT:
@@ -217,6 +220,7 @@ worker_db_failed(struct worker *w, enum db_status st, const char *what)
 		/* Bad SQL or data: it will likely fail again, so wait longer. */
 		log_error("%s: %s", what, db_error(w->db));
 		(void)db_rollback(w->db);
+		limit_release(w);
 		if (w->db_failures++ == 0)
 			w->db_failing_since = now_ms();
 		stopper_sleep(&w->stopper,
@@ -247,6 +251,8 @@ worker_commit(struct worker *w)
 	}
 	turn_committed(w);
 	worker_db_ok(w);
+	/* No claim follows in this round trip: the slot goes now. */
+	limit_release(w);
 	return 0;
 }
 
@@ -335,6 +341,7 @@ worker_row_fits(struct worker *w, const struct row *row)
 	w->result.outcome = OUTCOME_FAILED;
 	w->result.duration_ms = 0;
 	w->result.retry_in_ms = -1;
+	w->result.throttle_ms = -1;
 	return false;
 }
 
@@ -366,6 +373,7 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	char attempt_s[32], worker_s[32];
 	struct buf qenv = { 0 }, kenv = { 0 };
 
+	limit_started(w);
 	json_row(&json, w->turn.cols, w->turn.ncols, row);
 	buf_putc(&json, '\n');
 	job.input = json.data;
@@ -456,6 +464,12 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		*aborted = true;
 		goto out;
 	}
+	if (w->result.outcome == OUTCOME_THROTTLED) {
+		/* Not finished: back as it was, and the turn ends. */
+		limit_throttle_asked(w);
+		*aborted = true;
+		goto out;
+	}
 	if (!worker_can_finish(w)) {
 		*aborted = true;
 		goto out;
@@ -512,11 +526,17 @@ worker_turn_transaction(struct worker *w)
 	struct turn *t = &w->turn;
 	enum db_status st;
 	bool aborted = false;
-	int n = claim_batch(w);
+	int n = limit_before_claim(w);
 
 	if (n <= 0)
+		return n;
+	n = claim_batch(w);
+	if (n <= 0 && w->limit.waiting)
+		return 0;	/* rolled back already */
+	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
-	for (int i = 0; i < n && !aborted && t->handled < w->q->batch; i++) {
+	for (int i = 0; i < n && !aborted && t->handled < w->q->batch &&
+	    limit_allows(w); i++) {
 		if (!turn_row_workable(w, (size_t)i))
 			continue;
 		/*
@@ -550,6 +570,13 @@ worker_turn_transaction(struct worker *w)
 		return -1;
 	}
 	t->uncommitted = true;
+	/* A throttle: commit now, then write it and wait it out. */
+	if (w->limit.throttle_ms >= 0) {
+		if (worker_commit(w) != 0)
+			return -1;
+		limit_throttle_now(w);
+		return 0;
+	}
 	/* Only rows that cannot be worked: commit, not to hold them, and pause. */
 	if (worker_widen(w, t->handled)) {
 		if (worker_commit(w) != 0)
@@ -620,6 +647,7 @@ worker_free(struct worker *w)
 	if (w->q->handler == HANDLER_PIPE)
 		pipe_stop(&w->pipe, grace < 5000 ? grace : 5000);
 	worker_disconnect(w);
+	limit_free(w);
 	turn_free(&w->turn);
 	cursor_free(&w->cursor);
 	buf_free(&w->claim_text);
@@ -657,7 +685,8 @@ worker_pipe_init(struct worker *w)
 int
 worker_run(const struct worker_args *args)
 {
-	struct worker w = { .args = args, .q = args->queue };
+	struct worker w = { .args = args, .q = args->queue,
+	    .limit = { .throttle_ms = -1 } };
 	int rc = ROWQ_EXIT_OK;
 
 	log_procinit("%s/%d", w.q->name, args->number);
@@ -701,6 +730,10 @@ worker_run(const struct worker_args *args)
 			args->stats->handler_restarts = w.pipe.restarts - 1;
 		int n = w.q->lease.enabled ? lease_turn(&w) :
 		    worker_turn_transaction(&w);
+		if (w.limit.waiting) {
+			limit_wait(&w);
+			continue;
+		}
 		if (n == 0) {
 			w.widen = 0;
 			/*

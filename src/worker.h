@@ -7,6 +7,7 @@
  *   worker_finish.c	a row's outcome: bind, values, decide, finish, bulk done
  *   worker_finish_text.c	batch 1: the row's done sent with the next claim
  *   worker_lease.c	lease mode: lease, renew, finish in short transactions
+ *   worker_limit.c	the queue's limit: taken before a claim, waited for
  *   worker_recent.c	rows finished lately, to notice one coming straight back
  */
 #ifndef ROWQ_WORKER_H
@@ -118,6 +119,34 @@ struct turn {
 	uint64_t	 pending_done, pending_retried, pending_failed;
 };
 
+/*
+ * The queue's limit:, this worker's side (worker_limit.c): what it holds
+ * on its connection, and why it waits.
+ */
+struct worker_limit {
+	struct limit_ctx	 ctx;		/* this connection's database */
+	struct limit_scope	 scope;		/* the queue's */
+	int			 slot;		/* transaction mode: its lock; 0 none */
+	int			 releasing;	/* the slot a take's front releases */
+	bool			 lease_held;	/* lease mode: a slot has token's lease */
+	char			 token[33];
+	int			 refund;	/* tokens taken, not used: back next take */
+	bool			 polled;	/* a poll took what the next claim needs */
+	bool			 waiting;	/* the last take failed: poll first */
+	int			 allow;		/* handlers this turn may start */
+	int			 started;	/* and has started */
+	/* The take's statements, as results of its text; -1: not in it. */
+	int			 nfront;
+	int			 at_release, at_rate, at_gate, at_lease;
+	enum limit_reason	 reason;	/* why the last take failed */
+	int64_t			 wait_ms;	/* what it said of when; -1 unknown */
+	int			 misses;	/* takes failed in a row */
+	/* A handler's throttle, written once its turn is over. */
+	int64_t			 throttle_ms;	/* -1: none */
+	struct buf		 throttle_reason;
+	bool			 warned_local;
+};
+
 struct worker {
 	const struct worker_args *args;
 	const struct queue	*q;
@@ -170,6 +199,7 @@ struct worker {
 	int			 db_failures;	/* in a row, for backoff */
 	int64_t			 db_failing_since;
 	int64_t			 db_last_log;
+	struct worker_limit	 limit;
 };
 
 /* worker.c */
@@ -237,6 +267,22 @@ enum db_status finish_held_now(struct worker *);
 /* worker_lease.c */
 int	 lease_turn(struct worker *);
 int	 lease_renew(void *ctx, struct handler_result *);
+
+/* worker_limit.c */
+enum connect_status limit_connect(struct worker *);
+void	 limit_disconnect(struct worker *);
+int	 limit_before_claim(struct worker *);
+void	 limit_front(struct worker *, struct buf *, int *n);
+int	 limit_claimed(struct worker *, const struct db_ahead *,
+	    enum db_status);
+void	 limit_started(struct worker *);
+bool	 limit_allows(const struct worker *);
+void	 limit_release(struct worker *);
+void	 limit_wait(struct worker *);
+enum db_status limit_lease_keep(struct worker *, bool renew, bool *kept);
+void	 limit_throttle_asked(struct worker *);
+void	 limit_throttle_now(struct worker *);
+void	 limit_free(struct worker *);
 
 /* worker_recent.c, with a worker's rows */
 uint64_t recent_row_hash(size_t ncols, const struct row *);

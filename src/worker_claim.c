@@ -195,6 +195,7 @@ claim_time(struct worker *w, int64_t us, enum claim_kind kind)
 struct claim_front {
 	struct db_ahead	 ahead;
 	bool		 sent;
+	const struct buf *limit;	/* the limit's take, after the COMMIT */
 };
 
 /* The front's text, when it is still to go. */
@@ -210,6 +211,8 @@ claim_front_text(struct worker *w, const struct claim_front *f,
 	}
 	if (f->ahead.commit)
 		buf_puts(b, COMMIT_FIRST);
+	if (f->limit != NULL && f->limit->len > 0)
+		buf_append(b, f->limit->data, f->limit->len);
 }
 
 /* Send a claim's text, which carries the front if it has not gone yet. */
@@ -255,12 +258,10 @@ claim_select(struct worker *w, int limit, struct claim_front *f)
 	if (limit != w->claim_limit)
 		claim_sql_for(w, limit);
 	sql = w->claim_sql + (f->ahead.commit ? 0 : strlen(COMMIT_FIRST));
-	if (f->ahead.finish) {
+	if (!f->sent && (f->ahead.finish || f->ahead.nextra > 0)) {
 		buf_reset(&w->claim_text);
-		buf_append(&w->claim_text, w->turn.held_sql.data,
-		    w->turn.held_sql.len);
-		buf_puts(&w->claim_text, ";\n");
-		buf_puts(&w->claim_text, sql);
+		claim_front_text(w, f, &w->claim_text);
+		buf_puts(&w->claim_text, w->claim_sql + strlen(COMMIT_FIRST));
 		sql = w->claim_text.data;
 	}
 	return claim_send(w, f, sql);
@@ -388,12 +389,14 @@ int
 claim_batch(struct worker *w)
 {
 	int limit = turn_next_limit(w);
+	struct buf take = { 0 };
 	struct claim_front f = { .ahead = { .finish = w->turn.holding,
-	    .commit = w->turn.uncommitted } };
+	    .commit = w->turn.uncommitted }, .limit = &take };
 	bool with_commit = f.ahead.commit, fallback = false, again;
 	enum db_status st, held;
 	struct timespec t0, t1;
 
+	limit_front(w, &take, &f.ahead.nextra);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		turn_begin(w);
@@ -403,19 +406,28 @@ claim_batch(struct worker *w)
 		else
 			st = claim_select(w, limit, &f);
 		if ((held = claim_held_done(w, &f, st, &again)) != DB_OK) {
+			buf_free(&take);
 			worker_db_failed(w, held, w->failing);
 			turn_rolled_back(w);
 			return -1;
 		}
-		if (again)
-			f = (struct claim_front){ .ahead = { .commit = true } };
+		if (again) {
+			/* Nothing ran after the done: the take goes again. */
+			buf_reset(&take);
+			f = (struct claim_front){ .ahead = { .commit = true },
+			    .limit = &take };
+			limit_front(w, &take, &f.ahead.nextra);
+		}
 	} while (again);
+	buf_free(&take);
 	/*
 	 * The last turn's rows count once their COMMIT went through; an
 	 * empty fallback leaves it for worker_commit.
 	 */
 	if (f.ahead.committed)
 		turn_committed(w);
+	if (limit_claimed(w, &f.ahead, st) == 0)
+		return 0;
 	if (st != DB_OK) {
 		claim_failed(w, &f, st, with_commit && !f.ahead.committed ?
 		    "commit" : "claim");
