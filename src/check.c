@@ -226,18 +226,17 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 	}
 	problems += check_limit_statement(db, q, &b);
 	limit_sql_gate(&b, &c, &s, q->lease.enabled ? 0 : l->concurrency, 1,
-	    l->rate.count > 0);
+	    l->rate.count > 0 ? &l->rate : NULL);
 	problems += check_limit_statement(db, q, &b);
 	if (l->rate.count > 0) {
-		limit_sql_rate_take(&b, &c, &s, &l->rate, "1", 0);
+		limit_sql_rate_take(&b, &c, &s, &l->rate, false);
 		problems += check_limit_statement(db, q, &b);
-		limit_sql_rate_read(&b, &c, &s, &l->rate);
+		limit_sql_rate_take(&b, &c, &s, &l->rate, true);
 		problems += check_limit_statement(db, q, &b);
-		extra += q->lease.enabled ? 2 : 3;
+		extra += q->lease.enabled ? 1 : 2;
 	}
 	if (q->lease.enabled && l->concurrency > 0) {
-		limit_sql_lease_take(&b, &c, &s, l->concurrency,
-		    "00000000000000000000000000000000");
+		limit_sql_lease_take(&b, &c, &s, l->concurrency);
 		problems += check_limit_statement(db, q, &b);
 		extra++;
 	}
@@ -258,8 +257,10 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 		    "a look at the queue's throttle",
 		    q->lease.enabled ? "the claim's transaction" : "the "
 		    "claim's round trip, after its COMMIT", extra,
-		    l->concurrency > 0 && !q->lease.enabled ? " (and a DO "
-		    "RELEASE_LOCK)" : "");
+		    l->concurrency > 0 && !q->lease.enabled ? ", each an "
+		    "EXECUTE of a statement prepared once; the gate also "
+		    "releases the last turn's slot" : ", each an EXECUTE of a "
+		    "statement prepared once");
 	buf_free(&b);
 	return problems;
 }

@@ -540,8 +540,9 @@ db_run_results(struct db *db, const char *sql, int n,
  * What ahead asks for comes first in sql, in the same round trip: a
  * finishing statement (the last turn's `done`, as text), then "COMMIT;",
  * so that the transaction that finished the last rows ends and the next
- * one opens with the select, then the limit's statements (worker_limit.c),
- * each kept in ahead->extra.  Statements that return no rows may follow
+ * one opens with the select; a limit's statements (worker_limit.c) go
+ * around the COMMIT (nbefore of them before it), each kept in
+ * ahead->extra.  Statements that return no rows may follow
  * the select.  The server runs nothing after a statement that fails, so
  * ahead says how far it got (the finishing statement ran, the COMMIT went
  * through), and the error is the first failed statement's.
@@ -562,14 +563,19 @@ db_select(struct db *db, const char *sql, struct db_ahead *ahead,
 		if (mysql_next_result(db->mysql) != 0)
 			return db_fail_mysql(db);
 	}
-	if (ahead->commit) {
-		ahead->committed = true;
+	for (int i = 0; i < ahead->nextra && i < DB_AHEAD_EXTRA_MAX; i++) {
+		if (i == ahead->nbefore && ahead->commit) {
+			ahead->committed = true;
+			if (mysql_next_result(db->mysql) != 0)
+				return db_fail_mysql(db);
+		}
+		db_keep_result(db, &ahead->extra[i]);
+		ahead->extra_ran = i + 1;
 		if (mysql_next_result(db->mysql) != 0)
 			return db_fail_mysql(db);
 	}
-	for (int i = 0; i < ahead->nextra && i < DB_AHEAD_EXTRA_MAX; i++) {
-		db_keep_result(db, &ahead->extra[i]);
-		ahead->extra_ran = i + 1;
+	if (ahead->commit && ahead->nbefore >= ahead->nextra) {
+		ahead->committed = true;
 		if (mysql_next_result(db->mysql) != 0)
 			return db_fail_mysql(db);
 	}

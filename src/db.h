@@ -75,7 +75,7 @@ enum db_status	 db_run_count(struct db *, const char *sql,
  * after a statement that fails.
  */
 #define DB_AHEAD_EXTRA_MAX	8	/* statements between COMMIT and the select */
-#define DB_AHEAD_VALUES		3	/* of each one's first row, kept */
+#define DB_AHEAD_VALUES		5	/* of each one's first row, kept */
 
 /* What one of the extra statements gave: its first row, or rows changed. */
 struct db_ahead_result {
@@ -88,7 +88,8 @@ struct db_ahead_result {
 struct db_ahead {
 	bool		 finish;	/* a finishing statement comes first */
 	bool		 commit;	/* then COMMIT */
-	int		 nextra;	/* then these many (a limit's, worker_limit.c) */
+	int		 nextra;	/* a limit's (worker_limit.c): these many, */
+	int		 nbefore;	/* the first of them before the COMMIT */
 	bool		 finished;	/* set when the finishing statement ran */
 	unsigned long long affected;	/* set: the rows it changed */
 	bool		 committed;	/* set when the COMMIT went through */
@@ -188,21 +189,18 @@ void		 limit_ctx_init(struct limit_ctx *, const struct config *,
 		    const struct queue *, const char *database);
 void		 limit_scope(struct limit_scope *, const struct limit_ctx *,
 		    const char *key, size_t len, bool is_key);
-void		 limit_sql_bytes(struct buf *, const char *, size_t);
 void		 limit_lock_name(struct buf *, const struct limit_scope *,
 		    int slot);
 void		 limit_sql_gate(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int concurrency, int first,
-		    bool after_rate);
+		    const struct limit_rate *);
 void		 limit_sql_rate_take(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, const struct limit_rate *,
-		    const char *want, int refund);
-void		 limit_sql_rate_read(struct buf *, const struct limit_ctx *,
-		    const struct limit_scope *, const struct limit_rate *);
+		    bool iff);
 void		 limit_sql_refund(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int n);
 void		 limit_sql_lease_take(struct buf *, const struct limit_ctx *,
-		    const struct limit_scope *, int slots, const char *token);
+		    const struct limit_scope *, int slots);
 void		 limit_sql_lease_keep(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int slots, const char *token,
 		    bool renew);

@@ -111,32 +111,14 @@ limit_scope(struct limit_scope *s, const struct limit_ctx *c,
 	s->hash = recent_hash(s->bytes, s->len, c->base);
 }
 
-/* A byte string as a literal that cannot be anything else: X'..'. */
-void
-limit_sql_bytes(struct buf *b, const char *s, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	if (len == 0) {
-		buf_puts(b, "''");
-		return;
-	}
-	buf_puts(b, "X'");
-	for (size_t i = 0; i < len; i++) {
-		buf_putc(b, hex[(unsigned char)s[i] >> 4]);
-		buf_putc(b, hex[(unsigned char)s[i] & 15]);
-	}
-	buf_putc(b, '\'');
-}
-
-/* queue = 'Q' AND scope = S AND slot ..., the row or rows of a scope. */
+/* queue = 'Q' AND scope = X'..' AND slot ..., the row or rows of a scope. */
 static void
 limit_sql_where(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, int slots)
 {
 	/* Queue names are letters, digits, _ and - (config_queue.c). */
 	buf_printf(b, "queue = '%s' AND scope = ", c->q->name);
-	limit_sql_bytes(b, s->bytes, s->len);
+	sql_hex(b, s->bytes, s->len);
 	if (slots == 0)
 		buf_puts(b, " AND slot = 0");
 	else
@@ -150,44 +132,24 @@ limit_lock_name(struct buf *b, const struct limit_scope *s, int slot)
 	buf_printf(b, "'rowq:%016" PRIx64 ":%d'", s->hash, slot);
 }
 
-/* Whether the scope is throttled now, as an SQL condition. */
+/* The same, of the slot an SQL expression gives. */
 static void
-limit_sql_throttled(struct buf *b, const struct limit_ctx *c,
-    const struct limit_scope *s)
+limit_sql_lock_of(struct buf *b, const struct limit_scope *s,
+    const char *slot)
 {
-	buf_printf(b, "EXISTS (SELECT 1 FROM %s WHERE ", c->table);
-	limit_sql_where(b, c, s, 0);
-	buf_puts(b, " AND throttled_until > " NOW6 ")");
+	buf_printf(b, "CONCAT('rowq:%016" PRIx64 ":', %s)", s->hash, slot);
 }
 
 /*
- * The gate of a claim: -1 when the scope is throttled; 0 when a rate's
- * take before it (after_rate) took nothing; in transaction mode with a
- * concurrency, the number of the slot whose lock it took (trying from
- * slot first, round), or 0 when every one is taken; else 1.  As its
- * first value, and in @rowq_ok for the statements after it; the second
- * is the throttle's microseconds left (NULL or negative: none).
+ * A table of n = 0..slots - 1, for each slot in turn (the slot of row n
+ * is (n + first - 1) % slots + 1): short whatever the number of slots,
+ * and read in order, so that a LIMIT 1 stops at the first match.
  */
-void
-limit_sql_gate(struct buf *b, const struct limit_ctx *c,
-    const struct limit_scope *s, int concurrency, int first, bool after_rate)
+static void
+limit_sql_slots(struct buf *b, int slots)
 {
-	buf_puts(b, "SELECT @rowq_ok := CASE WHEN ");
-	limit_sql_throttled(b, c, s);
-	buf_puts(b, " THEN -1");
-	if (after_rate)
-		buf_puts(b, " WHEN @rowq_ok = 0 THEN 0");
-	for (int i = 0; i < concurrency; i++) {
-		int slot = (first - 1 + i) % concurrency + 1;
-		buf_puts(b, " WHEN GET_LOCK(");
-		limit_lock_name(b, s, slot);
-		buf_printf(b, ", 0) THEN %d", slot);
-	}
-	buf_puts(b, concurrency > 0 ? " ELSE 0 END" : " ELSE 1 END");
-	buf_printf(b, ", (SELECT TIMESTAMPDIFF(MICROSECOND, " NOW6 ", "
-	    "throttled_until) FROM %s WHERE ", c->table);
-	limit_sql_where(b, c, s, 0);
-	buf_putc(b, ')');
+	buf_printf(b, "WITH RECURSIVE rowq_n (n) AS (SELECT 0 UNION ALL "
+	    "SELECT n + 1 FROM rowq_n WHERE n < %d) ", slots - 1);
 }
 
 /* Tokens per microsecond, as a literal. */
@@ -198,12 +160,16 @@ limit_sql_per_us(struct buf *b, const struct limit_rate *r)
 	    1000.0));
 }
 
-/* The tokens the bucket holds now, refund given back, at most burst. */
+/*
+ * The tokens the bucket holds now, by the server's time since the last
+ * take (never less for a clock set back), with refund (an SQL
+ * expression) given back, at most burst.
+ */
 static void
 limit_sql_avail(struct buf *b, const struct limit_ctx *c,
-    const struct limit_rate *r, int refund)
+    const struct limit_rate *r, const char *refund)
 {
-	buf_printf(b, "LEAST(%d, tokens + %d + GREATEST(0, TIMESTAMPDIFF("
+	buf_printf(b, "LEAST(%d, tokens + %s + GREATEST(0, TIMESTAMPDIFF("
 	    "MICROSECOND, tokens_at, " NOW6 ")) * ", c->q->limit.burst,
 	    refund);
 	limit_sql_per_us(b, r);
@@ -211,40 +177,84 @@ limit_sql_avail(struct buf *b, const struct limit_ctx *c,
 }
 
 /*
- * Take up to want tokens (an SQL expression: "1", "(@rowq_ok > 0)"),
- * none while the scope is throttled, after giving back refund tokens
- * that an earlier take did not use.  The row is refilled either way;
- * took says what was taken (MariaDB and MySQL assign a single-table
- * UPDATE's columns left to right, each seeing the ones before).
+ * The rate's take, to prepare.  With a concurrency slot held, at batch 1
+ * (iff): one token or none, as the rows it changes say, none while the
+ * scope is throttled; two parameters, (twice) the tokens an earlier take
+ * did not use, given back first.  Otherwise: up to a number of tokens,
+ * the first parameter, and the same two after it; the row is refilled
+ * either way, and took says what was taken (none while throttled), for
+ * the gate to read (MariaDB and MySQL assign a single-table UPDATE's
+ * columns left to right, each seeing the ones before).
  */
 void
 limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
-    const struct limit_scope *s, const struct limit_rate *r,
-    const char *want, int refund)
+    const struct limit_scope *s, const struct limit_rate *r, bool iff)
 {
+	if (iff) {
+		buf_printf(b, "UPDATE %s SET took = 1, tokens = ", c->table);
+		limit_sql_avail(b, c, r, "?");
+		buf_puts(b, " - 1, tokens_at = " NOW6 " WHERE ");
+		limit_sql_where(b, c, s, 0);
+		buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
+		    NOW6 ") AND ");
+		limit_sql_avail(b, c, r, "?");
+		buf_puts(b, " >= 1");
+		return;
+	}
 	buf_printf(b, "UPDATE %s SET took = IF(throttled_until > " NOW6
-	    ", 0, LEAST(%s, FLOOR(", c->table, want);
-	limit_sql_avail(b, c, r, refund);
+	    ", 0, LEAST(?, FLOOR(", c->table);
+	limit_sql_avail(b, c, r, "?");
 	buf_puts(b, "))), tokens = ");
-	limit_sql_avail(b, c, r, refund);
+	limit_sql_avail(b, c, r, "?");
 	buf_puts(b, " - took, tokens_at = " NOW6 " WHERE ");
 	limit_sql_where(b, c, s, 0);
 }
 
 /*
- * After the take: what it took, the microseconds until the next token,
- * and those until the throttle ends (NULL or negative: not throttled);
- * @rowq_ok says whether it took any, for the gate after it.
+ * The gate of a claim, to prepare, read from the scope's row (slot 0).
+ * With a concurrency (transaction mode) its parameters are the slot to
+ * try first, three times (0: none).  Its values:
+ *	[0] -1 when the scope is throttled; 0 when the rate's take before
+ *	    it (rate) took nothing, or every slot is taken; the slot whose
+ *	    lock it took, trying the first, then each from slot first,
+ *	    round; else 1 (and the same in @rowq_ok, for what follows);
+ *	[1] the throttle's microseconds left (NULL or negative: none);
+ *	[2] rate: the tokens its take took, [3] microseconds until the
+ *	    next (NULL without a rate).
+ * No row when the scope's row is not there.  It runs only when the
+ * worker holds no slot: a lock held twice by a session is released only
+ * by two RELEASE_LOCKs.
  */
 void
-limit_sql_rate_read(struct buf *b, const struct limit_ctx *c,
-    const struct limit_scope *s, const struct limit_rate *r)
+limit_sql_gate(struct buf *b, const struct limit_ctx *c,
+    const struct limit_scope *s, int concurrency, int first,
+    const struct limit_rate *rate)
 {
-	buf_puts(b, "SELECT took, CEIL(GREATEST(0, 1 - tokens) / ");
-	limit_sql_per_us(b, r);
-	buf_printf(b, "), TIMESTAMPDIFF(MICROSECOND, " NOW6 ", "
-	    "throttled_until), @rowq_ok := took > 0 FROM %s "
-	    "WHERE ", c->table);
+	buf_puts(b, "SELECT @rowq_ok := CASE WHEN throttled_until > " NOW6
+	    " THEN -1");
+	if (rate != NULL)
+		buf_puts(b, " WHEN took = 0 THEN 0");
+	if (concurrency > 0) {
+		char slot[64];
+		snprintf(slot, sizeof(slot), "(n + %d) %% %d + 1", first - 1,
+		    concurrency);
+		buf_puts(b, " WHEN ? > 0 AND GET_LOCK(");
+		limit_sql_lock_of(b, s, "?");
+		buf_puts(b, ", 0) THEN ? ELSE COALESCE((");
+		limit_sql_slots(b, concurrency);
+		buf_printf(b, "SELECT %s FROM rowq_n WHERE GET_LOCK(", slot);
+		limit_sql_lock_of(b, s, slot);
+		buf_puts(b, ", 0) LIMIT 1), 0) END");
+	} else
+		buf_puts(b, " ELSE 1 END");
+	buf_puts(b, ", TIMESTAMPDIFF(MICROSECOND, " NOW6 ", throttled_until)");
+	if (rate != NULL) {
+		buf_puts(b, ", took, CEIL(GREATEST(0, 1 - tokens) / ");
+		limit_sql_per_us(b, rate);
+		buf_putc(b, ')');
+	} else
+		buf_puts(b, ", NULL, NULL");
+	buf_printf(b, " FROM %s WHERE ", c->table);
 	limit_sql_where(b, c, s, 0);
 }
 
@@ -259,18 +269,19 @@ limit_sql_refund(struct buf *b, const struct limit_ctx *c,
 }
 
 /*
- * Lease mode: take a free slot of the scope with the lease token, for
- * the queue's lease.duration, while @rowq_ok > 0.  Changes one row, or
- * none when every slot's lease is live.  Slots whose row another claim is
- * taking are waited for (a lease-mode claim's transaction is short);
- * those leased are read as they were committed, and passed over.
+ * Lease mode: take a free slot of the scope with the lease token (the
+ * one parameter), for the queue's lease.duration, while @rowq_ok > 0
+ * (the gate's).  Changes one row, or none when every slot's lease is
+ * live.  Slots whose row another claim is taking are waited for (a
+ * lease-mode claim's transaction is short); those leased are read as
+ * they were committed, and passed over.
  */
 void
 limit_sql_lease_take(struct buf *b, const struct limit_ctx *c,
-    const struct limit_scope *s, int slots, const char *token)
+    const struct limit_scope *s, int slots)
 {
-	buf_printf(b, "UPDATE %s SET lease = '%s', lease_until = " NOW6
-	    " + INTERVAL %" PRId64 " MICROSECOND WHERE ", c->table, token,
+	buf_printf(b, "UPDATE %s SET lease = ?, lease_until = " NOW6
+	    " + INTERVAL %" PRId64 " MICROSECOND WHERE ", c->table,
 	    c->q->lease.duration_ms * 1000);
 	limit_sql_where(b, c, s, slots);
 	buf_puts(b, " AND (lease_until IS NULL OR lease_until <= " NOW6
@@ -306,7 +317,7 @@ limit_sql_rows(struct buf *b, const struct limit_ctx *c,
 	    "tokens_at) VALUES ", c->table);
 	for (int i = 0; i <= slots; i++) {
 		buf_printf(b, "%s('%s', ", i ? ", " : "", c->q->name);
-		limit_sql_bytes(b, s->bytes, s->len);
+		sql_hex(b, s->bytes, s->len);
 		buf_printf(b, ", %d, %d, " NOW6 ")", i, i == 0 ?
 		    c->q->limit.burst : 0);
 	}
@@ -373,7 +384,7 @@ limit_throttle(struct db *db, const struct limit_ctx *c,
 	buf_printf(&sql, "INSERT INTO %s (queue, scope, slot, tokens, "
 	    "tokens_at, throttled_until, reason) VALUES ('%s', ", c->table,
 	    c->q->name);
-	limit_sql_bytes(&sql, s->bytes, s->len);
+	sql_hex(&sql, s->bytes, s->len);
 	buf_printf(&sql, ", 0, %d, " NOW6 ", " NOW6 " + INTERVAL ? "
 	    "MICROSECOND, ?) ON DUPLICATE KEY UPDATE reason = "
 	    "IF(throttled_until IS NULL OR throttled_until < "
@@ -430,18 +441,19 @@ limit_status_read(struct db *db, const struct config *cfg,
 		buf_printf(&sql, "(SELECT COUNT(*) FROM %s WHERE ", c.table);
 		limit_sql_where(&sql, &c, &qs, l->concurrency);
 		buf_puts(&sql, " AND lease_until > " NOW6 ")");
-	} else
-		for (int i = 1; i <= l->concurrency; i++) {
-			buf_printf(&sql, "%s(IS_USED_LOCK(", i > 1 ? " + " : "");
-			limit_lock_name(&sql, &qs, i);
-			buf_puts(&sql, ") IS NOT NULL)");
-		}
+	} else {
+		buf_puts(&sql, "(");
+		limit_sql_slots(&sql, l->concurrency);
+		buf_puts(&sql, "SELECT SUM(IS_USED_LOCK(");
+		limit_sql_lock_of(&sql, &qs, "n + 1");
+		buf_puts(&sql, ") IS NOT NULL) FROM rowq_n)");
+	}
 	buf_puts(&sql, ", (SELECT ");
 	if (l->rate.count > 0) {
 		buf_puts(&sql, "IF(");
-		limit_sql_avail(&sql, &c, &l->rate, 0);
+		limit_sql_avail(&sql, &c, &l->rate, "0");
 		buf_puts(&sql, " >= 1, 0, CEIL((1 - ");
-		limit_sql_avail(&sql, &c, &l->rate, 0);
+		limit_sql_avail(&sql, &c, &l->rate, "0");
 		buf_puts(&sql, ") / ");
 		limit_sql_per_us(&sql, &l->rate);
 		buf_puts(&sql, " / 1000))");

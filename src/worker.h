@@ -127,17 +127,20 @@ struct worker_limit {
 	struct limit_ctx	 ctx;		/* this connection's database */
 	struct limit_scope	 scope;		/* the queue's */
 	int			 slot;		/* transaction mode: its lock; 0 none */
-	int			 releasing;	/* the slot a take's front releases */
+	int			 last_slot;	/* tried first: most often free */
 	bool			 lease_held;	/* lease mode: a slot has token's lease */
 	char			 token[33];
 	int			 refund;	/* tokens taken, not used: back next take */
+	int			 refund_sent;	/* carried by the take in flight */
+	bool			 rows_missing;	/* the queue's row: make it again */
 	bool			 polled;	/* a poll took what the next claim needs */
 	bool			 waiting;	/* the last take failed: poll first */
 	int			 allow;		/* handlers this turn may start */
 	int			 started;	/* and has started */
 	/* The take's statements, as results of its text; -1: not in it. */
 	int			 nfront;
-	int			 at_release, at_rate, at_gate, at_lease;
+	int			 at_rate, at_iff, at_gate, at_lease, at_commit;
+	int64_t			 checked_ms;	/* the throttle last looked at */
 	enum limit_reason	 reason;	/* why the last take failed */
 	int64_t			 wait_ms;	/* what it said of when; -1 unknown */
 	int			 misses;	/* takes failed in a row */
@@ -268,11 +271,20 @@ enum db_status finish_held_now(struct worker *);
 int	 lease_turn(struct worker *);
 int	 lease_renew(void *ctx, struct handler_result *);
 
-/* worker_limit.c */
+/* worker_limit.c: the take's statements, prepared on each connection */
+#define LIMIT_TAKE_NAME		"rowq_limit_take"
+#define LIMIT_TAKE_IF_NAME	"rowq_limit_take_if"
+#define LIMIT_GATE_NAME		"rowq_limit_gate"
+#define LIMIT_CHECK_NAME	"rowq_limit_check"
+#define LIMIT_LEASE_NAME	"rowq_limit_lease"
+/* With a slot held and no rate, the throttle is looked at this often. */
+#define LIMIT_CHECK_MS		250
+
 enum connect_status limit_connect(struct worker *);
 void	 limit_disconnect(struct worker *);
 int	 limit_before_claim(struct worker *);
-void	 limit_front(struct worker *, struct buf *, int *n);
+void	 limit_front(struct worker *, struct buf *before,
+	    struct buf *after, struct db_ahead *);
 int	 limit_claimed(struct worker *, const struct db_ahead *,
 	    enum db_status);
 void	 limit_started(struct worker *);

@@ -195,7 +195,8 @@ claim_time(struct worker *w, int64_t us, enum claim_kind kind)
 struct claim_front {
 	struct db_ahead	 ahead;
 	bool		 sent;
-	const struct buf *limit;	/* the limit's take, after the COMMIT */
+	/* The limit's take, ahead of the COMMIT and behind it. */
+	const struct buf *before, *after;
 };
 
 /* The front's text, when it is still to go. */
@@ -209,10 +210,12 @@ claim_front_text(struct worker *w, const struct claim_front *f,
 		buf_append(b, w->turn.held_sql.data, w->turn.held_sql.len);
 		buf_puts(b, ";\n");
 	}
+	if (f->before != NULL && f->before->len > 0)
+		buf_append(b, f->before->data, f->before->len);
 	if (f->ahead.commit)
 		buf_puts(b, COMMIT_FIRST);
-	if (f->limit != NULL && f->limit->len > 0)
-		buf_append(b, f->limit->data, f->limit->len);
+	if (f->after != NULL && f->after->len > 0)
+		buf_append(b, f->after->data, f->after->len);
 }
 
 /* Send a claim's text, which carries the front if it has not gone yet. */
@@ -389,14 +392,15 @@ int
 claim_batch(struct worker *w)
 {
 	int limit = turn_next_limit(w);
-	struct buf take = { 0 };
+	struct buf before = { 0 }, after = { 0 };
 	struct claim_front f = { .ahead = { .finish = w->turn.holding,
-	    .commit = w->turn.uncommitted }, .limit = &take };
+	    .commit = w->turn.uncommitted }, .before = &before,
+	    .after = &after };
 	bool with_commit = f.ahead.commit, fallback = false, again;
 	enum db_status st, held;
 	struct timespec t0, t1;
 
-	limit_front(w, &take, &f.ahead.nextra);
+	limit_front(w, &before, &after, &f.ahead);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		turn_begin(w);
@@ -406,20 +410,23 @@ claim_batch(struct worker *w)
 		else
 			st = claim_select(w, limit, &f);
 		if ((held = claim_held_done(w, &f, st, &again)) != DB_OK) {
-			buf_free(&take);
+			buf_free(&before);
+			buf_free(&after);
 			worker_db_failed(w, held, w->failing);
 			turn_rolled_back(w);
 			return -1;
 		}
 		if (again) {
 			/* Nothing ran after the done: the take goes again. */
-			buf_reset(&take);
+			buf_reset(&before);
+			buf_reset(&after);
 			f = (struct claim_front){ .ahead = { .commit = true },
-			    .limit = &take };
-			limit_front(w, &take, &f.ahead.nextra);
+			    .before = &before, .after = &after };
+			limit_front(w, &before, &after, &f.ahead);
 		}
 	} while (again);
-	buf_free(&take);
+	buf_free(&before);
+	buf_free(&after);
 	/*
 	 * The last turn's rows count once their COMMIT went through; an
 	 * empty fallback leaves it for worker_commit.

@@ -78,6 +78,81 @@ limit_has_rate(const struct worker *w)
 
 /* ---- the connection ---- */
 
+/* The queue's rows of the limit table, where they are not (committed). */
+static enum db_status
+limit_rows(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	struct buf sql = { 0 };
+	enum db_status st;
+
+	limit_sql_rows(&sql, &l->ctx, &l->scope, w->q->lease.enabled ?
+	    w->q->limit.concurrency : 0);
+	if ((st = db_run(w->db, sql.data)) == DB_OK)
+		st = db_commit(w->db);
+	buf_free(&sql);
+	l->rows_missing = false;
+	return st;
+}
+
+/* PREPARE name FROM the statement in b (parsed once per connection). */
+static enum db_status
+limit_prepare_one(struct worker *w, const char *name, struct buf *b)
+{
+	struct buf sql = { 0 };
+	enum db_status st;
+
+	buf_printf(&sql, "PREPARE %s FROM ", name);
+	sql_hex(&sql, b->data, b->len);
+	st = db_run(w->db, sql.data);
+	buf_free(&sql);
+	buf_reset(b);
+	return st;
+}
+
+/*
+ * The take's statements, prepared by SQL on the connection, so that the
+ * claim's round trip carries only their EXECUTEs: the server parses them
+ * once (as for the done in front of it, worker_finish_text.c).
+ */
+static enum db_status
+limit_prepare(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	const struct limit_policy *p = &w->q->limit;
+	bool lease = w->q->lease.enabled;
+	struct buf b = { 0 };
+	enum db_status st = DB_OK;
+
+	if (p->rate.count > 0) {
+		limit_sql_rate_take(&b, &l->ctx, &l->scope, &p->rate, false);
+		st = limit_prepare_one(w, LIMIT_TAKE_NAME, &b);
+	}
+	if (st == DB_OK && p->rate.count > 0 && !lease) {
+		limit_sql_rate_take(&b, &l->ctx, &l->scope, &p->rate, true);
+		st = limit_prepare_one(w, LIMIT_TAKE_IF_NAME, &b);
+	}
+	if (st == DB_OK && !lease && p->concurrency > 0) {
+		/* The gate without the slot, for a worker that holds one. */
+		limit_sql_gate(&b, &l->ctx, &l->scope, 0, 1,
+		    p->rate.count > 0 ? &p->rate : NULL);
+		st = limit_prepare_one(w, LIMIT_CHECK_NAME, &b);
+	}
+	if (st == DB_OK) {
+		limit_sql_gate(&b, &l->ctx, &l->scope, lease ? 0 :
+		    p->concurrency, (w->args->number - 1) %
+		    (p->concurrency > 0 ? p->concurrency : 1) + 1,
+		    p->rate.count > 0 ? &p->rate : NULL);
+		st = limit_prepare_one(w, LIMIT_GATE_NAME, &b);
+	}
+	if (st == DB_OK && lease && p->concurrency > 0) {
+		limit_sql_lease_take(&b, &l->ctx, &l->scope, p->concurrency);
+		st = limit_prepare_one(w, LIMIT_LEASE_NAME, &b);
+	}
+	buf_free(&b);
+	return st;
+}
+
 /*
  * A new connection: the names of its locks (the session's database), the
  * limit table, and the queue's rows in it.  Nothing is held on it yet.
@@ -111,10 +186,8 @@ limit_connect(struct worker *w)
 		r = st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
 		goto out;
 	}
-	limit_sql_rows(&sql, &l->ctx, &l->scope, w->q->lease.enabled ?
-	    w->q->limit.concurrency : 0);
-	if ((st = db_run(w->db, sql.data)) == DB_OK)
-		st = db_commit(w->db);
+	if ((st = limit_rows(w)) == DB_OK)
+		st = limit_prepare(w);
 	if (st != DB_OK) {
 		log_error("%s: limit_table: %s: %s", w->q->limit.where,
 		    l->ctx.table, db_error(w->db));
@@ -142,76 +215,96 @@ limit_disconnect(struct worker *w)
 /* ---- the take's text ---- */
 
 /*
- * The take, for a claim's front (poll false) or a poll of its own: its
- * statements appended to b, each a result of its own, their places kept
- * in l->at_*.  want is how many tokens to take.
+ * Whether the worker needs a concurrency slot for the claim: in
+ * transaction mode a slot is the worker's while it claims rows one turn
+ * after another, and it takes one only when it holds none.
  */
-static void
-limit_take_sql(struct worker *w, struct buf *b, bool poll, int want)
+static bool
+limit_needs_slot(const struct worker *w)
+{
+	return !w->q->lease.enabled && w->q->limit.concurrency > 0 &&
+	    w->limit.slot == 0;
+}
+
+/*
+ * Whether the gate (or, with a slot held, the look at the throttle) is
+ * to run with this take: to take a slot; in lease mode, always; and for
+ * a queue without a rate (whose take looks at the throttle anyway) every
+ * LIMIT_CHECK_MS at most.
+ */
+static bool
+limit_gate_due(const struct worker *w, int64_t now)
+{
+	return w->q->lease.enabled || limit_needs_slot(w) ||
+	    (!limit_has_rate(w) && now - w->limit.checked_ms >= LIMIT_CHECK_MS);
+}
+
+/*
+ * The take's statements, each a result of its own, their places kept in
+ * l->at_* (counted across before and after, as the results come).  For a
+ * claim's front (poll false), before goes ahead of the claim's COMMIT and
+ * after behind it: in transaction mode the rate's UPDATE is then
+ * committed with the last turn's rows, in the same COMMIT, before the
+ * handler it pays for starts, and the bucket's row is locked for that
+ * moment only.  For a poll, all goes into before, with a COMMIT of its
+ * own.  want is how many tokens to take.  Returns how many statements
+ * went into before.
+ */
+static int
+limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
+    bool poll, int want)
 {
 	struct worker_limit *l = &w->limit;
 	const struct limit_policy *p = &w->q->limit;
-	bool lease = w->q->lease.enabled;
-	char want_s[16];
+	bool lease = w->q->lease.enabled, slot = limit_needs_slot(w);
+	bool gate = poll || limit_gate_due(w, now_ms());
+	struct buf *b = lease && !poll ? after : before;
+	int nbefore;
 
 	l->nfront = 0;
-	l->at_rate = l->at_gate = l->at_lease = l->at_release = -1;
-	l->releasing = 0;
-	if (!lease && l->slot > 0) {
-		buf_puts(b, "DO RELEASE_LOCK(");
-		limit_lock_name(b, &l->scope, l->slot);
-		buf_puts(b, ");\n");
-		l->at_release = l->nfront++;
-		l->releasing = l->slot;
-	}
+	l->at_rate = l->at_iff = l->at_gate = l->at_lease = -1;
+	l->at_commit = -1;
+	if (limit_has_rate(w) && !lease && !poll && !slot) {
+		/* One token or none, as the rows it changes say. */
+		buf_printf(b, "EXECUTE " LIMIT_TAKE_IF_NAME " USING %d, %d;\n",
+		    l->refund, l->refund);
+		l->at_iff = l->nfront++;
+	} else if (limit_has_rate(w))
+		buf_printf(b, "EXECUTE " LIMIT_TAKE_NAME " USING %d, %d, %d;\n",
+		    want, lease ? 0 : l->refund, lease ? 0 : l->refund);
 	if (limit_has_rate(w)) {
-		snprintf(want_s, sizeof(want_s), "%d", want);
-		limit_sql_rate_take(b, &l->ctx, &l->scope, &p->rate, want_s,
-		    lease ? 0 : l->refund);
-		buf_puts(b, ";\n");
-		limit_sql_rate_read(b, &l->ctx, &l->scope, &p->rate);
-		buf_puts(b, ";\n");
-		l->at_rate = l->nfront + 1;
-		l->nfront += 2;
-		if (!lease) {
-			buf_puts(b, "COMMIT;\n");
-			l->nfront++;
-			l->refund = 0;
-		}
+		if (l->at_iff < 0)
+			l->at_rate = l->nfront++;
+		l->refund_sent = lease ? 0 : l->refund;
+		l->refund = 0;
 	}
+	nbefore = b == before ? l->nfront : 0;
+	if (!poll)
+		b = after;
+	if (gate && slot)
+		buf_printf(b, "EXECUTE " LIMIT_GATE_NAME " USING %d, %d, %d;\n",
+		    l->last_slot, l->last_slot, l->last_slot);
+	else if (gate && !lease && p->concurrency > 0)
+		buf_puts(b, "EXECUTE " LIMIT_CHECK_NAME ";\n");
+	else if (gate)
+		buf_puts(b, "EXECUTE " LIMIT_GATE_NAME ";\n");
+	if (gate)
+		l->at_gate = l->nfront++;
 	if (poll && !lease) {
-		buf_puts(b, "START TRANSACTION;\n");
-		l->nfront++;
+		/* The token's COMMIT, and the slot's transaction. */
+		buf_puts(b, "COMMIT;\nSTART TRANSACTION;\n");
+		l->at_commit = l->nfront;
+		l->nfront += 2;
 	}
-	limit_sql_gate(b, &l->ctx, &l->scope, lease ? 0 : p->concurrency,
-	    (w->args->number - 1) % (p->concurrency > 0 ? p->concurrency : 1) +
-	    1, limit_has_rate(w));
-	buf_puts(b, ";\n");
-	l->at_gate = l->nfront++;
 	if (lease && p->concurrency > 0) {
-		limit_sql_lease_take(b, &l->ctx, &l->scope, p->concurrency,
+		buf_printf(b, "EXECUTE " LIMIT_LEASE_NAME " USING '%s';\n",
 		    l->token);
-		buf_puts(b, ";\n");
 		l->at_lease = l->nfront++;
 	}
+	return poll ? l->nfront : nbefore;
 }
 
 /* ---- what the take gave ---- */
-
-/* The last turn's slot, unless the statements stopped before its release. */
-static void
-limit_released(struct worker *w, int ran)
-{
-	struct worker_limit *l = &w->limit;
-
-	if (l->releasing > 0 && ran > l->at_release)
-		l->slot = 0;
-	else if (l->releasing > 0)
-		l->slot = l->releasing;
-	l->releasing = 0;
-	if (w->args->stats)
-		w->args->stats->limit_held = l->slot > 0;
-}
 
 /* The worker starts waiting for reason (counted once per wait). */
 static void
@@ -240,47 +333,82 @@ limit_us_to_ms(const struct db_ahead_result *r, int i)
 }
 
 /*
- * What the take's results say: true when the turn may start handlers,
- * *tokens those it took; otherwise the reason and the wait are kept.
+ * The rate's part of the results: *tokens taken, counted to go back
+ * until handlers start (in transaction mode only once the COMMIT after
+ * the take ran; if it did not, the take was rolled back, and what it
+ * carried back goes with the next one).
+ */
+static void
+limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
+    bool committed, int *tokens)
+{
+	struct worker_limit *l = &w->limit;
+
+	if (l->at_iff >= 0)
+		*tokens = l->at_iff < ran ? (int)res[l->at_iff].affected : 0;
+	else if (l->at_gate >= 0 && l->at_gate < ran && res[l->at_gate].row &&
+	    !res[l->at_gate].null[2])
+		*tokens = (int)res[l->at_gate].value[2];
+	else
+		*tokens = 0;
+	if (w->q->lease.enabled)
+		return;
+	if (!committed) {
+		l->refund += l->refund_sent;
+		*tokens = 0;
+		return;
+	}
+	/* A take that changed no row gave nothing back either. */
+	if (l->at_iff >= 0 && *tokens == 0)
+		l->refund += l->refund_sent;
+	l->refund += *tokens;
+}
+
+/*
+ * What the take's results say (ran: how many of its statements ran;
+ * committed: whether the COMMIT after the rate's take did): true when the
+ * turn may start handlers, *tokens those it took; otherwise the reason
+ * and the wait are kept.
  */
 static bool
 limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
-    int *tokens)
+    bool committed, int *tokens)
 {
 	struct worker_limit *l = &w->limit;
-	const struct db_ahead_result *gate = l->at_gate < ran ?
-	    &res[l->at_gate] : NULL;
-	long long g = gate && gate->row && !gate->null[0] ? gate->value[0] : 0;
-	int64_t thr_ms = gate ? limit_us_to_ms(gate, 1) : -1;
+	const struct db_ahead_result *gate = l->at_gate >= 0 &&
+	    l->at_gate < ran ? &res[l->at_gate] : NULL;
+	long long g = gate && gate->row && !gate->null[0] ? gate->value[0] : 1;
 
-	limit_released(w, ran);
 	*tokens = w->q->batch;
-	if (l->at_rate >= 0) {
-		const struct db_ahead_result *r = l->at_rate < ran ?
-		    &res[l->at_rate] : NULL;
-		*tokens = r && r->row && !r->null[0] ? (int)r->value[0] : 0;
-		/* Taken for good once its COMMIT ran; back if unused. */
-		if (!w->q->lease.enabled && ran > l->at_rate + 1)
-			l->refund += *tokens;
-		if (*tokens <= 0) {
-			int64_t t = r ? limit_us_to_ms(r, 2) : -1;
-			if (t > 0)
-				limit_wait_begins(w, LIMIT_THROTTLE, t);
-			else
-				limit_wait_begins(w, LIMIT_RATE, r ?
-				    limit_us_to_ms(r, 1) : -1);
+	if (l->at_iff >= 0 || l->at_rate >= 0)
+		limit_tokens(w, res, ran, committed, tokens);
+	if (l->at_gate >= 0 && gate == NULL)
+		return false;		/* it did not run: an error follows */
+	if (gate != NULL) {
+		l->checked_ms = now_ms();
+		if (!gate->row) {
+			if (!l->rows_missing)
+				log_warnx("%s: the queue's row of %s is gone; "
+				    "making it again", w->q->limit.where,
+				    l->ctx.table);
+			l->rows_missing = true;
+			limit_wait_begins(w, LIMIT_CONCURRENCY, -1);
 			return false;
 		}
 	}
 	if (g < 0) {
-		limit_wait_begins(w, LIMIT_THROTTLE, thr_ms);
+		limit_wait_begins(w, LIMIT_THROTTLE, limit_us_to_ms(gate, 1));
 		return false;
 	}
-	if (!w->q->lease.enabled && w->q->limit.concurrency > 0 && g > 0) {
-		l->slot = (int)g;
-		if (w->args->stats)
-			w->args->stats->limit_held = 1;
+	if ((l->at_iff >= 0 || l->at_rate >= 0) && *tokens <= 0) {
+		/* The poll that follows says why, and until when. */
+		limit_wait_begins(w, LIMIT_RATE, gate != NULL ?
+		    limit_us_to_ms(gate, 3) : 0);
+		return false;
 	}
+	if (gate != NULL && !w->q->lease.enabled &&
+	    w->q->limit.concurrency > 0 && l->slot == 0 && g > 0)
+		l->slot = l->last_slot = (int)g;
 	if (g == 0 || (l->at_lease >= 0 && (l->at_lease >= ran ||
 	    res[l->at_lease].affected == 0))) {
 		limit_wait_begins(w, LIMIT_CONCURRENCY, -1);
@@ -339,20 +467,20 @@ limit_poll(struct worker *w)
 	int tokens = 0;
 	bool ok;
 
-	if (w->q->lease.enabled)
-		limit_new_token(w);
-	limit_take_sql(w, &sql, true, w->q->batch);
-	st = db_run_results(w->db, sql.data, l->nfront, res);
-	buf_free(&sql);
-	if (st != DB_OK) {
-		/* What ran is not known: the release by name does no harm. */
-		if (l->releasing > 0)
-			l->slot = l->releasing;
-		l->releasing = 0;
+	if (l->rows_missing && (st = limit_rows(w)) != DB_OK) {
 		worker_db_failed(w, st, "limit");
 		return -1;
 	}
-	ok = limit_took(w, res, l->nfront, &tokens);
+	if (w->q->lease.enabled)
+		limit_new_token(w);
+	limit_take_sql(w, &sql, NULL, true, w->q->batch);
+	st = db_run_results(w->db, sql.data, l->nfront, res);
+	buf_free(&sql);
+	if (st != DB_OK) {
+		worker_db_failed(w, st, "limit");
+		return -1;
+	}
+	ok = limit_took(w, res, l->nfront, l->at_commit >= 0, &tokens);
 	if (!ok) {
 		(void)db_rollback(w->db);
 		return 0;
@@ -388,22 +516,26 @@ limit_before_claim(struct worker *w)
 }
 
 /*
- * The take to send in the claim's front, after its COMMIT, into b;
- * *n: how many statements (results) it is.  Nothing when a poll took
- * what the claim needs already.
+ * The take to send in the claim's front: into before, ahead of its
+ * COMMIT, and after, behind it; the counts in ahead (which then has a
+ * COMMIT, whatever the last turn left).  Nothing when a poll took what
+ * the claim needs already.
  */
 void
-limit_front(struct worker *w, struct buf *b, int *n)
+limit_front(struct worker *w, struct buf *before, struct buf *after,
+    struct db_ahead *ahead)
 {
 	struct worker_limit *l = &w->limit;
 
-	*n = 0;
+	ahead->nextra = ahead->nbefore = 0;
 	if (!limit_on(w) || l->polled) {
 		l->nfront = 0;
 		return;
 	}
-	limit_take_sql(w, b, false, 1);
-	*n = l->nfront;
+	ahead->nbefore = limit_take_sql(w, before, after, false, 1);
+	ahead->nextra = l->nfront;
+	if (ahead->nbefore > 0)
+		ahead->commit = true;
 }
 
 /*
@@ -430,10 +562,12 @@ limit_claimed(struct worker *w, const struct db_ahead *ahead,
 		return 1;
 	if (st != DB_OK) {
 		/* Whatever was taken is released by the error's path. */
-		(void)limit_took(w, ahead->extra, ahead->extra_ran, &tokens);
+		(void)limit_took(w, ahead->extra, ahead->extra_ran,
+		    ahead->committed, &tokens);
 		return 1;
 	}
-	if (limit_took(w, ahead->extra, ahead->extra_ran, &tokens)) {
+	if (limit_took(w, ahead->extra, ahead->extra_ran, ahead->committed,
+	    &tokens)) {
 		l->allow = tokens < w->q->batch ? tokens : w->q->batch;
 		return 1;
 	}
