@@ -207,7 +207,7 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 	struct limit_ctx c;
 	struct limit_scope s;
 	struct buf b = { 0 };
-	int problems = 0, extra = 1;
+	int problems = 0;
 
 	if (!l->enabled)
 		return 0;
@@ -233,34 +233,37 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 		problems += check_limit_statement(db, q, &b);
 		limit_sql_rate_take(&b, &c, &s, &l->rate, true);
 		problems += check_limit_statement(db, q, &b);
-		extra += q->lease.enabled ? 1 : 2;
 	}
 	if (q->lease.enabled && l->concurrency > 0) {
 		limit_sql_lease_take(&b, &c, &s, l->concurrency);
 		problems += check_limit_statement(db, q, &b);
-		extra++;
 	}
-	if (explain && problems == 0)
-		log_info("%s: each claim takes %s%s%s%s in %s: %d statements "
-		    "more%s; a claim that gets none is rolled back, and the "
-		    "worker waits, polling the take alone (for a full slot "
-		    "table every 20ms to 1s, for a rate when its next token "
-		    "is due, for a throttle when it ends)", l->where,
-		    l->rate.count > 0 ? "a token of the rate (an UPDATE of "
-		    "its row" : "", l->rate.count > 0 && !q->lease.enabled ?
-		    " and a COMMIT of its own)" : l->rate.count > 0 ? ")" : "",
-		    l->rate.count > 0 && l->concurrency > 0 ? " and " : "",
-		    l->concurrency > 0 ? (q->lease.enabled ? "a slot's lease "
-		    "(an UPDATE of a row of the limit table, renewed with the "
-		    "row's)" : "a slot (GET_LOCK, one per slot tried; released "
-		    "after the COMMIT)") : l->rate.count > 0 ? "" :
-		    "a look at the queue's throttle",
-		    q->lease.enabled ? "the claim's transaction" : "the "
-		    "claim's round trip, after its COMMIT", extra,
-		    l->concurrency > 0 && !q->lease.enabled ? ", each an "
-		    "EXECUTE of a statement prepared once; the gate also "
-		    "releases the last turn's slot" : ", each an EXECUTE of a "
-		    "statement prepared once");
+	if (explain && problems == 0) {
+		buf_printf(&b, "%s: what a claim takes, as EXECUTEs of "
+		    "statements prepared once per connection, in %s:",
+		    l->where, q->lease.enabled ? "its transaction" :
+		    "its round trip");
+		if (l->rate.count > 0)
+			buf_printf(&b, " the rate's token (an UPDATE of one row, "
+			    "by its primary key%s);", q->lease.enabled ? "" :
+			    ", in front of the last turn's COMMIT");
+		if (l->concurrency > 0 && q->lease.enabled)
+			buf_puts(&b, " a slot's lease (an UPDATE of one row, "
+			    "renewed with the row's);");
+		else if (l->concurrency > 0)
+			buf_puts(&b, " a concurrency slot (a SELECT of "
+			    "GET_LOCK), when the worker holds none: it keeps "
+			    "one while its claims find rows;");
+		if (l->rate.count == 0)
+			buf_printf(&b, " a look at the throttle (a SELECT of "
+			    "one row)%s;", q->lease.enabled ? "" :
+			    ", every 250 ms at most");
+		b.data[b.len - 1] = '.';
+		log_info("%s  A claim that gets nothing is rolled back, and the "
+		    "worker polls the take alone: every 20ms to 1s for a slot, "
+		    "when its next token is due for a rate, when it ends for "
+		    "a throttle", b.data);
+	}
 	buf_free(&b);
 	return problems;
 }
