@@ -80,6 +80,7 @@ OBJS =	build/backoff.o \
 	build/worker_finish_text.o \
 	build/worker_lease.o \
 	build/worker_limit.o \
+	build/worker_limit_key.o \
 	build/worker_recent.o \
 	build/worker_turn.o
 

@@ -195,13 +195,44 @@ check_limit_statement(struct db *db, const struct queue *q, struct buf *b)
 }
 
 /*
+ * per_key needs transaction mode and a select claimed from a cursor
+ * (worker_limit_key.c).  1 when it has neither.
+ */
+static int
+check_limit_keys(struct db *db, const struct queue *q,
+    const struct column *cols, size_t ncols)
+{
+	const struct limit_policy *l = &q->limit;
+	struct cursor_claim c;
+	int rc = 0;
+
+	if (l->key_column == NULL)
+		return 0;
+	if (q->lease.enabled) {
+		log_error("%s: per_key works in transaction mode only; this "
+		    "queue has lease:", l->key_where);
+		return 1;
+	}
+	if (cursor_derive(&c, q->select.positional) != 0 ||
+	    cursor_confirm(db, &c, cols, ncols) != 0) {
+		log_error("%s: per_key needs a select that rowq claims from a "
+		    "cursor, of one table ordered by its integer primary key, "
+		    "so that the rows of a key at its limit are read past, "
+		    "never locked: the select %s", l->key_where, c.reason);
+		rc = 1;
+	}
+	cursor_free(&c);
+	return rc;
+}
+
+/*
  * limit: against the database: the limit table there (or what creating
  * it needs), the take's statements prepared (the server parses them, and
  * runs nothing), and under `rowq check` what the limit costs a claim.
  */
 static int
 check_limit(struct db *db, const struct config *cfg, const struct queue *q,
-    bool explain)
+    const struct column *cols, size_t ncols, bool explain)
 {
 	const struct limit_policy *l = &q->limit;
 	struct limit_ctx c;
@@ -211,6 +242,7 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 
 	if (!l->enabled)
 		return 0;
+	problems += check_limit_keys(db, q, cols, ncols);
 	limit_ctx_init(&c, cfg, q, cfg->db.name);
 	limit_scope(&s, &c, NULL, 0, false);
 	buf_printf(&b, "SELECT queue, scope, slot, tokens, took, tokens_at, "
@@ -306,6 +338,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 		problems += failed_check(db, q, q->key_column != NULL ?
 		    q->key_column : cols[0].name);
 	check_cursor(db, q, cols, ncols, explain);
+	problems += check_limit(db, cfg, q, cols, ncols, explain);
 	db_stmt_free(claim);
 	problems += check_plan(db, q, explain);
 	problems += check_statement(db, &q->done);
@@ -315,7 +348,6 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);
 	problems += prune_check(db, q);
-	problems += check_limit(db, cfg, q, explain);
 	check_session_limits(db, q);
 	wake_binlog_check(db, q);
 	return problems;

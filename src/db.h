@@ -191,12 +191,18 @@ void		 limit_scope(struct limit_scope *, const struct limit_ctx *,
 		    const char *key, size_t len, bool is_key);
 void		 limit_lock_name(struct buf *, const struct limit_scope *,
 		    int slot);
+void		 limit_sql_throttled(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *);
+void		 limit_sql_slot_take(struct buf *, const struct limit_scope *,
+		    int slots, int first);
 void		 limit_sql_gate(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int concurrency, int first,
 		    const struct limit_rate *);
 void		 limit_sql_rate_take(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, const struct limit_rate *,
 		    bool iff);
+void		 limit_sql_key_take(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, const struct limit_rate *);
 void		 limit_sql_refund(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int n);
 void		 limit_sql_lease_take(struct buf *, const struct limit_ctx *,

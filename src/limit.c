@@ -51,7 +51,8 @@
 	"  lease_until DATETIME(6) NULL,\n" \
 	"  throttled_until DATETIME(6) NULL,\n" \
 	"  reason VARCHAR(1000) NOT NULL DEFAULT '',\n" \
-	"  PRIMARY KEY (queue, scope, slot)\n" \
+	"  PRIMARY KEY (queue, scope, slot),\n" \
+	"  KEY rowq_throttled (queue, throttled_until)\n" \
 	") ENGINE=InnoDB"
 
 #define NOW6	"UTC_TIMESTAMP(6)"
@@ -152,6 +153,40 @@ limit_sql_slots(struct buf *b, int slots)
 	    "SELECT n + 1 FROM rowq_n WHERE n < %d) ", slots - 1);
 }
 
+/*
+ * A free slot of the scope's, its lock taken: the expression is the
+ * slot's number, or 0 when every one is taken; from slot first, round.
+ */
+void
+limit_sql_slot_take(struct buf *b, const struct limit_scope *s, int slots,
+    int first)
+{
+	char slot[64];
+
+	if (slots == 1) {
+		buf_puts(b, "IF(GET_LOCK(");
+		limit_lock_name(b, s, 1);
+		buf_puts(b, ", 0), 1, 0)");
+		return;
+	}
+	snprintf(slot, sizeof(slot), "(n + %d) %% %d + 1", first - 1, slots);
+	buf_puts(b, "COALESCE((");
+	limit_sql_slots(b, slots);
+	buf_printf(b, "SELECT %s FROM rowq_n WHERE GET_LOCK(", slot);
+	limit_sql_lock_of(b, s, slot);
+	buf_puts(b, ", 0) LIMIT 1), 0)");
+}
+
+/* Whether the scope is throttled now, as an SQL condition. */
+void
+limit_sql_throttled(struct buf *b, const struct limit_ctx *c,
+    const struct limit_scope *s)
+{
+	buf_printf(b, "EXISTS (SELECT 1 FROM %s WHERE ", c->table);
+	limit_sql_where(b, c, s, 0);
+	buf_puts(b, " AND throttled_until > " NOW6 ")");
+}
+
 /* Tokens per microsecond, as a literal. */
 static void
 limit_sql_per_us(struct buf *b, const struct limit_rate *r)
@@ -235,16 +270,11 @@ limit_sql_gate(struct buf *b, const struct limit_ctx *c,
 	if (rate != NULL)
 		buf_puts(b, " WHEN took = 0 THEN 0");
 	if (concurrency > 0) {
-		char slot[64];
-		snprintf(slot, sizeof(slot), "(n + %d) %% %d + 1", first - 1,
-		    concurrency);
 		buf_puts(b, " WHEN ? > 0 AND GET_LOCK(");
 		limit_sql_lock_of(b, s, "?");
-		buf_puts(b, ", 0) THEN ? ELSE COALESCE((");
-		limit_sql_slots(b, concurrency);
-		buf_printf(b, "SELECT %s FROM rowq_n WHERE GET_LOCK(", slot);
-		limit_sql_lock_of(b, s, slot);
-		buf_puts(b, ", 0) LIMIT 1), 0) END");
+		buf_puts(b, ", 0) THEN ? ELSE ");
+		limit_sql_slot_take(b, s, concurrency, first);
+		buf_puts(b, " END");
 	} else
 		buf_puts(b, " ELSE 1 END");
 	buf_puts(b, ", TIMESTAMPDIFF(MICROSECOND, " NOW6 ", throttled_until)");
@@ -256,6 +286,26 @@ limit_sql_gate(struct buf *b, const struct limit_ctx *c,
 		buf_puts(b, ", NULL, NULL");
 	buf_printf(b, " FROM %s WHERE ", c->table);
 	limit_sql_where(b, c, s, 0);
+}
+
+/*
+ * A key's token on a connection of its own (worker_limit_key.c): the
+ * scope's row made when it is missing (full), then one token or none, as
+ * the rows the UPDATE matches say; none while the key is throttled.
+ */
+void
+limit_sql_key_take(struct buf *b, const struct limit_ctx *c,
+    const struct limit_scope *s, const struct limit_rate *r)
+{
+	limit_sql_rows(b, c, s, 0);
+	buf_printf(b, ";\nUPDATE %s SET took = 1, tokens = ", c->table);
+	limit_sql_avail(b, c, r, "0");
+	buf_puts(b, " - 1, tokens_at = " NOW6 " WHERE ");
+	limit_sql_where(b, c, s, 0);
+	buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
+	    NOW6 ") AND ");
+	limit_sql_avail(b, c, r, "0");
+	buf_puts(b, " >= 1");
 }
 
 /* Give back n tokens, alone (a take carries them otherwise). */

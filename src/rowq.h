@@ -476,6 +476,8 @@ struct cursor_claim {
 	char	*hints;		/* the select's own index hints, or "" */
 	char	*where;		/* the WHERE's condition; NULL: none */
 	size_t	 key_index;	/* cursor_confirm: the key among the columns */
+	/* A condition its user adds (limit.per_key's), or NULL; not owned. */
+	const char *also;
 };
 
 enum cursor_from {

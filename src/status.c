@@ -275,19 +275,20 @@ status_limit_line(const struct status_queue *r)
 			buf_puts(&b, ", next start now,");
 	}
 	if (p->key_column != NULL) {
-		buf_printf(&b, " per %s:", p->key_column);
+		buf_printf(&b, " per %s", p->key_column);
 		if (p->key_concurrency > 0)
-			buf_printf(&b, " concurrency %d", p->key_concurrency);
+			buf_printf(&b, ": concurrency %d", p->key_concurrency);
 		if (p->key_rate.count > 0) {
 			duration_format(p->key_rate.period_ms, d, sizeof(d));
 			buf_printf(&b, "%s rate %d/%s", p->key_concurrency ?
-			    "," : "", p->key_rate.count, d);
+			    "," : ":", p->key_rate.count, d);
 		}
 		buf_putc(&b, ',');
 		if (l->keys_throttled > 0)
-			buf_printf(&b, " %ld%s keys throttled,",
+			buf_printf(&b, " %ld%s key%s throttled,",
 			    l->keys_throttled, l->keys_throttled >=
-			    STATUS_CAP ? "+" : "");
+			    STATUS_CAP ? "+" : "", l->keys_throttled == 1 ?
+			    "" : "s");
 	}
 	if (l->throttled_ms > 0) {
 		status_clock(d, sizeof(d), l->throttled_ms);

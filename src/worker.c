@@ -466,7 +466,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	}
 	if (w->result.outcome == OUTCOME_THROTTLED) {
 		/* Not finished: back as it was, and the turn ends. */
-		limit_throttle_asked(w);
+		limit_throttle_asked(w, row);
 		*aborted = true;
 		goto out;
 	}
@@ -531,12 +531,15 @@ worker_turn_transaction(struct worker *w)
 	if (n <= 0)
 		return n;
 	n = claim_batch(w);
-	if (n <= 0 && w->limit.waiting)
+	if (n <= 0 && (w->limit.waiting || w->limit.key_retry))
 		return 0;	/* rolled back already */
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
 	for (int i = 0; i < n && !aborted && t->handled < w->q->batch &&
 	    limit_allows(w); i++) {
+		/* Its key at its limit (per_key): back at the COMMIT. */
+		if (!limit_key_allows(w, (size_t)i))
+			continue;
 		if (!turn_row_workable(w, (size_t)i))
 			continue;
 		/*
@@ -732,6 +735,11 @@ worker_run(const struct worker_args *args)
 		    worker_turn_transaction(&w);
 		if (w.limit.waiting) {
 			limit_wait(&w);
+			continue;
+		}
+		/* Keys at their limit left out: claim the others at once. */
+		if (w.limit.key_retry) {
+			w.limit.key_retry = false;
 			continue;
 		}
 		if (n == 0) {

@@ -119,6 +119,37 @@ struct turn {
 	uint64_t	 pending_done, pending_retried, pending_failed;
 };
 
+/* limit.per_key, this worker's side (worker_limit_key.c). */
+#define LIMIT_KEYS_OUT_MAX	256		/* keys left out of a claim */
+#define LIMIT_KEYS_HELD_MAX	CLAIM_MAX
+
+struct limit_key {
+	char			*value;		/* its bytes; NULL with null */
+	size_t			 len;
+	bool			 null;
+	int64_t			 until_ms;	/* left out until then */
+};
+
+struct limit_keys {
+	int			 column;	/* in the connection's layout */
+	enum column_kind	 kind;
+	struct buf		 ref;		/* the column, quoted */
+	struct buf		 cond;		/* the claim's condition */
+	struct limit_key	 out[LIMIT_KEYS_OUT_MAX];
+	int			 nout;
+	struct {
+		uint64_t	 hash;
+		int		 slot;
+	}			 held[LIMIT_KEYS_HELD_MAX];
+	int			 nheld;
+	bool			*ok;		/* the turn's rows that may go */
+	size_t			 cap, nrows;
+	int			 retries;	/* claims again at once, in a row */
+	int64_t			 throttles_ms;	/* the throttled keys last read */
+	int64_t			 said_ms;
+	struct db		*aside;		/* per_key.rate's tokens */
+};
+
 /*
  * The queue's limit:, this worker's side (worker_limit.c): what it holds
  * on its connection, and why it waits.
@@ -147,7 +178,10 @@ struct worker_limit {
 	/* A handler's throttle, written once its turn is over. */
 	int64_t			 throttle_ms;	/* -1: none */
 	struct buf		 throttle_reason;
+	struct limit_scope	 throttle_scope;	/* the queue's, or a key's */
 	bool			 warned_local;
+	bool			 key_retry;	/* claim again at once: keys left out */
+	struct limit_keys	 keys;
 };
 
 struct worker {
@@ -292,9 +326,22 @@ bool	 limit_allows(const struct worker *);
 void	 limit_release(struct worker *);
 void	 limit_wait(struct worker *);
 enum db_status limit_lease_keep(struct worker *, bool renew, bool *kept);
-void	 limit_throttle_asked(struct worker *);
+void	 limit_throttle_asked(struct worker *, const struct row *);
 void	 limit_throttle_now(struct worker *);
 void	 limit_free(struct worker *);
+
+/* worker_limit_key.c */
+bool	 limit_keys_on(const struct worker *);
+void	 limit_keys_condition(struct worker *, struct buf *);
+enum connect_status limit_keys_connect(struct worker *);
+void	 limit_keys_disconnect(struct worker *);
+void	 limit_keys_before_claim(struct worker *);
+void	 limit_keys_release(struct worker *);
+int	 limit_keys_claimed(struct worker *);
+bool	 limit_key_allows(const struct worker *, size_t i);
+void	 limit_key_scope(const struct worker *, const struct row *,
+	    struct limit_scope *);
+void	 limit_keys_free(struct worker *);
 
 /* worker_recent.c, with a worker's rows */
 uint64_t recent_row_hash(size_t ncols, const struct row *);

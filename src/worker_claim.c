@@ -278,7 +278,19 @@ static enum db_status
 claim_first_key(struct worker *w, char *key, size_t len)
 {
 	struct rowset rs = { 0 };
-	enum db_status st = db_stmt_fetch_all(w->cursor_start, NULL, 0, &rs);
+	enum db_status st;
+
+	if (w->cursor.also != NULL) {
+		/* Keys left out (limit.per_key): the same, as text. */
+		struct buf sql = { 0 };
+		struct column *cols = NULL;
+		size_t ncols = 0;
+		cursor_start_sql(&sql, &w->cursor);
+		st = db_query(w->db, sql.data, &rs, &cols, &ncols);
+		columns_free(cols, ncols);
+		buf_free(&sql);
+	} else
+		st = db_stmt_fetch_all(w->cursor_start, NULL, 0, &rs);
 
 	key[0] = '\0';
 	if (st == DB_OK && rs.nrows > 0 && rs.rows[0].value[0] != NULL &&
@@ -318,6 +330,7 @@ claim_by_cursor(struct worker *w, int limit, struct claim_front *f,
 	enum db_status st;
 
 	*fallback = false;
+	limit_keys_condition(w, &w->limit.keys.cond);
 	if (!cursor_fallback_due(&w->cursor_at, now_ms())) {
 		st = claim_from(w, CURSOR_AFTER, w->cursor_at.last,
 		    limit, f);
@@ -384,6 +397,38 @@ claim_failed(struct worker *w, const struct claim_front *f,
 }
 
 /*
+ * limit.per_key: each key of the rows claimed takes a slot.  When none
+ * got one, the rows go back at once, and the worker claims again (its
+ * claims leave those keys out now), a few times in a row, then waits as
+ * for any other limit.  Returns 0 when the turn has ended so, else 1.
+ */
+static int
+claim_keys(struct worker *w)
+{
+	struct limit_keys *ks = &w->limit.keys;
+	int allowed;
+
+	if (!limit_keys_on(w) || w->turn.rows.nrows == 0)
+		return 1;
+	if ((allowed = limit_keys_claimed(w)) < 0) {
+		turn_rolled_back(w);
+		return 0;
+	}
+	if (allowed > 0) {
+		ks->retries = 0;
+		return 1;
+	}
+	(void)db_rollback(w->db);
+	turn_rolled_back(w);
+	limit_keys_release(w);
+	if (++ks->retries < 8)
+		w->limit.key_retry = true;
+	else
+		ks->retries = 0;
+	return 0;
+}
+
+/*
  * Claim a batch, committing the last turn's rows in the same round trip
  * when they are still uncommitted, behind the held row's `done` when
  * there is one.  Returns rows claimed, or -1 after a database error.
@@ -434,6 +479,8 @@ claim_batch(struct worker *w)
 	if (f.ahead.committed)
 		turn_committed(w);
 	if (limit_claimed(w, &f.ahead, st) == 0)
+		return 0;
+	if (st == DB_OK && claim_keys(w) == 0)
 		return 0;
 	if (st != DB_OK) {
 		claim_failed(w, &f, st, with_commit && !f.ahead.committed ?

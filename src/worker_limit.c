@@ -193,6 +193,8 @@ limit_connect(struct worker *w)
 		    l->ctx.table, db_error(w->db));
 		r = st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
 	}
+	if (r == CONNECT_OK)
+		r = limit_keys_connect(w);
 out:
 	rowset_clear(&rs, ncols);
 	free(rs.rows);
@@ -205,6 +207,7 @@ out:
 void
 limit_disconnect(struct worker *w)
 {
+	limit_keys_disconnect(w);
 	w->limit.slot = 0;
 	w->limit.lease_held = false;
 	w->limit.polled = false;
@@ -504,6 +507,7 @@ limit_before_claim(struct worker *w)
 	l->allow = w->q->batch;
 	if (!limit_on(w))
 		return 1;
+	limit_keys_before_claim(w);
 	if (limit_must_poll(w) && !l->polled) {
 		/* What the last turn left uncommitted goes first. */
 		if (w->turn.uncommitted && worker_commit(w) != 0)
@@ -607,6 +611,7 @@ limit_release(struct worker *w)
 
 	if (!limit_on(w) || w->db == NULL || w->q->lease.enabled)
 		return;
+	limit_keys_release(w);
 	if (l->slot > 0) {
 		buf_puts(&sql, "DO RELEASE_LOCK(");
 		limit_lock_name(&sql, &l->scope, l->slot);
@@ -719,7 +724,7 @@ limit_lease_keep(struct worker *w, bool renew, bool *kept)
  * the turn is over (limit_throttle_now), capped at limit.max_throttle.
  */
 void
-limit_throttle_asked(struct worker *w)
+limit_throttle_asked(struct worker *w, const struct row *row)
 {
 	struct worker_limit *l = &w->limit;
 	int64_t ms = w->result.throttle_ms;
@@ -727,20 +732,28 @@ limit_throttle_asked(struct worker *w)
 	const char *msg = w->result.error.data ? w->result.error.data : "";
 	char d[32], m[32];
 
+	const char *what = limit_on(w) && limit_keys_on(w) ? "the row's key" :
+	    "the queue";
+
 	duration_format(ms, d, sizeof(d));
 	if (ms > max) {
 		duration_format(max, m, sizeof(m));
-		log_warnx("the handler asks to throttle the queue for %s, "
-		    "capped at limit.max_throttle: %s (%s); the row goes back, "
-		    "no try counted", d, m, msg);
+		log_warnx("the handler asks to throttle %s for %s, capped at "
+		    "limit.max_throttle: %s (%s); the row goes back, no try "
+		    "counted", what, d, m, msg);
 		ms = max;
 	} else
-		log_warnx("the handler asks to throttle the queue for %s (%s); "
-		    "the row goes back, no try counted", d, msg);
+		log_warnx("the handler asks to throttle %s for %s (%s); the "
+		    "row goes back, no try counted", what, d, msg);
 	if (ms > l->throttle_ms) {
 		l->throttle_ms = ms;
 		buf_reset(&l->throttle_reason);
 		buf_puts(&l->throttle_reason, msg);
+		/* With per_key, only the row's key waits. */
+		if (limit_on(w) && limit_keys_on(w))
+			limit_key_scope(w, row, &l->throttle_scope);
+		else
+			l->throttle_scope = l->scope;
 	}
 }
 
@@ -771,12 +784,19 @@ limit_throttle_now(struct worker *w)
 		return;
 	}
 	limit_release(w);
-	st = limit_throttle(w->db, &l->ctx, &l->scope, ms,
+	st = limit_throttle(w->db, &l->ctx, &l->throttle_scope, ms,
 	    l->throttle_reason.data ? l->throttle_reason.data : "");
 	if (st != DB_OK) {
 		worker_db_trouble(w, "writing the throttle");
 		if (st == DB_RECONNECT)
 			worker_disconnect(w);
+	}
+	/* A key's throttle: its rows are left out, and the rest go on. */
+	if (l->throttle_scope.len > 0) {
+		l->keys.throttles_ms = 0;
+		if (w->args->stats)
+			w->args->stats->limit_waits[LIMIT_KEY_THROTTLE]++;
+		return;
 	}
 	limit_wait_begins(w, LIMIT_THROTTLE, ms);
 }
@@ -785,4 +805,5 @@ void
 limit_free(struct worker *w)
 {
 	buf_free(&w->limit.throttle_reason);
+	limit_keys_free(w);
 }

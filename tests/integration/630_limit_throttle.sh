@@ -53,8 +53,10 @@ run_two()
 	"$ROWQ" -c a.yaml status >status.out 2>&1 || true
 	assert_match "email limited: throttled until [0-9:]{8} \\(partner says slow down\\)" \
 	    "$(cat status.out)" "$1: status"
-	curl -s "http://127.0.0.1:$port/metrics" >metrics.out || true
-	assert_match 'rowq_throttled\{queue="email"\} 1' "$(cat metrics.out)" "$1: rowq_throttled"
+	# Each daemon's workers see it within 250 ms (their next look).
+	wait_until 2 'curl -s "http://127.0.0.1:$port/metrics" >metrics.out;
+	    grep -q "^rowq_throttled{queue=\"email\"} 1" metrics.out' ||
+		fail "$1: rowq_throttled: $(grep throttled metrics.out)"
 	wait_all_final 30 || fail "$1: rows still waiting: $(email_count "status = 'waiting'")"
 	curl -s "http://127.0.0.1:$port/metrics" >metrics.out || true
 	assert_match 'rowq_limit_waits_total\{queue="email",reason="throttle"\} [1-9]' \
