@@ -64,6 +64,7 @@ OBJS =	build/backoff.o \
 	build/reload.o \
 	build/report.o \
 	build/requeue.o \
+	build/scale.o \
 	build/slot.o \
 	build/sql.o \
 	build/stats.o \

@@ -285,7 +285,7 @@ pause_resume(struct supervisor *s, size_t index)
 	log_info("%s: resumed: starting its workers", q->name);
 	if (index >= g->next_queue)
 		return;
-	for (int number = 1; number <= q->workers; number++) {
+	for (int number = 1; number <= scale_workers(s, q); number++) {
 		bool running = false;
 		for (int i = 0; i < s->nslots && !running; i++) {
 			const struct slot *sl = &s->slots[i];

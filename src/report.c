@@ -312,7 +312,7 @@ report_status(struct supervisor *s)
 		}
 		buf_printf(&b, "%s%s: %s%d/%d up", i ? "; " : "", name,
 		    pause_watch_paused(s, name) ? "PAUSED, " : "", up,
-		    cfg->queues[i].workers);
+		    scale_workers(s, &cfg->queues[i]));
 		if (retiring > 0)
 			buf_printf(&b, ", %d retiring", retiring);
 		if (waiting > 0)

@@ -612,6 +612,7 @@ struct worker_stats {
 	volatile pid_t		 handler_pgid;	/* running handler, or 0 */
 	volatile int		 state;		/* enum worker_state */
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
+	volatile int64_t	 worked_ms;	/* wall clock: its start, its last row */
 	char			 key[64];	/* the row being handled, as text */
 	char			 last_error[192];
 	volatile int64_t	 last_error_ms;	/* wall clock */

@@ -212,6 +212,22 @@ status_prune_line(const char *queue, const struct line *l)
 	    live_value(l, "prune_error"));
 }
 
+/* workers: {min, max}: how many now, and the last change. */
+static void
+status_scale_line(const char *queue, const struct line *l)
+{
+	char ago[32];
+
+	printf("  %s workers: %s (from %s to %s)", queue, live_value(l, "scale"),
+	    live_value(l, "scale_min"), live_value(l, "scale_max"));
+	if (*live_value(l, "scale_why")) {
+		duration_format(atoll(live_value(l, "scale_ago")) * 1000, ago,
+		    sizeof(ago));
+		printf(", last %s, %s ago", live_value(l, "scale_why"), ago);
+	}
+	putchar('\n');
+}
+
 /* How a queue's idle workers are woken, when it is not by polling. */
 static void
 status_wake_line(const char *queue, const struct line *l)
@@ -431,6 +447,8 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 			    live_value(ql, "last_error"));
 		if (ql && *live_value(ql, "prune"))
 			status_prune_line(r[k].q->name, ql);
+		if (ql && *live_value(ql, "scale"))
+			status_scale_line(r[k].q->name, ql);
 		if (ql && *live_value(ql, "wake") &&
 		    strcmp(live_value(ql, "wake"), "poll") != 0)
 			status_wake_line(r[k].q->name, ql);

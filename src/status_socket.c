@@ -237,6 +237,7 @@ status_text(struct supervisor *s, struct buf *b)
 		if (lag_s >= 0)
 			status_num(b, "binlog_lag", (unsigned long long)lag_s);
 		prune_daemon_status(s, q->name, b);
+		scale_status(s, q, b);
 		buf_putc(b, '\n');
 	}
 	for (int k = 0; k < s->nslots; k++)

@@ -297,7 +297,7 @@ supervisor_fill(struct supervisor *s)
 		return;
 	for (; !generation_complete(g); g->next_queue++, g->next_number = 1) {
 		const struct queue *q = &cfg->queues[g->next_queue];
-		int n = s->opts->workers > 0 ? s->opts->workers : q->workers;
+		int n = scale_workers(s, q);
 		if (!supervisor_wants(s, q) || pause_watch_paused(s, q->name))
 			continue;
 		for (; g->next_number <= n; g->next_number++) {

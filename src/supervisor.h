@@ -142,7 +142,8 @@ struct supervisor_part {
 	X(pause_watch)		/* pauses, as the wake watcher reads them */ \
 	X(wake_watch)		/* the wake watcher child */		\
 	X(wake_binlog)		/* the binlog follower child */		\
-	X(wake_socket)		/* `rowq wake` */
+	X(wake_socket)		/* `rowq wake` */			\
+	X(scale)		/* workers: {min, max} */
 
 #define SUPERVISOR_PART_DECLARE(name) \
 	extern const struct supervisor_part name##_part;
@@ -230,6 +231,23 @@ struct binlog_state {
 	unsigned char	 watched[QUEUES_MAX / 8];	/* queues it follows */
 };
 
+/*
+ * workers: {min, max}: how many workers each queue of the current
+ * generation runs now, and why that last changed (scale.c).
+ */
+struct scale_queue_state {
+	int		 target;
+	int64_t		 changed_ms;	/* now_ms of the last change; 0: none */
+	int64_t		 changed_wall_ms;
+	char		 reason[128];
+};
+
+struct scale_state {
+	int		 generation;	/* whose queues; reset after a reload */
+	int64_t		 next_look_ms;	/* for idle workers to retire */
+	struct scale_queue_state q[QUEUES_MAX];
+};
+
 struct status_client {
 	bool		 busy;		/* false: a free entry */
 	int		 fd;
@@ -280,6 +298,7 @@ struct supervisor {
 	struct pause_state	 pause;
 	struct wake_state	 wake;
 	struct binlog_state	 binlog;
+	struct scale_state	 scale;
 	int			 wake_fd;	/* `rowq wake`; -1: none */
 	/* The loop's poll(): the signalfd, then each part's (supervisor.c). */
 	struct pollfd		*poll;
@@ -373,6 +392,12 @@ bool	 pause_watch_paused(const struct supervisor *, const char *queue);
 /* wake_watch.c */
 int	 wake_watch_queue(struct supervisor *, const char *queue);
 void	 wake_watch_index(struct supervisor *, size_t queue, bool binlog);
+
+/* scale.c */
+bool	 scale_queue(const struct queue *);
+int	 scale_workers(struct supervisor *, const struct queue *);
+void	 scale_reading(struct supervisor *, size_t queue, int rows);
+void	 scale_status(struct supervisor *, const struct queue *, struct buf *);
 
 /* wake_binlog.c */
 const char *wake_binlog_mode(const struct supervisor *, const struct queue *,

@@ -421,8 +421,10 @@ wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 			continue;
 		pause_watch_reading(s, &r);
 		if (r.queue >= 0 &&
-		    (size_t)r.queue < s->current->cfg->nqueues)
+		    (size_t)r.queue < s->current->cfg->nqueues) {
 			wake_apply(s, (size_t)r.queue, r.rows, true);
+			scale_reading(s, (size_t)r.queue, r.rows);
+		}
 	}
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
 		close(s->wake.child.fd);

@@ -491,9 +491,11 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		st = finish_row(w, b, row, attempt, delay_ms);
 		w->turn.finished_alone = true;
 	}
-	if (w->args->stats)
+	if (w->args->stats) {
 		histogram_add(&w->args->stats->handler,
 		    w->result.duration_ms * 1000);
+		w->args->stats->worked_ms = wall_ms();
+	}
 	w->jobs++;
 out:
 	log_set_row(NULL);
@@ -696,8 +698,10 @@ worker_run(const struct worker_args *args)
 	proc_title("rowq: %s worker %d (starting)", w.q->name, args->number);
 	stopper_init(&w.stopper, args->cfg->stop_timeout_ms);
 	signal(SIGPIPE, SIG_IGN);
-	if (args->stats)
+	if (args->stats) {
 		child_pgid_slot = &args->stats->handler_pgid;
+		args->stats->worked_ms = wall_ms();
+	}
 	worker_set_state(&w, WORKER_STARTING, NULL);
 	if (handler_resolve(w.q->argv[0], &w.path) == -1) {
 		log_error("%s: cannot run %s: %s", w.q->argv_where,
