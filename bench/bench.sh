@@ -671,6 +671,9 @@ prune_section=$(sed -n '/^<!-- bench\/prune.sh: begin -->$/,/^<!-- bench\/prune.
 # its table.
 wake_section=$(sed -n '/^<!-- bench\/wake.sh: begin -->$/,/^<!-- bench\/wake.sh: end -->$/p' \
     "$BENCH_DIR/README.md" 2>/dev/null || true)
+# And bench/limits.sh's.
+limits_section=$(sed -n '/^<!-- bench\/limits.sh: begin -->$/,/^<!-- bench\/limits.sh: end -->$/p' \
+    "$BENCH_DIR/README.md" 2>/dev/null || true)
 {
 	cat <<EOF
 # rowq benchmark
@@ -775,6 +778,7 @@ EOF
 	cat "$BENCH_DIR/analysis.md"
 	[ -z "$prune_section" ] || printf '\n%s\n' "$prune_section"
 	[ -z "$wake_section" ] || printf '\n%s\n' "$wake_section"
+	[ -z "$limits_section" ] || printf '\n%s\n' "$limits_section"
 } >"$BENCH_DIR/README.md"
 cp results.tsv "$BENCH_DIR/results.tsv"
 

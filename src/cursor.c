@@ -447,6 +447,11 @@ cursor_claim_sql(struct buf *b, const struct cursor_claim *c,
 		buf_puts(b, " AND ");
 		buf_puts(b, c->also);
 	}
+	/* Last: evaluated for the rows the rest keeps. */
+	if (c->take != NULL) {
+		buf_puts(b, " AND ");
+		buf_puts(b, c->take);
+	}
 	buf_puts(b, "\nORDER BY ");
 	buf_puts(b, c->key_ref);
 	snprintf(n, sizeof(n), "%d", limit);

@@ -184,6 +184,7 @@ struct limit_status {
 	long		 keys_throttled; /* per_key: keys throttled now */
 };
 
+uint32_t	 limit_crc32(const char *, size_t);
 const char	*limit_table(const struct config *);
 void		 limit_ctx_init(struct limit_ctx *, const struct config *,
 		    const struct queue *, const char *database);

@@ -57,6 +57,20 @@
 
 #define NOW6	"UTC_TIMESTAMP(6)"
 
+/* CRC-32 (IEEE, as zlib's and the server's CRC32()) of bytes. */
+uint32_t
+limit_crc32(const char *s, size_t len)
+{
+	uint32_t crc = 0xffffffffu;
+
+	for (size_t i = 0; i < len; i++) {
+		crc ^= (unsigned char)s[i];
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
+	}
+	return ~crc;
+}
+
 const char *
 limit_table(const struct config *cfg)
 {

@@ -476,8 +476,12 @@ struct cursor_claim {
 	char	*hints;		/* the select's own index hints, or "" */
 	char	*where;		/* the WHERE's condition; NULL: none */
 	size_t	 key_index;	/* cursor_confirm: the key among the columns */
-	/* A condition its user adds (limit.per_key's), or NULL; not owned. */
+	/*
+	 * Conditions its user adds (limit.per_key's), or NULL; not owned:
+	 * also to the claim and its first key, take to the claim alone.
+	 */
 	const char *also;
+	const char *take;
 };
 
 enum cursor_from {

@@ -138,10 +138,10 @@ struct limit_keys {
 	struct limit_key	 out[LIMIT_KEYS_OUT_MAX];
 	int			 nout;
 	struct {
-		uint64_t	 hash;
-		int		 slot;
-	}			 held[LIMIT_KEYS_HELD_MAX];
+		long long	 crc;		/* of the key's value; -1: NULL */
+	}			 held[LIMIT_KEYS_HELD_MAX];	/* rows' keys */
 	int			 nheld;
+	struct buf		 take;		/* the claim's take of a key's slot */
 	bool			*ok;		/* the turn's rows that may go */
 	size_t			 cap, nrows;
 	int			 retries;	/* claims again at once, in a row */
@@ -171,6 +171,7 @@ struct worker_limit {
 	/* The take's statements, as results of its text; -1: not in it. */
 	int			 nfront;
 	int			 at_rate, at_iff, at_gate, at_lease, at_commit;
+	int			 at_keys;	/* the keys' release, behind the COMMIT */
 	int64_t			 checked_ms;	/* the throttle last looked at */
 	enum limit_reason	 reason;	/* why the last take failed */
 	int64_t			 wait_ms;	/* what it said of when; -1 unknown */
@@ -333,6 +334,9 @@ void	 limit_free(struct worker *);
 /* worker_limit_key.c */
 bool	 limit_keys_on(const struct worker *);
 void	 limit_keys_condition(struct worker *, struct buf *);
+int	 limit_keys_front(struct worker *, struct buf *after);
+void	 limit_keys_released(struct worker *);
+void	 limit_keys_claim_sql(struct worker *);
 enum connect_status limit_keys_connect(struct worker *);
 void	 limit_keys_disconnect(struct worker *);
 void	 limit_keys_before_claim(struct worker *);

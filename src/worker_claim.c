@@ -330,7 +330,7 @@ claim_by_cursor(struct worker *w, int limit, struct claim_front *f,
 	enum db_status st;
 
 	*fallback = false;
-	limit_keys_condition(w, &w->limit.keys.cond);
+	limit_keys_claim_sql(w);
 	if (!cursor_fallback_due(&w->cursor_at, now_ms())) {
 		st = claim_from(w, CURSOR_AFTER, w->cursor_at.last,
 		    limit, f);

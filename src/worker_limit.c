@@ -532,11 +532,16 @@ limit_front(struct worker *w, struct buf *before, struct buf *after,
 	struct worker_limit *l = &w->limit;
 
 	ahead->nextra = ahead->nbefore = 0;
-	if (!limit_on(w) || l->polled) {
-		l->nfront = 0;
+	l->nfront = 0;
+	l->at_rate = l->at_iff = l->at_gate = l->at_lease = -1;
+	l->at_commit = l->at_keys = -1;
+	if (!limit_on(w))
 		return;
-	}
-	ahead->nbefore = limit_take_sql(w, before, after, false, 1);
+	if (!l->polled)
+		ahead->nbefore = limit_take_sql(w, before, after, false, 1);
+	/* The last turn's keys' slots, once its COMMIT is through. */
+	if (limit_keys_front(w, after) > 0)
+		l->at_keys = l->nfront++;
 	ahead->nextra = l->nfront;
 	if (ahead->nbefore > 0)
 		ahead->commit = true;
@@ -558,11 +563,13 @@ limit_claimed(struct worker *w, const struct db_ahead *ahead,
 
 	if (!limit_on(w))
 		return 1;
+	if (l->at_keys >= 0 && ahead->extra_ran > l->at_keys)
+		limit_keys_released(w);
 	if (l->polled) {
 		l->polled = false;
 		return 1;
 	}
-	if (l->nfront == 0)
+	if (l->at_gate < 0 && l->at_iff < 0 && l->at_rate < 0)
 		return 1;
 	if (st != DB_OK) {
 		/* Whatever was taken is released by the error's path. */
@@ -749,10 +756,14 @@ limit_throttle_asked(struct worker *w, const struct row *row)
 		l->throttle_ms = ms;
 		buf_reset(&l->throttle_reason);
 		buf_puts(&l->throttle_reason, msg);
-		/* With per_key, only the row's key waits. */
+		/*
+		 * With per_key, only the row's key waits; a key too long to
+		 * be left out of the claim by its value throttles the queue.
+		 */
 		if (limit_on(w) && limit_keys_on(w))
 			limit_key_scope(w, row, &l->throttle_scope);
-		else
+		if (!limit_on(w) || !limit_keys_on(w) ||
+		    l->throttle_scope.bytes[0] == 'h')
 			l->throttle_scope = l->scope;
 	}
 }

@@ -3,30 +3,28 @@
  * limit: for each value of a column of the select, a key.
  *
  * A row whose key is at its limit must be passed over, and the rows of
- * the other keys keep flowing, without a claim that locks what it does
- * not return.  So the claim is the one from a cursor (cursor.c: a scan
- * of the primary key, which releases at once the rows it reads and
- * rejects), with the keys known to be at their limit left out by its
- * WHERE,
+ * the other keys keep flowing, with a claim that locks nothing it does
+ * not return.  So the claim is the one from a cursor (cursor.c: a scan of
+ * the primary key, which releases at once the rows it reads and
+ * rejects), and a slot of the row's key is taken by the claim itself, as
+ * the last condition of its WHERE:
  *
  *	... AND (customer_id IS NULL OR customer_id NOT IN (17, 93))
+ *	    AND (GET_LOCK(CONCAT('rowq:BASE:', IFNULL(CRC32(customer_id),
+ *	    'n'), ':', 1), 0)) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
  *
- * and after the claim, in one round trip, each key of the rows it
- * returned takes a slot of its own: a named lock per key and slot, as
- * the queue's (limit.c), held while the turn's transaction holds the row,
- * given back after its COMMIT.  A row whose key got none is not worked
- * (it goes back when the turn commits, or at once when it was the turn's
- * only row) and its key is left out of the next claims for
- * LIMIT_KEY_RECHECK_MS, when the key is tried again; a hot key's rows
- * are read past, not locked, and a key that has room is claimed by the
- * next claim that comes to its rows.  The keys throttled (a handler's
- * "throttle N" for its row's key) are read from the limit table every
- * LIMIT_KEY_THROTTLES_MS through its index on (queue, throttled_until)
- * and left out until their throttle ends; a key too long to write in
- * the claim (LIMIT_SCOPE_MAX) is looked up in its slot's statement.
- *
- * A key's rate is a bucket of its own in the limit table, taken on a
- * connection aside (key_tokens).
+ * The lock is tried only for a row that SKIP LOCKED has not skipped and
+ * that the rest of the WHERE keeps, so it is taken for the rows the claim
+ * returns and for no other; a row whose key's slots are all taken is
+ * read past as a row that does not match, with no round trip of its own.
+ * The locks are the session's, as the queue's slots (limit.c), held
+ * while the turn's transaction holds the rows and given back behind its
+ * COMMIT, in the next claim's round trip.  The keys throttled (a
+ * handler's "throttle N" for its row's key) are read from the limit
+ * table every LIMIT_KEY_THROTTLES_MS through its index on (queue,
+ * throttled_until) and left out (NOT IN, at most LIMIT_KEYS_OUT_MAX)
+ * until their throttle ends.  A key's rate is a bucket of its own in the
+ * limit table, taken on a connection aside (key_tokens).
  *
  * per_key works in transaction mode with a select of that shape; rowq
  * check and the workers refuse it otherwise.
@@ -36,8 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A key left out: how long, and how it is written in the claim. */
-#define LIMIT_KEY_RECHECK_MS	200
+/* The keys throttled are read this often. */
 #define LIMIT_KEY_THROTTLES_MS	250
 
 static const struct limit_policy *
@@ -178,79 +175,6 @@ limit_keys_condition(struct worker *w, struct buf *cond)
 		buf_free(&all);
 	}
 	w->cursor.also = cond->data;
-}
-
-/* ---- the connection ---- */
-
-/*
- * On a new connection: the column, and the claim it needs.  The locks of
- * the last session are gone with it.
- */
-enum connect_status
-limit_keys_connect(struct worker *w)
-{
-	struct limit_keys *ks = &w->limit.keys;
-	const struct limit_policy *p = key_policy(w);
-	struct buf sql = { 0 };
-	struct db_stmt *s;
-	enum db_status st;
-	int col;
-
-	ks->nheld = 0;
-	if (!limit_keys_on(w))
-		return CONNECT_OK;
-	if (w->q->lease.enabled) {
-		log_error("%s: per_key works in transaction mode only; this "
-		    "queue has lease:", p->key_where);
-		return CONNECT_CONFIG;
-	}
-	if (!w->cursor_on) {
-		log_error("%s: per_key needs a select that rowq claims from a "
-		    "cursor, of one table ordered by its integer primary key, "
-		    "so that the rows of a key at its limit are read past, "
-		    "never locked: the select %s", p->key_where,
-		    w->cursor.reason ? w->cursor.reason :
-		    "cannot be claimed so");
-		return CONNECT_CONFIG;
-	}
-	if ((col = worker_column(w, p->key_column)) < 0)
-		return CONNECT_CONFIG;	/* config_check_columns said it */
-	ks->column = col;
-	ks->kind = w->cols[col].kind;
-	buf_reset(&ks->ref);
-	buf_putc(&ks->ref, '`');
-	for (const char *c = p->key_column; *c != '\0'; c++) {
-		if (*c == '`')
-			buf_putc(&ks->ref, '`');
-		buf_putc(&ks->ref, *c);
-	}
-	buf_putc(&ks->ref, '`');
-	/* The column must be the table's too: the claim's WHERE names it. */
-	w->cursor.also = NULL;
-	buf_printf(&sql, "%s IS NULL", ks->ref.data);
-	w->cursor.also = sql.data;
-	{
-		struct buf claim = { 0 };
-		cursor_claim_sql(&claim, &w->cursor, CURSOR_AFTER, "0", 1);
-		s = db_prepare(w->db, claim.data, &st);
-		buf_free(&claim);
-	}
-	w->cursor.also = NULL;
-	buf_free(&sql);
-	if (s == NULL) {
-		log_error("%s: %s is not a column of the select's table %s: %s",
-		    p->key_where, p->key_column, w->cursor.table,
-		    db_error(w->db));
-		return st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
-	}
-	db_stmt_free(s);
-	return CONNECT_OK;
-}
-
-void
-limit_keys_disconnect(struct worker *w)
-{
-	w->limit.keys.nheld = 0;
 }
 
 /* ---- the keys throttled ---- */
@@ -432,20 +356,133 @@ key_same(const struct worker *w, size_t i, size_t k)
 	return a == b && memcmp(x, y, a) == 0;
 }
 
-/* The slots held, given back: into sql as RELEASE_LOCKs, and forgotten. */
+/*
+ * The name of a key's slot, in SQL: 'rowq:BASE:CRC:SLOT', CRC the CRC-32
+ * of the key's value as the client gets it ('n' for NULL).  The claim
+ * computes it from the column (key_take_sql), and the worker from the
+ * row it got (key_name): the same bytes, so the same name.  Two keys of
+ * the same CRC share their slots: limited together, never more.
+ */
 static void
-key_release_sql(struct worker *w, struct buf *sql, const char *sep)
+key_name_sql(const struct worker *w, struct buf *b, const char *slot)
+{
+	const struct limit_keys *ks = &w->limit.keys;
+
+	buf_printf(b, "CONCAT('rowq:%016llx:', IFNULL(CRC32(",
+	    (unsigned long long)w->limit.ctx.base);
+	if (ks->kind == COLUMN_TEXT)
+		buf_printf(b, "CONVERT(%s USING utf8mb4)", ks->ref.data);
+	else
+		buf_puts(b, ks->ref.data);
+	buf_printf(b, "), 'n'), ':', %s)", slot);
+}
+
+/* The name of the slot of a key whose CRC is crc (-1: NULL), as text. */
+static void
+key_name(const struct worker *w, struct buf *b, long long crc,
+    const char *slot)
+{
+	if (crc < 0)
+		buf_printf(b, "CONCAT('rowq:%016llx:n:', %s)",
+		    (unsigned long long)w->limit.ctx.base, slot);
+	else
+		buf_printf(b, "CONCAT('rowq:%016llx:%lld:', %s)",
+		    (unsigned long long)w->limit.ctx.base, crc, slot);
+}
+
+/* Slots of a key tried in one condition; more go through a table. */
+#define KEY_SLOTS_INLINE	4
+
+/*
+ * The claim's condition that takes a slot of the row's key: evaluated
+ * last, for the rows the rest of the WHERE keeps and SKIP LOCKED has not
+ * skipped, so that a lock is taken for the rows the claim returns, and
+ * the row of a key whose slots are all taken is read past like a row
+ * that does not match (the claim from a cursor releases it at once).
+ */
+static void
+key_take_sql(struct worker *w, struct buf *b)
+{
+	int n = key_policy(w)->key_concurrency;
+	char slot[32];
+
+	buf_reset(b);
+	if (n > KEY_SLOTS_INLINE) {
+		buf_printf(b, "EXISTS (WITH RECURSIVE rowq_n (n) AS (SELECT 1 "
+		    "UNION ALL SELECT n + 1 FROM rowq_n WHERE n < %d) SELECT 1 "
+		    "FROM rowq_n WHERE GET_LOCK(", n);
+		key_name_sql(w, b, "n");
+		buf_puts(b, ", 0) LIMIT 1)");
+		return;
+	}
+	buf_putc(b, '(');
+	for (int i = 1; i <= n; i++) {
+		snprintf(slot, sizeof(slot), "%d", i);
+		buf_puts(b, i > 1 ? " OR GET_LOCK(" : "GET_LOCK(");
+		key_name_sql(w, b, slot);
+		buf_puts(b, ", 0)");
+	}
+	buf_putc(b, ')');
+}
+
+/*
+ * The slots the last turn's rows took, given back: into sql as one
+ * statement (each row's key, every slot of it: RELEASE_LOCK of a lock
+ * not held does nothing, and a key two rows of a batch had is held
+ * twice).  Nothing when none is held.
+ */
+static void
+key_release_sql(struct worker *w, struct buf *sql)
 {
 	struct limit_keys *ks = &w->limit.keys;
+	int n = key_policy(w)->key_concurrency;
+	char slot[32];
 
+	if (ks->nheld == 0 || n == 0)
+		return;
+	buf_puts(sql, "DO 0");
 	for (int i = 0; i < ks->nheld; i++) {
-		struct limit_scope s = { .hash = ks->held[i].hash };
-		buf_puts(sql, i ? ", " : sep);
-		buf_puts(sql, "RELEASE_LOCK(");
-		limit_lock_name(sql, &s, ks->held[i].slot);
-		buf_putc(sql, ')');
+		if (n > KEY_SLOTS_INLINE) {
+			buf_printf(sql, ", (WITH RECURSIVE rowq_n (n) AS (SELECT "
+			    "1 UNION ALL SELECT n + 1 FROM rowq_n WHERE n < %d) "
+			    "SELECT SUM(RELEASE_LOCK(", n);
+			key_name(w, sql, ks->held[i].crc, "n");
+			buf_puts(sql, ")) FROM rowq_n)");
+			continue;
+		}
+		for (int k = 1; k <= n; k++) {
+			snprintf(slot, sizeof(slot), "%d", k);
+			buf_puts(sql, ", RELEASE_LOCK(");
+			key_name(w, sql, ks->held[i].crc, slot);
+			buf_putc(sql, ')');
+		}
 	}
-	ks->nheld = 0;
+}
+
+/*
+ * For the claim's front, behind its COMMIT: the last turn's slots given
+ * back (limit_keys_released says whether that ran).  Returns how many
+ * statements it wrote: 0 or 1.
+ */
+int
+limit_keys_front(struct worker *w, struct buf *after)
+{
+	size_t len = after->len;
+
+	if (!limit_keys_on(w))
+		return 0;
+	key_release_sql(w, after);
+	if (after->len == len)
+		return 0;
+	buf_puts(after, ";\n");
+	return 1;
+}
+
+/* The front's release ran: nothing held from the last turn. */
+void
+limit_keys_released(struct worker *w)
+{
+	w->limit.keys.nheld = 0;
 }
 
 /* Give back the slots held (no transaction open any more). */
@@ -459,18 +496,41 @@ limit_keys_release(struct worker *w)
 		ks->nheld = 0;
 		return;
 	}
-	key_release_sql(w, &sql, "DO ");
-	if (db_run(w->db, sql.data) != DB_OK)
+	key_release_sql(w, &sql);
+	if (sql.len > 0 && db_run(w->db, sql.data) != DB_OK)
 		log_debug("limit: %s", db_error(w->db));
+	ks->nheld = 0;
 	buf_free(&sql);
 }
 
 /*
- * After a claim that returned rows: each key among them takes a slot
- * (the last turn's given back first, in the same statement), and the
- * rows whose key got none are marked not to be worked (limit_key_allows)
- * and their keys left out of the next claims.  Returns how many rows may
- * be worked, or -1 after a database error (the caller ends the turn).
+ * The claim's own conditions, before it is written: the keys left out
+ * (into cond, the cursor's also, for its first key too) and, with a
+ * concurrency, the take of a slot (the cursor's take, for the claim
+ * alone).
+ */
+void
+limit_keys_claim_sql(struct worker *w)
+{
+	struct limit_keys *ks = &w->limit.keys;
+
+	w->cursor.take = NULL;
+	if (!limit_keys_on(w))
+		return;
+	limit_keys_condition(w, &ks->cond);
+	if (key_policy(w)->key_concurrency > 0) {
+		if (ks->take.len == 0)
+			key_take_sql(w, &ks->take);
+		w->cursor.take = ks->take.data;
+	}
+}
+
+/*
+ * After a claim that returned rows: each row holds a slot of its key
+ * (the claim took it), kept to be given back after the turn's COMMIT;
+ * with a rate, each key takes a token (key_tokens), and the rows whose
+ * key got none are marked not to be worked (limit_key_allows).  Returns
+ * how many rows may be worked.
  */
 int
 limit_keys_claimed(struct worker *w)
@@ -478,107 +538,111 @@ limit_keys_claimed(struct worker *w)
 	struct limit_keys *ks = &w->limit.keys;
 	const struct limit_policy *p = key_policy(w);
 	const struct rowset *rs = &w->turn.rows;
-	struct buf sql = { 0 };
-	struct rowset got = { 0 };
-	struct column *cols = NULL;
-	size_t ncols = 0, n = rs->nrows, nkeys = 0;
-	int *first = xcalloc(n ? n : 1, sizeof(*first));
-	int allowed = 0;
-	enum db_status st;
-	int64_t now = now_ms();
+	size_t n = rs->nrows;
+	int *first, allowed = (int)n;
 
-	if (!limit_keys_on(w) || n == 0) {
-		free(first);
+	if (!limit_keys_on(w) || n == 0)
 		return (int)n;
-	}
 	if (ks->cap < n) {
 		ks->ok = xrealloc(ks->ok, n * sizeof(*ks->ok));
 		ks->cap = n;
 	}
-	buf_puts(&sql, "SELECT ");
-	key_release_sql(w, &sql, "");
-	/* One column per distinct key, for the first row that has it. */
+	first = xcalloc(n, sizeof(*first));
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
 		const char *v = key_value(w, &rs->rows[i], &len);
-		struct limit_scope s;
+		ks->ok[i] = true;
 		first[i] = (int)i;
 		for (size_t k = 0; k < i; k++)
 			if (first[k] == (int)k && key_same(w, i, k)) {
 				first[i] = (int)k;
 				break;
 			}
-		if (first[i] != (int)i)
-			continue;
-		limit_scope(&s, &w->limit.ctx, v, len, true);
-		buf_puts(&sql, sql.len > 7 ? ", " : "");
-		buf_puts(&sql, "CASE WHEN ");
-		/* A long key was not left out by the claim: looked at here. */
-		if (s.bytes[0] == 'h')
-			limit_sql_throttled(&sql, &w->limit.ctx, &s);
-		else
-			buf_puts(&sql, "0");
-		buf_puts(&sql, " THEN -1 ELSE ");
-		if (p->key_concurrency > 0)
-			limit_sql_slot_take(&sql, &s, p->key_concurrency,
-			    w->args->number % p->key_concurrency + 1);
-		else
-			buf_puts(&sql, "0");
-		buf_puts(&sql, " END");
-		nkeys++;
-	}
-	st = db_query(w->db, sql.data, &got, &cols, &ncols);
-	buf_free(&sql);
-	if (st != DB_OK || got.nrows != 1) {
-		free(first);
-		rowset_clear(&got, ncols);
-		free(got.rows);
-		columns_free(cols, ncols);
-		worker_db_failed(w, st == DB_OK ? DB_FATAL : st,
-		    "per_key's slots");
-		return -1;
-	}
-	/* The releases' columns come first; then each key's, in order. */
-	size_t c = ncols - nkeys, at = 0;
-	int *slot = xcalloc(n ? n : 1, sizeof(*slot));
-	for (size_t i = 0; i < n; i++) {
-		if (first[i] == (int)i) {
-			const char *v = got.rows[0].value[c + at++];
-			slot[i] = v ? atoi(v) : 0;
-		} else
-			slot[i] = slot[first[i]];
-		ks->ok[i] = slot[i] > 0 || p->key_concurrency == 0;
-		if (first[i] == (int)i && slot[i] > 0 &&
-		    ks->nheld < LIMIT_KEYS_HELD_MAX) {
-			size_t len;
-			const char *v = key_value(w, &rs->rows[i], &len);
-			struct limit_scope s;
-			limit_scope(&s, &w->limit.ctx, v, len, true);
-			ks->held[ks->nheld].hash = s.hash;
-			ks->held[ks->nheld++].slot = slot[i];
-		}
-		if (ks->ok[i]) {
-			allowed++;
-			continue;
-		}
-		if (first[i] == (int)i) {
-			size_t len;
-			const char *v = key_value(w, &rs->rows[i], &len);
-			key_exclude(w, v, len, now + LIMIT_KEY_RECHECK_MS);
-			if (w->args->stats)
-				w->args->stats->limit_waits[slot[i] < 0 ?
-				    LIMIT_KEY_THROTTLE : LIMIT_KEY_CONCURRENCY]++;
-		}
+		if (p->key_concurrency > 0 && ks->nheld < LIMIT_KEYS_HELD_MAX)
+			ks->held[ks->nheld++].crc = v == NULL ? -1 :
+			    (long long)limit_crc32(v, len);
 	}
 	ks->nrows = n;
-	if (p->key_rate.count > 0 && allowed > 0)
+	if (p->key_rate.count > 0)
 		allowed = key_tokens(w, first, allowed);
-	free(slot);
 	free(first);
-	rowset_clear(&got, ncols);
-	free(got.rows);
-	columns_free(cols, ncols);
 	return allowed;
+}
+
+/* ---- the connection ---- */
+
+/*
+ * On a new connection: the column, and the claim it needs.  The locks of
+ * the last session are gone with it.
+ */
+enum connect_status
+limit_keys_connect(struct worker *w)
+{
+	struct limit_keys *ks = &w->limit.keys;
+	const struct limit_policy *p = key_policy(w);
+	struct buf sql = { 0 };
+	struct db_stmt *s;
+	enum db_status st;
+	int col;
+
+	ks->nheld = 0;
+	if (!limit_keys_on(w))
+		return CONNECT_OK;
+	if (w->q->lease.enabled) {
+		log_error("%s: per_key works in transaction mode only; this "
+		    "queue has lease:", p->key_where);
+		return CONNECT_CONFIG;
+	}
+	if (!w->cursor_on) {
+		log_error("%s: per_key needs a select that rowq claims from a "
+		    "cursor, of one table ordered by its integer primary key, "
+		    "so that the rows of a key at its limit are read past, "
+		    "never locked: the select %s", p->key_where,
+		    w->cursor.reason ? w->cursor.reason :
+		    "cannot be claimed so");
+		return CONNECT_CONFIG;
+	}
+	if ((col = worker_column(w, p->key_column)) < 0)
+		return CONNECT_CONFIG;	/* config_check_columns said it */
+	ks->column = col;
+	ks->kind = w->cols[col].kind;
+	buf_reset(&ks->ref);
+	buf_putc(&ks->ref, '`');
+	for (const char *c = p->key_column; *c != '\0'; c++) {
+		if (*c == '`')
+			buf_putc(&ks->ref, '`');
+		buf_putc(&ks->ref, *c);
+	}
+	buf_putc(&ks->ref, '`');
+	/* The column must be the table's too: the claim's WHERE names it. */
+	buf_reset(&ks->take);
+	if (p->key_concurrency > 0)
+		key_take_sql(w, &ks->take);
+	buf_printf(&sql, "%s IS NULL", ks->ref.data);
+	w->cursor.also = sql.data;
+	w->cursor.take = ks->take.len > 0 ? ks->take.data : NULL;
+	{
+		struct buf claim = { 0 };
+		cursor_claim_sql(&claim, &w->cursor, CURSOR_AFTER, "0", 1);
+		s = db_prepare(w->db, claim.data, &st);
+		buf_free(&claim);
+	}
+	w->cursor.also = w->cursor.take = NULL;
+	buf_free(&sql);
+	if (s == NULL) {
+		log_error("%s: %s is not a column of the select's table %s: %s",
+		    p->key_where, p->key_column, w->cursor.table,
+		    db_error(w->db));
+		return st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
+	}
+	db_stmt_free(s);
+	return CONNECT_OK;
+}
+
+void
+limit_keys_disconnect(struct worker *w)
+{
+	w->limit.keys.nheld = 0;
 }
 
 /* Whether the i-th row of the turn may be worked (its key has a slot). */
@@ -611,6 +675,7 @@ limit_keys_free(struct worker *w)
 	free(ks->ok);
 	buf_free(&ks->ref);
 	buf_free(&ks->cond);
+	buf_free(&ks->take);
 	db_close(ks->aside);
 	ks->aside = NULL;
 }
