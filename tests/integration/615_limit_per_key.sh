@@ -50,7 +50,7 @@ rowq_start a.yaml a.log; A=$ROWQ_PID
 rowq_start b.yaml b.log; B=$ROWQ_PID
 # The hot customer's waiting rows are passed over, not held: another
 # session locks each of them at once but the one whose handler runs
-# (and, for a moment, one a claim found its customer busy for).
+# (and, for a moment, the one a worker has just claimed).
 most_locked=0
 for _ in 1 2 3 4 5 6 7 8 9 10; do
 	locked=0
