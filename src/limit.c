@@ -235,19 +235,31 @@ limit_sql_avail(struct buf *b, const struct limit_ctx *c,
  * the gate to read (MariaDB and MySQL assign a single-table UPDATE's
  * columns left to right, each seeing the ones before).
  */
+/*
+ * One token or none, as the rows the UPDATE matches say, none while the
+ * scope is throttled; refund (an SQL expression) given back first.
+ */
+static void
+limit_sql_take_one(struct buf *b, const struct limit_ctx *c,
+    const struct limit_scope *s, const struct limit_rate *r,
+    const char *refund)
+{
+	buf_printf(b, "UPDATE %s SET took = 1, tokens = ", c->table);
+	limit_sql_avail(b, c, r, refund);
+	buf_puts(b, " - 1, tokens_at = " NOW6 " WHERE ");
+	limit_sql_where(b, c, s, 0);
+	buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
+	    NOW6 ") AND ");
+	limit_sql_avail(b, c, r, refund);
+	buf_puts(b, " >= 1");
+}
+
 void
 limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, const struct limit_rate *r, bool iff)
 {
 	if (iff) {
-		buf_printf(b, "UPDATE %s SET took = 1, tokens = ", c->table);
-		limit_sql_avail(b, c, r, "?");
-		buf_puts(b, " - 1, tokens_at = " NOW6 " WHERE ");
-		limit_sql_where(b, c, s, 0);
-		buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
-		    NOW6 ") AND ");
-		limit_sql_avail(b, c, r, "?");
-		buf_puts(b, " >= 1");
+		limit_sql_take_one(b, c, s, r, "?");
 		return;
 	}
 	buf_printf(b, "UPDATE %s SET took = IF(throttled_until > " NOW6
@@ -312,14 +324,8 @@ limit_sql_key_take(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, const struct limit_rate *r)
 {
 	limit_sql_rows(b, c, s, 0);
-	buf_printf(b, ";\nUPDATE %s SET took = 1, tokens = ", c->table);
-	limit_sql_avail(b, c, r, "0");
-	buf_puts(b, " - 1, tokens_at = " NOW6 " WHERE ");
-	limit_sql_where(b, c, s, 0);
-	buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
-	    NOW6 ") AND ");
-	limit_sql_avail(b, c, r, "0");
-	buf_puts(b, " >= 1");
+	buf_puts(b, ";\n");
+	limit_sql_take_one(b, c, s, r, "0");
 }
 
 /* Give back n tokens, alone (a take carries them otherwise). */

@@ -217,6 +217,7 @@ metrics_limit(struct buf *b, const struct metrics_queue *q, size_t n)
 			    limit_reason_names[r],
 			    (unsigned long long)q[i].limit_waits[r]);
 		}
+	/* Each metric's samples together, after its own head. */
 	metrics_head(b, "rowq_limit_in_use", "gauge",
 	    "Concurrency slots of limit: that this daemon's workers hold "
 	    "(summed over the daemons: the queue's).");

@@ -77,3 +77,60 @@ running_at()
 	    $1 == "end" && $6 <= t { delete s[$3] }
 	    END { n = 0; for (p in s) n++; print n }' "$1"
 }
+
+# The per_key tests' queue (sourced after email.sh, for rowq_start):
+#   job_table                 the table job: a customer per row
+#   job_config FILE WORKERS EXEC LIMIT
+#                             the queue job on it, LIMIT its limit: as
+#                             YAML flow; its status socket FILE.sock
+#   job_wait_done SECONDS     until no row waits, or fail
+#   job_by_customer LOG OUT   LOG's lines with the row's customer for KEY
+job_table()
+{
+	sql "CREATE TABLE job (
+	    id INT NOT NULL PRIMARY KEY,
+	    customer_id INT NOT NULL,
+	    status ENUM('waiting', 'done') NOT NULL DEFAULT 'waiting',
+	    attempts INT NOT NULL DEFAULT 0,
+	    done_count INT NOT NULL DEFAULT 0,
+	    INDEX (status, id)
+	) ENGINE=InnoDB"
+}
+
+job_config()
+{
+	cat >"$1" <<YAML
+database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
+stop_timeout: 5s
+status_socket: ${1%.yaml}.sock
+queues:
+  job:
+    workers: $2
+    select: SELECT id, customer_id, attempts FROM job
+            WHERE status = 'waiting' ORDER BY id
+    exec: $3
+    idle: 200ms
+    limit: $4
+    done: UPDATE job SET status = 'done', attempts = attempts + 1,
+          done_count = done_count + 1 WHERE id = :id
+    retry:
+      attempts_column: attempts
+      update: UPDATE job SET attempts = attempts + 1 WHERE id = :id
+    failed: UPDATE job SET status = 'done' WHERE id = :id
+YAML
+}
+
+job_wait_done()
+{
+	wait_until "$1" '[ "$(sql_value "SELECT COUNT(*) FROM job WHERE status = '"'waiting'"'")" = 0 ]' ||
+	    fail "rows still waiting: $(sql_value "SELECT COUNT(*) FROM job WHERE status = 'waiting'")"
+	assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM job WHERE done_count <> 1")" \
+	    "rows done other than once"
+}
+
+job_by_customer()
+{
+	sql "SELECT id, customer_id FROM job" >"$2.customers"
+	awk 'NR == FNR { c[$1] = $2; next } { $2 = c[$2]; print }' \
+	    "$2.customers" "$1" >"$2"
+}

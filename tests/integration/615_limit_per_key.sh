@@ -16,33 +16,12 @@ db_create
 cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/trace
 : >"$log"
-sql "CREATE TABLE job (
-    id INT NOT NULL PRIMARY KEY,
-    customer_id INT NOT NULL,
-    status ENUM('waiting', 'done') NOT NULL DEFAULT 'waiting',
-    done_count INT NOT NULL DEFAULT 0,
-    INDEX (status, id)
-) ENGINE=InnoDB;
-INSERT INTO job (id, customer_id) SELECT seq, 1 FROM seq_1_to_40;
+job_table
+sql "INSERT INTO job (id, customer_id) SELECT seq, 1 FROM seq_1_to_40;
 INSERT INTO job (id, customer_id) SELECT 40 + seq, 2 + (seq - 1) % 19 FROM seq_1_to_57"
-rows=97
 for d in a b; do
-	cat >$d.yaml <<YAML
-database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
-stop_timeout: 5s
-status_socket: $ROWQ_TEST_TMP/$d.sock
-queues:
-  job:
-    workers: 3
-    select: SELECT id, customer_id FROM job WHERE status = 'waiting' ORDER BY id
-    exec: [$HANDLERS/trace, $log, "200"]
-    idle: 200ms
-    limit:
-      per_key: {column: customer_id, concurrency: 1}
-    done: UPDATE job SET status = 'done', done_count = done_count + 1
-          WHERE id = :id
-    failed: UPDATE job SET status = 'done' WHERE id = :id
-YAML
+	job_config $d.yaml 3 "[$HANDLERS/trace, $log, \"200\"]" \
+	    "{per_key: {column: customer_id, concurrency: 1}}"
 done
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
 "$ROWQ" -c a.yaml check >check.out 2>&1 || fail "check: $(cat check.out)"
@@ -62,16 +41,12 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 	[ "$locked" -le "$most_locked" ] || most_locked=$locked
 	sleep 0.2
 done
-wait_until 60 '[ "$(sql_value "SELECT COUNT(*) FROM job WHERE status = '"'waiting'"'")" = 0 ]' ||
-	fail "rows still waiting"
+job_wait_done 60
 stop_rowq "$A"
 stop_rowq "$B"
-assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM job WHERE done_count <> 1")" "rows done other than once"
 figure "the hot customer's waiting rows locked at once, most" "$most_locked"
 assert_le "$most_locked" 2 "the hot customer's rows locked by workers"
-# The customer of each handler's row, beside its line.
-sql "SELECT id, customer_id FROM job" >customers
-awk 'NR == FNR { c[$1] = $2; next } { $2 = c[$2]; print }' customers "$log" >bykey
+job_by_customer "$log" bykey
 for c in $(seq 1 20); do
 	awk -v c="$c" '$2 == c' bykey >key.$c
 	[ "$(overlap_max key.$c)" -le 1 ] || fail "customer $c ran $(overlap_max key.$c) rows at once"

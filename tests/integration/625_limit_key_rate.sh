@@ -13,42 +13,19 @@ db_create
 cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/trace
 : >"$log"
-sql "CREATE TABLE job (
-    id INT NOT NULL PRIMARY KEY,
-    customer_id INT NOT NULL,
-    status ENUM('waiting', 'done') NOT NULL DEFAULT 'waiting',
-    done_count INT NOT NULL DEFAULT 0,
-    INDEX (status, id)
-) ENGINE=InnoDB;
-INSERT INTO job (id, customer_id) SELECT seq, 1 + seq % 4 FROM seq_1_to_48"
+job_table
+sql "INSERT INTO job (id, customer_id) SELECT seq, 1 + seq % 4 FROM seq_1_to_48"
 for d in a b; do
-	cat >$d.yaml <<YAML
-database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
-stop_timeout: 5s
-status_socket: $ROWQ_TEST_TMP/$d.sock
-queues:
-  job:
-    workers: 3
-    select: SELECT id, customer_id FROM job WHERE status = 'waiting' ORDER BY id
-    exec: [$HANDLERS/trace, $log, "0"]
-    idle: 200ms
-    limit:
-      per_key: {column: customer_id, rate: 5/1s}
-    done: UPDATE job SET status = 'done', done_count = done_count + 1
-          WHERE id = :id
-    failed: UPDATE job SET status = 'done' WHERE id = :id
-YAML
+	job_config $d.yaml 3 "[$HANDLERS/trace, $log, \"0\"]" \
+	    "{per_key: {column: customer_id, rate: 5/1s}}"
 done
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
 rowq_start a.yaml a.log; A=$ROWQ_PID
 rowq_start b.yaml b.log; B=$ROWQ_PID
-wait_until 60 '[ "$(sql_value "SELECT COUNT(*) FROM job WHERE status = '"'waiting'"'")" = 0 ]' ||
-	fail "rows still waiting"
+job_wait_done 60
 stop_rowq "$A"
 stop_rowq "$B"
-assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM job WHERE done_count <> 1")" "rows done other than once"
-sql "SELECT id, customer_id FROM job" >customers
-awk 'NR == FNR { c[$1] = $2; next } { $2 = c[$2]; print }' customers "$log" >bykey
+job_by_customer "$log" bykey
 for c in 1 2 3 4; do
 	awk -v c="$c" '$2 == c' bykey >key.$c
 	most=$(starts_per_window key.$c 1000000)

@@ -13,15 +13,8 @@ db_create
 cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/trace
 : >"$log"
-sql "CREATE TABLE job (
-    id INT NOT NULL PRIMARY KEY,
-    customer_id INT NOT NULL,
-    status ENUM('waiting', 'done') NOT NULL DEFAULT 'waiting',
-    attempts INT NOT NULL DEFAULT 0,
-    done_count INT NOT NULL DEFAULT 0,
-    INDEX (status, id)
-) ENGINE=InnoDB;
-INSERT INTO job (id, customer_id) SELECT seq, 1 + seq % 4 FROM seq_1_to_120"
+job_table
+sql "INSERT INTO job (id, customer_id) SELECT seq, 1 + seq % 4 FROM seq_1_to_120"
 cat >handler <<SH
 #!/bin/sh
 echo "start \$1 \$\$ 0 \$ROWQ_KEY \$(date +%s%6N)" >>$log
@@ -35,26 +28,8 @@ echo "end \$1 \$\$ 0 \$ROWQ_KEY \$(date +%s%6N)" >>$log
 SH
 chmod +x handler
 for d in a b; do
-	cat >$d.yaml <<YAML
-database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
-stop_timeout: 5s
-status_socket: $ROWQ_TEST_TMP/$d.sock
-queues:
-  job:
-    workers: 2
-    select: SELECT id, customer_id, attempts FROM job
-            WHERE status = 'waiting' ORDER BY id
-    exec: [$ROWQ_TEST_TMP/handler, "{customer_id}"]
-    idle: 200ms
-    limit:
-      per_key: {column: customer_id}
-    done: UPDATE job SET status = 'done', attempts = attempts + 1,
-          done_count = done_count + 1 WHERE id = :id
-    retry:
-      attempts_column: attempts
-      update: UPDATE job SET attempts = attempts + 1 WHERE id = :id
-    failed: UPDATE job SET status = 'done' WHERE id = :id
-YAML
+	job_config $d.yaml 2 "[$ROWQ_TEST_TMP/handler, \"{customer_id}\"]" \
+	    "{per_key: {column: customer_id}}"
 done
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
 rowq_start a.yaml a.log; A=$ROWQ_PID
@@ -63,11 +38,9 @@ wait_until 20 '[ -f asked/at ]' || fail "customer 3 never asked"
 at=$(cat asked/at)
 "$ROWQ" -c a.yaml status >status.out 2>&1 || true
 assert_match 'job limited: per customer_id, 1 key throttled' "$(cat status.out)" "status"
-wait_until 60 '[ "$(sql_value "SELECT COUNT(*) FROM job WHERE status = '"'waiting'"'")" = 0 ]' ||
-	fail "rows still waiting"
+job_wait_done 60
 stop_rowq "$A"
 stop_rowq "$B"
-assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM job WHERE done_count <> 1")" "rows done other than once"
 assert_eq 120 "$(sql_value "SELECT SUM(attempts) FROM job")" "tries (the throttle is none)"
 # Customer 3: nothing from 0.3 s after the throttle to its end; then again.
 during=$(awk -v a=$((at + 300000)) -v b=$((at + 1900000)) \
