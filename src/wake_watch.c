@@ -166,8 +166,9 @@ wake_connect(const struct config *cfg, struct wake_probe *p,
 /*
  * How many rows queue i's select finds now, in r->rows (-1: it failed);
  * a folded probe brings the pause table's reading too.  A folded probe
- * that finds no table (the pause table dropped, or the queue's own)
- * returns false: the probes are prepared again.
+ * that finds no table (the pause table dropped, or the queue's own), and
+ * one that failed in the client library, return false: the probes are
+ * prepared again.
  */
 static bool
 wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
@@ -176,13 +177,14 @@ wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
 	struct rowset rs = { 0 };
 	size_t ncols = 0;
 	bool again = true;
+	enum db_status st;
 
 	r->rows = -1;
 	r->pause_read = false;
 	if (p->stmt == NULL)
 		return true;
 	(void)db_stmt_columns(p->stmt, &ncols);
-	if (db_stmt_fetch_all(p->stmt, NULL, 0, &rs) == DB_OK) {
+	if ((st = db_stmt_fetch_all(p->stmt, NULL, 0, &rs)) == DB_OK) {
 		r->rows = (int)rs.nrows;
 		if (p->folded) {
 			pause_probe_names(pp, &rs, now, r);
@@ -190,7 +192,13 @@ wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
 			for (size_t k = 0; k < rs.nrows; k++)
 				r->rows += rs.rows[k].value[0] == NULL;
 		}
-	} else if (p->folded && db_no_such_table(db))
+	} else if ((p->folded && db_no_such_table(db)) || st == DB_RECONNECT)
+		/*
+		 * Prepared again, on a new connection: also for the client
+		 * library's own errors, such as a SELECT * whose table gained
+		 * a column (2057), after which the statement and the link are
+		 * not to be used again.
+		 */
 		again = false;
 	else if (!p->failing)
 		log_warnx("%s: cannot watch the queue (its workers poll): %s",
