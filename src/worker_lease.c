@@ -197,6 +197,7 @@ lease_work_row(struct worker *w, const struct row *row)
 	} else if (st != DB_OK) {
 		worker_db_failed(w, st, w->failing);
 		turn_rolled_back(w);
+		lease_give_up_slot(w);
 	}
 	return w->db == NULL ? -1 : 0;
 }
