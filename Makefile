@@ -33,6 +33,7 @@ OBJS =	build/backoff.o \
 	build/config_console.o \
 	build/config_env.o \
 	build/config_hosts.o \
+	build/config_limit.o \
 	build/config_queue.o \
 	build/config_schedule.o \
 	build/config_tls.o \
@@ -64,6 +65,7 @@ OBJS =	build/backoff.o \
 	build/history.o \
 	build/json.o \
 	build/keyed.o \
+	build/limit.o \
 	build/log.o \
 	build/metrics.o \
 	build/mhd.o \
@@ -78,6 +80,7 @@ OBJS =	build/backoff.o \
 	build/reload.o \
 	build/report.o \
 	build/requeue.o \
+	build/scale.o \
 	build/schedule.o \
 	build/schedule_cmd.o \
 	build/schedule_db.o \
@@ -99,6 +102,8 @@ OBJS =	build/backoff.o \
 	build/worker_finish.o \
 	build/worker_finish_text.o \
 	build/worker_lease.o \
+	build/worker_limit.o \
+	build/worker_limit_key.o \
 	build/worker_on_failed.o \
 	build/worker_pickup.o \
 	build/worker_recent.o \

@@ -674,6 +674,9 @@ wake_section=$(sed -n '/^<!-- bench\/wake.sh: begin -->$/,/^<!-- bench\/wake.sh:
 # And the console's cost to the workers, from bench/console.sh's table.
 console_section=$(sed -n '/^<!-- bench\/console.sh: begin -->$/,/^<!-- bench\/console.sh: end -->$/p' \
     "$BENCH_DIR/README.md" 2>/dev/null || true)
+# And bench/limits.sh's.
+limits_section=$(sed -n '/^<!-- bench\/limits.sh: begin -->$/,/^<!-- bench\/limits.sh: end -->$/p' \
+    "$BENCH_DIR/README.md" 2>/dev/null || true)
 {
 	cat <<EOF
 # rowq benchmark
@@ -779,6 +782,7 @@ EOF
 	[ -z "$prune_section" ] || printf '\n%s\n' "$prune_section"
 	[ -z "$wake_section" ] || printf '\n%s\n' "$wake_section"
 	[ -z "$console_section" ] || printf '\n%s\n' "$console_section"
+	[ -z "$limits_section" ] || printf '\n%s\n' "$limits_section"
 } >"$BENCH_DIR/README.md"
 cp results.tsv "$BENCH_DIR/results.tsv"
 

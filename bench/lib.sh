@@ -18,3 +18,21 @@ settle()
 	sql "SET GLOBAL innodb_max_dirty_pages_pct = $pct"
 	SETTLE_S=$((${SETTLE_S:-0} + i))
 }
+
+# readme_section BEGIN END FILE: FILE's text (its first line BEGIN, its last
+# END) in place of bench/README.md's section between those markers, or
+# after the rest when it has none.
+readme_section()
+{
+	local readme=$BENCH_DIR/README.md
+	if grep -qxF "$1" "$readme"; then
+		awk -v b="$1" -v e="$2" -v f="$3" '
+		    $0 == b { while ((getline l < f) > 0) print l; skip = 1; next }
+		    $0 == e { skip = 0; next }
+		    !skip' "$readme" >"$3.readme"
+	else
+		{ cat "$readme"; echo; cat "$3"; } >"$3.readme"
+	fi
+	cp "$3.readme" "$readme"
+	rm -f "$3.readme"
+}

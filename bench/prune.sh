@@ -362,17 +362,8 @@ EOF
 }
 
 # Replace the section of an earlier run, or append it.
-readme=$BENCH_DIR/README.md
 section >section.md
-if grep -qxF "$MARK_BEGIN" "$readme"; then
-	awk -v b="$MARK_BEGIN" -v e="$MARK_END" -v f="$W/section.md" '
-	    $0 == b { while ((getline l < f) > 0) print l; skip = 1; next }
-	    $0 == e { skip = 0; next }
-	    !skip' "$readme" >readme.new
-else
-	{ cat "$readme"; echo; cat section.md; } >readme.new
-fi
-cp readme.new "$readme"
+readme_section "$MARK_BEGIN" "$MARK_END" "$W/section.md"
 
 echo
 report

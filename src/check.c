@@ -289,8 +289,142 @@ check_retry_unlimited(const struct queue *q)
 	    q->failed.text ? "" : ", which without failed: retries too");
 }
 
+/* Whether a statement's prepare says its table is not there. */
+static bool
+check_table_missing(struct db *db, const char *sql)
+{
+	enum db_status st;
+	struct db_stmt *s = db_prepare(db, sql, &st);
+
+	db_stmt_free(s);
+	return s == NULL && db_no_such_table(db);
+}
+
+/* Prepare one statement of the limit's, as a check: 1 when refused. */
 static int
-check_queue(struct db *db, const struct queue *q, bool explain)
+check_limit_statement(struct db *db, const struct queue *q, struct buf *b)
+{
+	enum db_status st;
+	struct db_stmt *s = db_prepare(db, b->data, &st);
+
+	buf_reset(b);
+	if (s == NULL) {
+		log_error("%s: %s", q->limit.where, db_error(db));
+		return 1;
+	}
+	db_stmt_free(s);
+	return 0;
+}
+
+/*
+ * per_key needs transaction mode and a select claimed from a cursor
+ * (worker_limit_key.c).  1 when it has neither.
+ */
+static int
+check_limit_keys(struct db *db, const struct queue *q,
+    const struct column *cols, size_t ncols)
+{
+	const struct limit_policy *l = &q->limit;
+	struct cursor_claim c;
+	int rc = 0;
+
+	if (l->key_column == NULL)
+		return 0;
+	if (q->lease.enabled) {
+		log_error("%s: per_key works in transaction mode only; this "
+		    "queue has lease:", l->key_where);
+		return 1;
+	}
+	if (cursor_derive(&c, q->select.positional) != 0 ||
+	    cursor_confirm(db, &c, cols, ncols) != 0) {
+		log_error("%s: per_key needs a select that rowq claims from a "
+		    "cursor, of one table ordered by its integer primary key, "
+		    "so that the rows of a key at its limit are read past, "
+		    "never locked: the select %s", l->key_where, c.reason);
+		rc = 1;
+	}
+	cursor_free(&c);
+	return rc;
+}
+
+/*
+ * limit: against the database: the limit table there (or what creating
+ * it needs), the take's statements prepared (the server parses them, and
+ * runs nothing), and under `rowq check` what the limit costs a claim.
+ */
+static int
+check_limit(struct db *db, const struct config *cfg, const struct queue *q,
+    const struct column *cols, size_t ncols, bool explain)
+{
+	const struct limit_policy *l = &q->limit;
+	struct limit_ctx c;
+	struct limit_scope s;
+	struct buf b = { 0 };
+	int problems = 0;
+
+	if (!l->enabled)
+		return 0;
+	problems += check_limit_keys(db, q, cols, ncols);
+	limit_ctx_init(&c, cfg, q, cfg->db.name);
+	limit_scope(&s, &c, NULL, 0, false);
+	buf_printf(&b, "SELECT queue, scope, slot, tokens, took, tokens_at, "
+	    "lease, lease_until, throttled_until, reason FROM %s", c.table);
+	if (check_table_missing(db, b.data)) {
+		buf_free(&b);
+		/* A note: the first worker makes it. */
+		log_info("%s: the limit table %s is not there yet: the first "
+		    "worker creates it (the CREATE privilege), or an "
+		    "administrator does (rowq.yaml(5), LIMIT TABLE)", l->where,
+		    c.table);
+		return 0;
+	}
+	problems += check_limit_statement(db, q, &b);
+	limit_sql_gate(&b, &c, &s, q->lease.enabled ? 0 : l->concurrency, 1,
+	    l->rate.count > 0 ? &l->rate : NULL);
+	problems += check_limit_statement(db, q, &b);
+	if (l->rate.count > 0) {
+		limit_sql_rate_take(&b, &c, &s, &l->rate, false);
+		problems += check_limit_statement(db, q, &b);
+		limit_sql_rate_take(&b, &c, &s, &l->rate, true);
+		problems += check_limit_statement(db, q, &b);
+	}
+	if (q->lease.enabled && l->concurrency > 0) {
+		limit_sql_lease_take(&b, &c, &s, l->concurrency);
+		problems += check_limit_statement(db, q, &b);
+	}
+	if (explain && problems == 0) {
+		buf_printf(&b, "%s: what a claim takes, as EXECUTEs of "
+		    "statements prepared once per connection, in %s:",
+		    l->where, q->lease.enabled ? "its transaction" :
+		    "its round trip");
+		if (l->rate.count > 0)
+			buf_printf(&b, " the rate's token (an UPDATE of one row, "
+			    "by its primary key%s);", q->lease.enabled ? "" :
+			    ", in front of the last turn's COMMIT");
+		if (l->concurrency > 0 && q->lease.enabled)
+			buf_puts(&b, " a slot's lease (an UPDATE of one row, "
+			    "renewed with the row's);");
+		else if (l->concurrency > 0)
+			buf_puts(&b, " a concurrency slot (a SELECT of "
+			    "GET_LOCK), when the worker holds none: it keeps "
+			    "one while its claims find rows;");
+		if (l->rate.count == 0)
+			buf_printf(&b, " a look at the throttle (a SELECT of "
+			    "one row)%s;", q->lease.enabled ? "" :
+			    ", every 250 ms at most");
+		b.data[b.len - 1] = '.';
+		log_info("%s  A claim that gets nothing is rolled back, and the "
+		    "worker polls the take alone: every 20ms to 1s for a slot, "
+		    "when its next token is due for a rate, when it ends for "
+		    "a throttle", b.data);
+	}
+	buf_free(&b);
+	return problems;
+}
+
+static int
+check_queue(struct db *db, const struct config *cfg, const struct queue *q,
+    bool explain)
 {
 	enum db_status st;
 	struct db_stmt *claim;
@@ -331,6 +465,7 @@ check_queue(struct db *db, const struct queue *q, bool explain)
 	struct keyed_claim keyed = { 0 };
 	bool cursor;
 	bool by_key = check_cursor(db, q, cols, ncols, explain, &keyed, &cursor);
+	problems += check_limit(db, cfg, q, cols, ncols, explain);
 	db_stmt_free(claim);
 	problems += check_plan(db, q, explain, by_key ? &keyed : NULL, cursor);
 	keyed_free(&keyed);
@@ -396,7 +531,7 @@ check_config(const struct config *cfg, bool explain)
 	galera = check_galera_node(db, node, sizeof(node));
 	problems += check_program(&cfg->on_failed);
 	for (size_t i = 0; i < cfg->nqueues; i++) {
-		problems += check_queue(db, &cfg->queues[i], explain);
+		problems += check_queue(db, cfg, &cfg->queues[i], explain);
 		problems += check_program(&cfg->queues[i].on_failed);
 		if (galera)
 			check_galera_queue(&cfg->queues[i], node);

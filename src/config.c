@@ -343,6 +343,8 @@ static const struct config_field top_fields[] = {
 	    true),
 	ROW("on_failed", program, offsetof(struct config, on_failed), 0, 0,
 	    true),
+	ROW("limit_table", table, offsetof(struct config, limit_table), 0, 0,
+	    true),
 	ROW("env", env, offsetof(struct config, env), 0, 0, true),
 	ROW("user", user, offsetof(struct config, user), 0, 0, true),
 	ROW("group", group, offsetof(struct config, user), 0, 0, true),
@@ -610,6 +612,7 @@ config_free(struct config *cfg)
 	free(cfg->pause_table);
 	free(cfg->daemons_table);
 	config_console_free(&cfg->console);
+	free(cfg->limit_table);
 	config_env_free(&cfg->env);
 	config_user_free(&cfg->user);
 	config_program_free(&cfg->on_failed);

@@ -179,6 +179,17 @@ void		 config_field_schedules(struct load *,
 		    const struct config_item *, void *,
 		    const struct config_field *);
 
+/* config_limit.c: limit: and workers: {min, max} */
+void		 config_field_rate(struct load *, const struct config_item *,
+		    void *, const struct config_field *);
+void		 config_field_limit(struct load *, const struct config_item *,
+		    void *, const struct config_field *);
+void		 config_limit_defaults(struct limit_policy *);
+void		 config_limit_free(struct limit_policy *);
+void		 config_field_workers(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
+
 /* config_env.c: env:, user:, group:, at the top and in a queue */
 void		 config_field_env(struct load *, const struct config_item *,
 		    void *, const struct config_field *);

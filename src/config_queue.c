@@ -441,7 +441,9 @@ config_field_wake(struct load *ld, const struct config_item *it, void *dst,
 
 /* To add a queue key: a field here, a member in struct queue, a default. */
 static const struct config_field queue_fields[] = {
-	FIELD(struct queue, "workers", int, workers, 1, WORKERS_MAX),
+	WHOLE("workers", workers),
+	FIELD(struct queue, "scale_cooldown", duration, scale_cooldown_ms, 1000,
+	    0),
 	FIELD(struct queue, "select", select, select, 0, 0),
 	WHOLE("key", key),
 	FIELD(struct queue, "batch", int, batch, 1, BATCH_MAX),
@@ -473,6 +475,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "on_failed_timeout", duration,
 	    on_failed_timeout_ms, 1, 0),
 	FIELD(struct queue, "on_failed_rate", int, on_failed_rate, 1, 100000),
+	FIELD(struct queue, "limit", limit, limit, 0, 0),
 };
 
 static void
@@ -480,6 +483,8 @@ config_queue_defaults(struct queue *q)
 {
 	memset(q, 0, sizeof(*q));
 	q->workers = 1;
+	q->workers_min = 1;
+	q->scale_cooldown_ms = 30 * 1000;
 	q->batch = 1;
 	q->handler = HANDLER_EXEC;
 	q->timeout_ms = 30 * 1000;
@@ -494,6 +499,7 @@ config_queue_defaults(struct queue *q)
 	q->alert_failed = -1;
 	q->on_failed_timeout_ms = 10 * 1000;
 	q->on_failed_rate = 60;
+	config_limit_defaults(&q->limit);
 }
 
 static void
@@ -537,6 +543,14 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 		config_error(ld, SEEN(queue_fields, seen, "alert_failed")->line,
 		    path, "alert_failed needs failed_count:, the select that "
 		    "counts the failed rows");
+	}
+	if (SEEN(queue_fields, seen, "scale_cooldown") != NULL &&
+	    q->workers_min == q->workers) {
+		char path[CONFIG_PATH_MAX];
+		config_path(path, sizeof(path), it->path, "scale_cooldown");
+		config_error(ld, SEEN(queue_fields, seen,
+		    "scale_cooldown")->line, path, "scale_cooldown needs "
+		    "workers: {min: N, max: M} with min below max");
 	}
 	config_user_resolve(ld, &q->user, SEEN(queue_fields, seen, "user"),
 	    SEEN(queue_fields, seen, "group"), it->path);
@@ -660,4 +674,5 @@ config_queue_free(struct queue *q)
 	config_env_free(&q->env);
 	config_user_free(&q->user);
 	prune_policy_free(&q->prune);
+	config_limit_free(&q->limit);
 }

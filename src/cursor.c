@@ -346,6 +346,15 @@ cursor_claim_sql(struct buf *b, const struct cursor_claim *c,
 		buf_puts(b, c->where);
 		buf_putc(b, ')');
 	}
+	if (c->also != NULL) {
+		buf_puts(b, " AND ");
+		buf_puts(b, c->also);
+	}
+	/* Last: evaluated for the rows the rest keeps. */
+	if (c->take != NULL) {
+		buf_puts(b, " AND ");
+		buf_puts(b, c->take);
+	}
 	buf_puts(b, "\nORDER BY ");
 	buf_puts(b, c->key_ref);
 	snprintf(n, sizeof(n), "%d", limit);
@@ -364,8 +373,12 @@ cursor_start_sql(struct buf *b, const struct cursor_claim *c)
 {
 	buf_printf(b, "SELECT %s FROM %s%s%s", c->key_ref, c->table_ref,
 	    c->hints[0] ? " " : "", c->hints);
-	if (c->where != NULL)
+	if (c->where != NULL && c->also != NULL)
+		buf_printf(b, "\nWHERE (%s) AND %s", c->where, c->also);
+	else if (c->where != NULL)
 		buf_printf(b, "\nWHERE %s", c->where);
+	else if (c->also != NULL)
+		buf_printf(b, "\nWHERE %s", c->also);
 	buf_printf(b, "\nORDER BY %s\nLIMIT 1", c->key_ref);
 }
 

@@ -152,6 +152,13 @@ db_no_such_table(const struct db *db)
 	return db->errnum == ER_NO_SUCH_TABLE;
 }
 
+/* The last statement named a column that does not exist. */
+bool
+db_no_such_column(const struct db *db)
+{
+	return db->errnum == ER_BAD_FIELD_ERROR;
+}
+
 /* The last statement needed a privilege the user lacks. */
 bool
 db_denied(const struct db *db)
@@ -479,12 +486,70 @@ db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols)
 }
 
 /*
+ * The current result of a multi-statement, read and kept in r: the first
+ * row's first DB_AHEAD_VALUES columns as integers, or the rows changed.
+ */
+static void
+db_keep_result(struct db *db, struct db_ahead_result *r)
+{
+	MYSQL_RES *res = mysql_store_result(db->mysql);
+	MYSQL_ROW row;
+
+	memset(r, 0, sizeof(*r));
+	if (res == NULL) {
+		if (mysql_field_count(db->mysql) == 0 &&
+		    mysql_affected_rows(db->mysql) != (my_ulonglong)-1)
+			r->affected = mysql_affected_rows(db->mysql);
+		return;
+	}
+	if ((row = mysql_fetch_row(res)) != NULL) {
+		unsigned n = mysql_num_fields(res);
+		r->row = true;
+		for (unsigned i = 0; i < DB_AHEAD_VALUES; i++) {
+			r->null[i] = i >= n || row[i] == NULL;
+			r->value[i] = r->null[i] ? 0 : strtoll(row[i], NULL, 10);
+		}
+	}
+	mysql_free_result(res);
+}
+
+/*
+ * Run n statements that take no values, as one text, and keep what each
+ * gave in r[n] (db_keep_result).  The server runs nothing after one that
+ * fails: its error is returned.
+ */
+enum db_status
+db_run_results(struct db *db, const char *sql, int n,
+    struct db_ahead_result *r)
+{
+	int rc;
+
+	if (mysql_query(db->mysql, sql) != 0)
+		return db_fail_mysql(db);
+	for (int i = 0;; i++) {
+		if (i < n)
+			db_keep_result(db, &r[i]);
+		else {
+			MYSQL_RES *res = mysql_store_result(db->mysql);
+			if (res != NULL)
+				mysql_free_result(res);
+		}
+		if ((rc = mysql_next_result(db->mysql)) > 0)
+			return db_fail_mysql(db);
+		if (rc < 0)
+			return DB_OK;
+	}
+}
+
+/*
  * Run a select that takes no parameters, as text, and copy its rows into
  * rs; their columns must be cols, those the select had when prepared.
  * What ahead asks for comes first in sql, in the same round trip: a
  * finishing statement (the last turn's `done`, as text), then "COMMIT;",
  * so that the transaction that finished the last rows ends and the next
- * one opens with the select.  Statements that return no rows may follow
+ * one opens with the select; a limit's statements (worker_limit.c) go
+ * around the COMMIT (nbefore of them before it), each kept in
+ * ahead->extra.  Statements that return no rows may follow
  * the select.  The server runs nothing after a statement that fails, so
  * ahead says how far it got (the finishing statement ran, the COMMIT went
  * through), and the error is the first failed statement's.
@@ -505,7 +570,18 @@ db_select(struct db *db, const char *sql, struct db_ahead *ahead,
 		if (mysql_next_result(db->mysql) != 0)
 			return db_fail_mysql(db);
 	}
-	if (ahead->commit) {
+	for (int i = 0; i < ahead->nextra && i < DB_AHEAD_EXTRA_MAX; i++) {
+		if (i == ahead->nbefore && ahead->commit) {
+			ahead->committed = true;
+			if (mysql_next_result(db->mysql) != 0)
+				return db_fail_mysql(db);
+		}
+		db_keep_result(db, &ahead->extra[i]);
+		ahead->extra_ran = i + 1;
+		if (mysql_next_result(db->mysql) != 0)
+			return db_fail_mysql(db);
+	}
+	if (ahead->commit && ahead->nbefore >= ahead->nextra) {
 		ahead->committed = true;
 		if (mysql_next_result(db->mysql) != 0)
 			return db_fail_mysql(db);

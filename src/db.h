@@ -59,6 +59,7 @@ void		 db_close(struct db *);
 const char	*db_error(const struct db *);	/* last error, for messages */
 unsigned	 db_errno(const struct db *);
 bool		 db_no_such_table(const struct db *);
+bool		 db_no_such_column(const struct db *);
 bool		 db_denied(const struct db *);
 enum db_status	 db_commit(struct db *);
 enum db_status	 db_rollback(struct db *);
@@ -73,15 +74,32 @@ enum db_status	 db_run_count(struct db *, const char *sql,
  * trip (db_select), and how far the server got with it: it runs nothing
  * after a statement that fails.
  */
+#define DB_AHEAD_EXTRA_MAX	8	/* statements between COMMIT and the select */
+#define DB_AHEAD_VALUES		5	/* of each one's first row, kept */
+
+/* What one of the extra statements gave: its first row, or rows changed. */
+struct db_ahead_result {
+	bool		 row;		/* it returned a row */
+	bool		 null[DB_AHEAD_VALUES];
+	long long	 value[DB_AHEAD_VALUES];
+	unsigned long long affected;
+};
+
 struct db_ahead {
 	bool		 finish;	/* a finishing statement comes first */
 	bool		 commit;	/* then COMMIT */
+	int		 nextra;	/* a limit's (worker_limit.c): these many, */
+	int		 nbefore;	/* the first of them before the COMMIT */
 	bool		 finished;	/* set when the finishing statement ran */
 	unsigned long long affected;	/* set: the rows it changed */
 	bool		 committed;	/* set when the COMMIT went through */
+	int		 extra_ran;	/* set: how many of the extras ran */
+	struct db_ahead_result extra[DB_AHEAD_EXTRA_MAX];
 };
 enum db_status	 db_select(struct db *, const char *sql, struct db_ahead *,
 		    const struct column *, size_t ncols, struct rowset *);
+enum db_status	 db_run_results(struct db *, const char *sql, int n,
+		    struct db_ahead_result *);
 struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
 void		 db_stmt_free(struct db_stmt *);
 size_t		 db_stmt_nparams(const struct db_stmt *);
@@ -137,5 +155,61 @@ struct db_idle_limit {
 void		 db_idle_need(const struct queue *, struct idle_need *);
 enum db_status	 db_session_limits(struct db *, const struct queue *);
 int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
+
+/* ---- limit.c: a queue's limit: in the database ---- */
+
+#define LIMIT_TABLE_DEFAULT	"rowq_limit"
+#define LIMIT_SCOPE_MAX		256	/* bytes of a scope, as stored */
+
+/* What every statement of one queue's limit needs. */
+struct limit_ctx {
+	const struct config	*cfg;
+	const struct queue	*q;
+	const char		*table;
+	uint64_t		 base;	/* hash of the database's and queue's names */
+};
+
+/* The queue (len 0), or one value of its per_key.column. */
+struct limit_scope {
+	char		 bytes[LIMIT_SCOPE_MAX];
+	size_t		 len;
+	uint64_t	 hash;		/* its locks' names */
+};
+
+uint32_t	 limit_crc32(const char *, size_t);
+const char	*limit_table(const struct config *);
+void		 limit_ctx_init(struct limit_ctx *, const struct config *,
+		    const struct queue *, const char *database);
+void		 limit_scope(struct limit_scope *, const struct limit_ctx *,
+		    const char *key, size_t len, bool is_key);
+void		 limit_lock_name(struct buf *, const struct limit_scope *,
+		    int slot);
+void		 limit_sql_throttled(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *);
+void		 limit_sql_slot_take(struct buf *, const struct limit_scope *,
+		    int slots, int first);
+void		 limit_sql_gate(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, int concurrency, int first,
+		    const struct limit_rate *);
+void		 limit_sql_rate_take(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, const struct limit_rate *,
+		    bool iff);
+void		 limit_sql_key_take(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, const struct limit_rate *);
+void		 limit_sql_refund(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, int n);
+void		 limit_sql_lease_take(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, int slots);
+void		 limit_sql_lease_keep(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, int slots, const char *token,
+		    bool renew);
+void		 limit_sql_rows(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, int slots);
+int		 limit_table_ensure(struct db *, const struct limit_ctx *,
+		    enum db_status *);
+enum db_status	 limit_throttle(struct db *, const struct limit_ctx *,
+		    const struct limit_scope *, int64_t ms, const char *reason);
+int		 limit_status_read(struct db *, const struct config *,
+		    const struct queue *, struct limit_status *);
 
 #endif /* DB_H */

@@ -454,11 +454,30 @@ exec_terminate(struct child *c)
 static void
 exec_retry_in(const struct child *c, int status, struct handler_result *res)
 {
+	bool tempfail = WIFEXITED(status) &&
+	    WEXITSTATUS(status) == RETRY_IN_EXIT;
+	char msg[HANDLER_WORD_LINE_MAX];
 	int64_t ms;
 
-	if (c->exec_errno != 0 || retry_in_from_stderr(&c->errs, &ms) == -1)
+	if (c->exec_errno != 0)
 		return;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == RETRY_IN_EXIT)
+	if (handler_stderr_word(&c->errs, THROTTLE_IN_WORD, &ms, msg,
+	    sizeof(msg)) == 0) {
+		if (!tempfail) {
+			log_warnx("the handler's last stderr line asks to "
+			    "throttle, but only exit status %d asks for it: a "
+			    "failed try", RETRY_IN_EXIT);
+			return;
+		}
+		res->outcome = OUTCOME_THROTTLED;
+		res->throttle_ms = ms;
+		buf_reset(&res->error);
+		buf_puts(&res->error, msg[0] ? msg : "throttle-in");
+		return;
+	}
+	if (handler_stderr_word(&c->errs, RETRY_IN_WORD, &ms, NULL, 0) == -1)
+		return;
+	if (tempfail)
 		res->retry_in_ms = ms;
 	else
 		log_warnx("the handler's last stderr line asks for retry-in, "
@@ -490,6 +509,7 @@ handler_exec(const char *path, const struct handler_job *job,
 	res->outcome = OUTCOME_RETRY;
 	res->retry_in_ms = -1;
 	res->timed_out = res->killed = false;
+	res->throttle_ms = -1;
 	if (child_spawn(&c, path, job->argv, job->envp) == -1) {
 		buf_printf(&res->error, "cannot start %s: %s", path,
 		    strerror(errno));

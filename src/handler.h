@@ -56,6 +56,7 @@ enum outcome {
 	OUTCOME_RETRY,		/* a failed try: retry, or failed at the last */
 	OUTCOME_FAILED,		/* exit 65, "fail": failed at once */
 	OUTCOME_ABORTED,	/* stopping, or the lease is lost: no verdict */
+	OUTCOME_THROTTLED,	/* "throttle N": back untouched, the queue waits */
 };
 
 struct handler_result {
@@ -66,6 +67,7 @@ struct handler_result {
 	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
 	bool		 timed_out;	/* killed for its timeout */
 	bool		 killed;	/* it died of a signal */
+	int64_t		 throttle_ms;	/* OUTCOME_THROTTLED: for how long */
 };
 
 /*
@@ -125,9 +127,16 @@ enum wait_end handler_wait(struct wait_io *, const struct handler_job *,
 /* ---- handler_retry_in.c: the handler picks its retry delay ---- */
 
 #define RETRY_IN_EXIT		75	/* EX_TEMPFAIL: exec's "retry-in" line counts */
+#define RETRY_IN_WORD		"retry-in"
+#define THROTTLE_WORD		"throttle"	/* a pipe handler's answer */
+#define THROTTLE_IN_WORD	"throttle-in"	/* an exec handler's last line */
+#define HANDLER_WORD_LINE_MAX	1024		/* a throttle reason kept, at most */
 
+int	 handler_word_parse(const char *line, const char *word, int64_t *ms,
+	    const char **message);
 int	 retry_in_parse(const char *line, int64_t *ms, const char **message);
-int	 retry_in_from_stderr(const struct errsink *, int64_t *ms);
+int	 handler_stderr_word(const struct errsink *, const char *word,
+	    int64_t *ms, char *message, size_t len);
 
 /* ---- handler_pipe.c: one long-running handler per worker ---- */
 

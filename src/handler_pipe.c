@@ -2,7 +2,8 @@
  * handler_pipe.c: a long-running handler per worker, fed one row per line.
  *
  * rowq writes the row's JSON object as one line and reads one line back:
- * "ok [output]", "retry [message]", "retry-in N [message]" (handler_retry_in.c)
+ * "ok [output]", "retry [message]", "retry-in N [message]", "throttle N
+ * [message]" (handler_retry_in.c)
  * or "fail [message]".  Anything else, a
  * handler that dies, hangs past the timeout or writes a line longer than
  * PIPE_LINE_MAX, costs the row a failed try, and the handler is killed
@@ -216,7 +217,15 @@ pipe_parse(struct pipe_handler *p, struct handler_result *res)
 		p->answer.data[--len] = '\0';
 	if (strlen(p->answer.data) != len)
 		return -1;	/* a NUL inside */
-	if ((r = retry_in_parse(p->answer.data, &res->retry_in_ms,
+	if ((r = handler_word_parse(p->answer.data, THROTTLE_WORD,
+	    &res->throttle_ms, &text)) != 1) {
+		if (r == -1) {
+			res->throttle_ms = -1;
+			return -1;
+		}
+		res->outcome = OUTCOME_THROTTLED;
+		buf_puts(&res->error, *text ? text : THROTTLE_WORD);
+	} else if ((r = retry_in_parse(p->answer.data, &res->retry_in_ms,
 	    &text)) != 1) {
 		if (r == -1) {
 			res->retry_in_ms = -1;
@@ -301,6 +310,7 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 	res->outcome = OUTCOME_RETRY;
 	res->retry_in_ms = -1;
 	res->timed_out = res->killed = false;
+	res->throttle_ms = -1;
 	if (p->child.pid <= 0) {
 		buf_puts(&res->error, "pipe handler is not running");
 		return;

@@ -21,7 +21,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] failed QUEUE [--json] [--limit N]\n"
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
 "       rowq [-c FILE] discard QUEUE KEY... | --all [--where-error TEXT]\n"
-"       rowq [-c FILE] pause QUEUE [--reason TEXT]\n"
+"       rowq [-c FILE] pause QUEUE [--for DURATION] [--reason TEXT]\n"
 "       rowq [-c FILE] resume QUEUE\n"
 "       rowq [-c FILE] pause --schedule NAME [--reason TEXT]\n"
 "       rowq [-c FILE] resume --schedule NAME\n"
@@ -42,7 +42,8 @@ static const char usage_text[] =
 "  failed  the newest failed rows of a queue, from its failed_select\n"
 "  requeue make failed rows waiting again, with the queue's requeue\n"
 "  discard give failed rows up, with the queue's discard\n"
-"  pause   stop the queue's workers in every daemon (within 2s)\n"
+"  pause   stop the queue's workers in every daemon (within 2s), for good\n"
+"          or --for a while\n"
 "  resume  start them again\n"
 "  wake    tell the running daemon that the queue has rows (a hint)\n"
 "  schedules  each schedule: its expression, zone, last and next slot\n"
@@ -275,14 +276,17 @@ cmd_status(const char *path, int argc, char **argv)
 }
 
 /*
- * `pause QUEUE [--reason TEXT]`, `resume QUEUE`: the pause table
- * (pause.c); with --schedule NAME, a schedule's (schedule_cmd.c).
+ * `pause QUEUE [--for DURATION] [--reason TEXT]`, `resume QUEUE`: the
+ * pause table (pause.c); with --schedule NAME, a schedule's
+ * (schedule_cmd.c).
  */
 static int
 cmd_pause(const char *path, int argc, char **argv)
 {
 	bool pause = strcmp(argv[0], "pause") == 0;
-	const char *queue = NULL, *reason = "", *schedule = NULL;
+	const char *queue = NULL, *reason = NULL, *schedule = NULL;
+	const char *for_s = NULL;
+	int64_t for_ms = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--schedule") == 0 && i + 1 < argc &&
@@ -292,6 +296,10 @@ cmd_pause(const char *path, int argc, char **argv)
 			reason = argv[++i];
 		else if (pause && strncmp(argv[i], "--reason=", 9) == 0)
 			reason = argv[i] + 9;
+		else if (pause && strcmp(argv[i], "--for") == 0 && i + 1 < argc)
+			for_s = argv[++i];
+		else if (pause && strncmp(argv[i], "--for=", 6) == 0)
+			for_s = argv[i] + 6;
 		else if (argv[i][0] == '-' || queue != NULL ||
 		    schedule != NULL) {
 			fprintf(stderr, "rowq: %s: unexpected argument %s\n",
@@ -304,14 +312,26 @@ cmd_pause(const char *path, int argc, char **argv)
 		fprintf(stderr, "rowq: %s: name the queue\n", argv[0]);
 		return ROWQ_EXIT_USAGE;
 	}
-	if (strlen(reason) > PAUSE_REASON_MAX) {
+	if (reason != NULL && strlen(reason) > PAUSE_REASON_MAX) {
 		fprintf(stderr, "rowq: pause: --reason is longer than %d bytes\n",
 		    PAUSE_REASON_MAX);
 		return ROWQ_EXIT_USAGE;
 	}
+	if (for_s != NULL && (duration_parse(for_s, &for_ms) == -1 ||
+	    for_ms < 1000 || for_ms > PAUSE_FOR_MAX_MS)) {
+		fprintf(stderr, "rowq: pause: --for takes a duration from 1s to "
+		    "366d, such as 10m, not %s\n", for_s);
+		return ROWQ_EXIT_USAGE;
+	}
+	if (schedule != NULL && for_s != NULL) {
+		fprintf(stderr, "rowq: pause: --for is for a queue, not a "
+		    "schedule\n");
+		return ROWQ_EXIT_USAGE;
+	}
 	if (schedule != NULL)
-		return schedule_pause_command(path, schedule, reason, pause);
-	return pause ? pause_command(path, queue, reason) :
+		return schedule_pause_command(path, schedule,
+		    reason != NULL ? reason : "", pause);
+	return pause ? pause_command(path, queue, reason, for_ms) :
 	    resume_command(path, queue);
 }
 

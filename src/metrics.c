@@ -128,6 +128,38 @@ metrics_histogram_series(struct buf *b, const char *name,
 	buf_printf(b, "\"} %llu\n", (unsigned long long)cum);
 }
 
+/* The limit's, for the queues that have limit:. */
+static void
+metrics_limit(struct buf *b, const struct metrics_queue *q, size_t n)
+{
+	metrics_head(b, "rowq_limit_waits_total", "counter",
+	    "Waits of this daemon's workers for the queue's limit:, begun, "
+	    "by what held them back.");
+	for (size_t i = 0; i < n; i++)
+		for (int r = 0; q[i].limited && r < LIMIT_REASONS; r++) {
+			buf_puts(b, "rowq_limit_waits_total{queue=\"");
+			metrics_label(b, q[i].name);
+			buf_printf(b, "\",reason=\"%s\"} %llu\n",
+			    limit_reason_names[r],
+			    (unsigned long long)q[i].limit_waits[r]);
+		}
+	/* Each metric's samples together, after its own head. */
+	metrics_head(b, "rowq_limit_in_use", "gauge",
+	    "Concurrency slots of limit: that this daemon's workers hold "
+	    "(summed over the daemons: the queue's).");
+	for (size_t i = 0; i < n; i++)
+		if (q[i].limited)
+			metrics_sample(b, "rowq_limit_in_use", q[i].name, "%ld",
+			    q[i].limit_in_use);
+	metrics_head(b, "rowq_throttled", "gauge",
+	    "1 while the queue is throttled (a handler's throttle, every "
+	    "daemon's), else 0.");
+	for (size_t i = 0; i < n; i++)
+		if (q[i].limited)
+			metrics_sample(b, "rowq_throttled", q[i].name, "%d",
+			    q[i].throttled);
+}
+
 /* Which wake-up each queue uses now: 1 for it, 0 for the others. */
 static void
 metrics_wake(struct buf *b, const struct metrics_queue *q, size_t n)
@@ -167,6 +199,7 @@ metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
 	    "How far the binary log follower is behind the server (wake: "
 	    "binlog, while it follows).");
 	metrics_wake(b, q, n);
+	metrics_limit(b, q, n);
 	COUNTER(done, "rowq_rows_done_total",
 	    "Rows finished with the done statement.");
 	COUNTER(retried, "rowq_rows_retried_total",

@@ -51,13 +51,22 @@ pause_probe_table(const struct config *cfg, struct buf *table)
 	buf_printf(table, "`.%s", t);
 }
 
+/* The read: the pauses live now, or every row of a table without --for. */
+static void
+pause_probe_read(struct pause_probe *pp)
+{
+	buf_reset(&pp->read);
+	buf_printf(&pp->read, "SELECT queue FROM %s%s", pp->table.data,
+	    pp->no_resume_at ? "" : " WHERE " PAUSE_LIVE);
+}
+
 void
 pause_probe_init(struct pause_probe *pp, const struct config *cfg)
 {
 	memset(pp, 0, sizeof(*pp));
 	pp->cfg = cfg;
 	pause_probe_table(cfg, &pp->table);
-	buf_printf(&pp->read, "SELECT queue FROM %s", pp->table.data);
+	pause_probe_read(pp);
 }
 
 /*
@@ -71,7 +80,17 @@ pause_probe_prepare(struct db *db, struct pause_probe *pp)
 	enum db_status st;
 
 	db_stmt_free(pp->stmt);
+	if (pp->no_resume_at) {
+		/* Looked for again: pause --for may have added it. */
+		pp->no_resume_at = false;
+		pause_probe_read(pp);
+	}
 	pp->stmt = db_prepare(db, pp->read.data, &st);
+	if (pp->stmt == NULL && db_no_such_column(db)) {
+		pp->no_resume_at = true;
+		pause_probe_read(pp);
+		pp->stmt = db_prepare(db, pp->read.data, &st);
+	}
 	if (pp->stmt != NULL || db_no_such_table(db)) {
 		if (pp->stmt != NULL && pp->missing)
 			log_info("found the pause table %s", pp->table.data);
@@ -95,7 +114,7 @@ pause_probe_fold(const struct pause_probe *pp, const char *probe,
 	if (pp->stmt == NULL)
 		return;
 	buf_printf(out, "SELECT NULL FROM (\n%s\n) AS rowq_probe\n"
-	    "UNION ALL SELECT queue FROM %s", probe, pp->table.data);
+	    "UNION ALL %s", probe, pp->read.data);
 }
 
 /* A reading from the names among rows (NULLs are a queue's probe's). */
@@ -158,6 +177,15 @@ pause_probe_run(struct db *db, struct pause_probe *pp, int64_t now,
 	enum pause_probe_end end = PAUSE_PROBE_READ;
 
 	r->pause_read = false;
+	/* A table from before --for: is resume_at there now? */
+	if (pp->stmt != NULL && pp->no_resume_at && now >= pp->recheck_ms) {
+		pp->recheck_ms = now + PAUSE_EVERY_MS;
+		if (pause_probe_prepare(db, pp) == -1)
+			return db_link_closed(db) ? PAUSE_PROBE_LINK :
+			    PAUSE_PROBE_READ;
+		if (!pp->no_resume_at)
+			return PAUSE_PROBE_CHANGED;
+	}
 	if (now < pp->due_ms)
 		return PAUSE_PROBE_READ;
 	pp->due_ms = now + PAUSE_EVERY_MS;
@@ -257,7 +285,7 @@ pause_resume(struct supervisor *s, size_t index)
 	log_info("%s: resumed: starting its workers", q->name);
 	if (index >= g->next_queue)
 		return;
-	for (int number = 1; number <= q->workers; number++) {
+	for (int number = 1; number <= scale_workers(s, q); number++) {
 		bool running = false;
 		for (int i = 0; i < s->nslots && !running; i++) {
 			const struct slot *sl = &s->slots[i];

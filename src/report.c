@@ -27,6 +27,33 @@
 /* /readyz: the database answered within this long. */
 #define READY_DB_MS		10000
 
+/*
+ * The limit's numbers: waits counted by the workers, the slots they hold
+ * now, and a throttle, as a worker waits on it or the probe read it.
+ */
+static void
+report_limit(struct supervisor *s, const struct queue *q, size_t i,
+    const struct totals *t, struct metrics_queue *m)
+{
+	const struct probe *p = s->probe;
+
+	m->limited = q->limit.enabled;
+	memcpy(m->limit_waits, t->limit_waits, sizeof(m->limit_waits));
+	for (int k = 0; k < s->nslots; k++) {
+		const struct slot *sl = &s->slots[k];
+		if (sl->pid == 0 || strcmp(sl->queue->name, q->name) != 0)
+			continue;
+		m->limit_in_use += sl->stats->limit_held != 0;
+		if (sl->stats->state == WORKER_LIMITED &&
+		    sl->stats->limit_reason == LIMIT_THROTTLE)
+			m->throttled = 1;
+	}
+	if (p != NULL && p->wall_ms != 0 && p->generation ==
+	    s->current->number && i < p->nqueues && p->throttled_ms[i] > 0 &&
+	    p->wall_ms + p->throttled_ms[i] > wall_ms())
+		m->throttled = 1;
+}
+
 /* Everything the metrics show, for the current generation's queues. */
 static void
 report_metrics(void *ctx, struct buf *b)
@@ -63,6 +90,7 @@ report_metrics(void *ctx, struct buf *b)
 		m[i].on_failed_runs = of.runs;
 		m[i].on_failed_failures = of.failures;
 		m[i].on_failed_dropped = of.dropped + t.on_failed_dropped;
+		report_limit(s, q, i, &t, &m[i]);
 		m[i].ready = m[i].in_progress = -1;
 		m[i].oldest_age_s = m[i].failed_rows = -1;
 		if (fresh && i < p->nqueues && p->ok[i]) {
@@ -148,8 +176,13 @@ report_probe_child(struct supervisor *s)
 	db = db_open(&cfg->db, &st);
 	if (st != DB_OK)
 		_exit(ROWQ_EXIT_TEMPFAIL);
-	for (size_t i = 0; i < cfg->nqueues && i < QUEUES_MAX; i++)
+	for (size_t i = 0; i < cfg->nqueues && i < QUEUES_MAX; i++) {
+		struct limit_status l;
 		p->ok[i] = status_query(db, &cfg->queues[i], &p->queue[i]) == 0;
+		p->throttled_ms[i] = cfg->queues[i].limit.enabled &&
+		    limit_status_read(db, cfg, &cfg->queues[i], &l) == 0 ?
+		    l.throttled_ms : -1;
+	}
 	p->nqueues = cfg->nqueues;
 	p->generation = s->current->number;
 	p->wall_ms = wall_ms();
@@ -309,7 +342,7 @@ report_status(struct supervisor *s)
 		}
 		buf_printf(&b, "%s%s: %s%d/%d up", i ? "; " : "", name,
 		    pause_watch_paused(s, name) ? "PAUSED, " : "", up,
-		    cfg->queues[i].workers);
+		    scale_workers(s, &cfg->queues[i]));
 		if (retiring > 0)
 			buf_printf(&b, ", %d retiring", retiring);
 		if (waiting > 0)

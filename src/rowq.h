@@ -144,6 +144,7 @@ int	 sql_compile(struct sql *, const char *text, char *err, size_t errlen);
 int	 sql_check_select(const char *text, char *err, size_t errlen);
 int	 sql_check_no_rows(const char *text, char *err, size_t errlen);
 char	*sql_claim(const char *select, int batch);	/* caller frees */
+void	 sql_hex(struct buf *, const void *, size_t);	/* X'..' */
 void	 sql_free(struct sql *);
 
 /* A statement as tokens, for code that reads its structure. */
@@ -275,6 +276,42 @@ struct prune_policy {
 	int64_t		 every_ms;	/* the daemon: a run this often */
 };
 
+/*
+ * limit: how many of a queue's handlers run at once and how often they
+ * start, on every daemon together, and the same per value of a column
+ * (config_limit.c parses it; limit.c and worker_limit.c enforce it).
+ */
+#define LIMIT_CONCURRENCY_MAX	1000
+#define LIMIT_RATE_COUNT_MAX	1000000
+#define LIMIT_BURST_MAX		1000000
+
+struct limit_rate {
+	int		 count;		/* starts per period; 0: no rate */
+	int64_t		 period_ms;
+};
+
+struct limit_policy {
+	bool		 enabled;	/* limit: is there */
+	char		*where;		/* "FILE:LINE: queues.email.limit" */
+	int		 concurrency;	/* 0: none */
+	struct limit_rate rate;
+	int		 burst;		/* tokens a quiet spell saves up */
+	int64_t		 max_throttle_ms; /* a handler's throttle, at most */
+	char		*key_column;	/* per_key.column; NULL: no per_key */
+	char		*key_where;	/* "FILE:LINE: queues.email.limit.per_key.column" */
+	int		 key_concurrency;
+	struct limit_rate key_rate;
+};
+
+/* What status and the metrics show of a queue's limit; -1: unknown. */
+struct limit_status {
+	long		 in_use;	/* concurrency slots taken, every daemon */
+	long long	 next_start_ms;	/* until a rate's next token; 0: now */
+	long long	 throttled_ms;	/* the throttle's time left */
+	char		 reason[256];	/* the throttle's */
+	long		 keys_throttled; /* per_key: keys throttled now */
+};
+
 /* A program rowq runs as configured, without a shell (on_failed:). */
 struct program {
 	char	       **argv;		/* NULL-terminated; NULL: none */
@@ -290,7 +327,9 @@ struct column_ref {
 struct queue {
 	char		*name;
 	char		*where;		/* "FILE:LINE" of the queue's name */
-	int		 workers;
+	int		 workers;	/* {min, max}: the max */
+	int		 workers_min;	/* = workers unless it scales */
+	int64_t		 scale_cooldown_ms; /* an idle worker retires after */
 	struct sql	 select;	/* as configured, without LIMIT */
 	char		*key_column;	/* NULL: the select's first column */
 	char		*key_where;	/* "FILE:LINE: queues.email.key" */
@@ -323,6 +362,7 @@ struct queue {
 	struct program	 on_failed;	/* argv NULL: the top level's */
 	int64_t		 on_failed_timeout_ms;
 	int		 on_failed_rate; /* runs a minute, at most */
+	struct limit_policy limit;
 };
 
 /* One server of database.host: (config_hosts.c). */
@@ -386,6 +426,7 @@ struct config {
 	char		*daemons_table;	/* NULL: HEARTBEAT_TABLE_DEFAULT */
 	struct console_options console;
 	bool		 log_json;	/* log_format: json */
+	char		*limit_table;	/* NULL: LIMIT_TABLE_DEFAULT */
 	struct env_list	 env;		/* for every queue's handlers */
 	struct handler_user user;	/* for queues without their own */
 	struct program	 on_failed;	/* for queues without their own */
@@ -588,6 +629,12 @@ struct cursor_claim {
 	char	*hints;		/* the select's own index hints, or "" */
 	char	*where;		/* the WHERE's condition; NULL: none */
 	size_t	 key_index;	/* cursor_confirm: the key among the columns */
+	/*
+	 * Conditions its user adds (limit.per_key's), or NULL; not owned:
+	 * also to the claim and its first key, take to the claim alone.
+	 */
+	const char *also;
+	const char *take;
 };
 
 enum cursor_from {
@@ -705,7 +752,20 @@ enum worker_state {
 	WORKER_DB_DOWN,
 	WORKER_STOPPING,
 	WORKER_BACKOFF,		/* a row came straight back round */
+	WORKER_LIMITED,		/* waits for the queue's limit: (worker_limit.c) */
 };
+
+/* Why a worker waits for its queue's limit: (metrics' reason label). */
+enum limit_reason {
+	LIMIT_CONCURRENCY,
+	LIMIT_RATE,
+	LIMIT_THROTTLE,
+	LIMIT_KEY_CONCURRENCY,
+	LIMIT_KEY_RATE,
+	LIMIT_KEY_THROTTLE,
+	LIMIT_REASONS
+};
+extern const char *const limit_reason_names[LIMIT_REASONS];
 
 /*
  * What a worker tells the supervisor while it runs, in memory shared
@@ -724,6 +784,7 @@ struct worker_stats {
 	volatile pid_t		 handler_pgid;	/* running handler, or 0 */
 	volatile int		 state;		/* enum worker_state */
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
+	volatile int64_t	 worked_ms;	/* wall clock: its start, its last row */
 	char			 key[64];	/* the row being handled, as text */
 	volatile int		 attempt;	/* and its try, from 1 */
 	char			 last_error[192];
@@ -745,6 +806,10 @@ struct worker_stats {
 	 */
 	volatile int64_t	 finished_us;
 	volatile int64_t	 drained_us;
+	/* The queue's limit: waits begun, by reason; a slot held now. */
+	volatile uint64_t	 limit_waits[LIMIT_REASONS];
+	volatile int		 limit_held;
+	volatile int		 limit_reason;	/* WORKER_LIMITED: the reason */
 	struct rate		 rate;		/* rows finished, per second */
 	struct histogram	 claim;		/* seconds a claim took */
 	/* seconds a handler ran, by how its row ended */
@@ -842,12 +907,16 @@ int	 status_select_finds(struct db *, const struct queue *);
 
 #define PAUSE_TABLE_DEFAULT	"rowq_pause"
 #define PAUSE_REASON_MAX	1000
+#define PAUSE_FOR_MAX_MS	(366LL * 24 * 3600 * 1000)
+/* A timed pause: live while resume_at (UTC) is ahead, or it is NULL. */
+#define PAUSE_LIVE	"(resume_at IS NULL OR resume_at > UTC_TIMESTAMP(6))"
 
 struct pause_entry {
 	char		*queue;
 	char		*since;		/* as the server shows a TIMESTAMP */
 	long long	 for_s;		/* how long ago */
 	char		*reason;	/* "" when none was given */
+	long long	 resume_in_s;	/* --for: until it resumes; -1: never */
 };
 
 struct pause_list {
@@ -864,7 +933,7 @@ void		 pause_list_free(struct pause_list *);
 int		 pause_change(struct db *, const struct config *,
 		    const char *queue, const char *reason);
 int		 pause_command(const char *path, const char *queue,
-		    const char *reason);
+		    const char *reason, int64_t for_ms);
 int		 resume_command(const char *path, const char *queue);
 struct db	*pause_connect(const char *path, const char *queue,
 		    struct config **, int *rc);
@@ -910,6 +979,8 @@ struct status_queue {
 	long			 ready;
 	long			 in_progress;	/* -1: no daemon answered */
 	const struct pause_entry *pause; /* NULL: not paused */
+	struct limit_status	 limit;	/* q->limit.enabled: as read */
+	bool			 limit_ok;
 };
 
 /* The server status read from, and the TLS cipher: "" when none. */
@@ -1011,6 +1082,10 @@ struct metrics_queue {
 	struct histogram	 pickup;
 	bool			 has_pickup;	/* ready_at: is set */
 	long long		 running_oldest_s; /* the longest handler now */
+	bool			 limited;	/* the queue has limit: */
+	uint64_t		 limit_waits[LIMIT_REASONS];
+	long			 limit_in_use;	/* slots this daemon's workers hold */
+	int			 throttled;	/* 1: throttled now, else 0 */
 };
 
 /* One schedule's numbers, for the daemon that runs it. */

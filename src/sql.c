@@ -310,6 +310,25 @@ sql_check_select(const char *text, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Bytes as a hex literal, X'..', which holds nothing but hex digits and
+ * which MariaDB reads as a binary string in every context: a statement's
+ * text for PREPARE, a value that must not be spliced as it is.
+ */
+void
+sql_hex(struct buf *out, const void *bytes, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = bytes;
+
+	buf_puts(out, "X'");
+	for (size_t i = 0; i < len; i++) {
+		buf_putc(out, hex[p[i] >> 4]);
+		buf_putc(out, hex[p[i] & 15]);
+	}
+	buf_putc(out, '\'');
+}
+
 /* A newline first, so that a select ending in a -- comment still works. */
 char *
 sql_claim(const char *select, int batch)

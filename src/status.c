@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STATUS_REPLY_MAX	(4 * 1024 * 1024)
@@ -181,6 +182,22 @@ status_prune_line(const char *queue, const struct line *l)
 	    status_live_value(l, "prune_error"));
 }
 
+/* workers: {min, max}: how many now, and the last change. */
+static void
+status_scale_line(const char *queue, const struct line *l)
+{
+	char ago[32];
+
+	printf("  %s workers: %s (from %s to %s)", queue, status_live_value(l, "scale"),
+	    status_live_value(l, "scale_min"), status_live_value(l, "scale_max"));
+	if (*status_live_value(l, "scale_why")) {
+		duration_format(atoll(status_live_value(l, "scale_ago")) * 1000, ago,
+		    sizeof(ago));
+		printf(", last %s, %s ago", status_live_value(l, "scale_why"), ago);
+	}
+	putchar('\n');
+}
+
 /* How a queue's idle workers are woken, when it is not by polling. */
 static void
 status_wake_line(const char *queue, const struct line *l)
@@ -217,6 +234,86 @@ status_running_too_long(const struct live *lv, const struct queue *q)
 		}
 	}
 	return worst;
+}
+
+/* HH:MM:SS, here, ms from now. */
+static void
+status_clock(char *out, size_t len, long long ms)
+{
+	time_t t = (time_t)((wall_ms() + ms) / 1000);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(out, len, "%H:%M:%S", &tm);
+}
+
+/* Whether the queue's limit holds it back now. */
+static bool
+status_limited(const struct queue *q, const struct limit_status *l)
+{
+	return (q->limit.concurrency > 0 && l->in_use >= q->limit.concurrency) ||
+	    l->next_start_ms > 0 || l->throttled_ms > 0 ||
+	    l->keys_throttled > 0;
+}
+
+/*
+ * "email limited: concurrency 4/4, rate 100/1m, next start in 12s,
+ * throttled until 10:42:03 (partner says slow down)"; "limit:" while
+ * nothing holds it back.
+ */
+static void
+status_limit_line(const struct status_queue *r)
+{
+	const struct limit_policy *p = &r->q->limit;
+	const struct limit_status *l = &r->limit;
+	struct buf b = { 0 };
+	char d[32];
+
+	buf_printf(&b, "%s %s:", r->q->name, status_limited(r->q, l) ?
+	    "limited" : "limit");
+	if (p->concurrency > 0)
+		buf_printf(&b, " concurrency %ld/%d,", l->in_use < 0 ? 0 :
+		    l->in_use, p->concurrency);
+	if (p->rate.count > 0) {
+		duration_format(p->rate.period_ms, d, sizeof(d));
+		buf_printf(&b, " rate %d/%s", p->rate.count, d);
+		if (p->burst > 1)
+			buf_printf(&b, " (burst %d)", p->burst);
+		if (l->next_start_ms > 0) {
+			duration_format(l->next_start_ms, d, sizeof(d));
+			buf_printf(&b, ", next start in %s,", d);
+		} else
+			buf_puts(&b, ", next start now,");
+	}
+	if (p->key_column != NULL) {
+		buf_printf(&b, " per %s", p->key_column);
+		if (p->key_concurrency > 0)
+			buf_printf(&b, ": concurrency %d", p->key_concurrency);
+		if (p->key_rate.count > 0) {
+			duration_format(p->key_rate.period_ms, d, sizeof(d));
+			buf_printf(&b, "%s rate %d/%s", p->key_concurrency ?
+			    "," : ":", p->key_rate.count, d);
+		}
+		buf_putc(&b, ',');
+		if (l->keys_throttled > 0)
+			buf_printf(&b, " %ld%s key%s throttled,",
+			    l->keys_throttled, l->keys_throttled >=
+			    STATUS_CAP ? "+" : "", l->keys_throttled == 1 ?
+			    "" : "s");
+	}
+	if (l->throttled_ms > 0) {
+		status_clock(d, sizeof(d), l->throttled_ms);
+		buf_printf(&b, " throttled until %s", d);
+		if (l->reason[0] != '\0')
+			buf_printf(&b, " (%s)", l->reason);
+		buf_putc(&b, ',');
+	}
+	if (b.data[b.len - 1] == ',')
+		b.data[--b.len] = '\0';
+	if (b.data[b.len - 1] == ':')
+		buf_puts(&b, " throttles only");
+	printf("%s\n", b.data);
+	buf_free(&b);
 }
 
 /* Each alert in words, under the table, for the mail a check sends. */
@@ -319,14 +416,26 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 	}
 	status_alerts(r, n);
 	status_schedules(sl, lv);
+	for (size_t k = 0; k < n; k++)
+		if (r[k].q->limit.enabled && r[k].limit_ok)
+			status_limit_line(&r[k]);
 	for (size_t k = 0; k < n; k++) {
 		char ago[32];
 		if (r[k].pause == NULL)
 			continue;
 		duration_format(r[k].pause->for_s * 1000, ago, sizeof(ago));
-		printf("%s PAUSED since %s (%s)%s%s\n", r[k].q->name,
+		printf("%s PAUSED since %s (%s)%s%s", r[k].q->name,
 		    r[k].pause->since, ago, *r[k].pause->reason ? ": " : "",
 		    r[k].pause->reason);
+		if (r[k].pause->resume_in_s >= 0) {
+			char in[32], at[32];
+			duration_format(r[k].pause->resume_in_s * 1000, in,
+			    sizeof(in));
+			status_clock(at, sizeof(at),
+			    r[k].pause->resume_in_s * 1000);
+			printf("; resumes by itself at %s (in %s)", at, in);
+		}
+		putchar('\n');
 	}
 	if (link->where[0] != '\0')
 		printf("\ndatabase: %s, %s%s\n", link->where,
@@ -362,6 +471,8 @@ status_table(const struct status_queue *r, size_t n, const struct live *lv,
 			    status_live_value(ql, "last_error"));
 		if (ql && *status_live_value(ql, "prune"))
 			status_prune_line(r[k].q->name, ql);
+		if (ql && *status_live_value(ql, "scale"))
+			status_scale_line(r[k].q->name, ql);
 		if (ql && *status_live_value(ql, "wake") &&
 		    strcmp(status_live_value(ql, "wake"), "poll") != 0)
 			status_wake_line(r[k].q->name, ql);
@@ -405,6 +516,48 @@ json_live_line(struct buf *b, const struct line *l)
 		else
 			json_kv_str(b, key, eq + 1, &first);
 	}
+	buf_putc(b, '}');
+}
+
+/* The limit in JSON: null for a queue without limit:. */
+static void
+status_limit_json(struct buf *b, const struct status_queue *r)
+{
+	const struct limit_policy *p = &r->q->limit;
+	const struct limit_status *l = &r->limit;
+	char num[64], d[32];
+	bool first = true;
+
+	if (!p->enabled || !r->limit_ok) {
+		buf_puts(b, "null");
+		return;
+	}
+	buf_putc(b, '{');
+	snprintf(num, sizeof(num), "%d", p->concurrency);
+	json_kv_num(b, "concurrency", p->concurrency ? num : NULL, &first);
+	snprintf(num, sizeof(num), "%ld", l->in_use);
+	json_kv_num(b, "in_use", l->in_use >= 0 ? num : NULL, &first);
+	duration_format(p->rate.period_ms, d, sizeof(d));
+	snprintf(num, sizeof(num), "%d/%s", p->rate.count, d);
+	if (p->rate.count > 0)
+		json_kv_str(b, "rate", num, &first);
+	else
+		json_kv_num(b, "rate", NULL, &first);
+	snprintf(num, sizeof(num), "%d", p->burst);
+	json_kv_num(b, "burst", num, &first);
+	snprintf(num, sizeof(num), "%lld", l->next_start_ms < 0 ? 0 :
+	    l->next_start_ms);
+	json_kv_num(b, "next_start_ms", p->rate.count ? num : NULL, &first);
+	snprintf(num, sizeof(num), "%lld", l->throttled_ms);
+	json_kv_num(b, "throttled_ms", l->throttled_ms > 0 ? num : NULL,
+	    &first);
+	json_kv_str(b, "throttle_reason", l->reason, &first);
+	if (p->key_column != NULL)
+		json_kv_str(b, "per_key_column", p->key_column, &first);
+	snprintf(num, sizeof(num), "%ld", l->keys_throttled);
+	json_kv_num(b, "keys_throttled", num, &first);
+	json_kv_num(b, "limited", status_limited(r->q, l) ? "true" : "false",
+	    &first);
 	buf_putc(b, '}');
 }
 
@@ -455,9 +608,15 @@ status_json(struct buf *out, const struct status_queue *r, size_t n,
 			snprintf(num, sizeof(num), "%lld", r[k].pause->for_s);
 			json_kv_num(&b, "for_seconds", num, &firstp);
 			json_kv_str(&b, "reason", r[k].pause->reason, &firstp);
+			snprintf(num, sizeof(num), "%lld",
+			    r[k].pause->resume_in_s);
+			json_kv_num(&b, "resume_in_seconds",
+			    r[k].pause->resume_in_s >= 0 ? num : NULL, &firstp);
 			buf_putc(&b, '}');
 		} else
 			buf_puts(&b, "null");
+		buf_puts(&b, ",\"limit\":");
+		status_limit_json(&b, &r[k]);
 		buf_puts(&b, ",\"daemon\":");
 		if (l != NULL)
 			json_live_line(&b, l);
@@ -539,6 +698,8 @@ status_read_db(struct db *db, const struct config *cfg, struct status_queue *r,
 		r[k].db_ok = status_query(db, r[k].q, &r[k].db) == 0;
 		if (!r[k].db_ok)
 			rc = ROWQ_EXIT_FAILURE;
+		r[k].limit_ok = r[k].q->limit.enabled &&
+		    limit_status_read(db, cfg, r[k].q, &r[k].limit) == 0;
 		r[k].alert = r[k].db_ok && r[k].q->alert_age_ms > 0 &&
 		    r[k].db.oldest_age_s * 1000 > r[k].q->alert_age_ms;
 		r[k].alert_failed = r[k].db_ok &&

@@ -138,6 +138,7 @@ static const char *const state_names[] = {
 	[WORKER_DB_DOWN] = "database-down",
 	[WORKER_STOPPING] = "stopping",
 	[WORKER_BACKOFF] = "paused",
+	[WORKER_LIMITED] = "limited",
 };
 
 static void
@@ -164,8 +165,12 @@ status_worker_line(struct buf *b, const struct slot *sl, int64_t wall)
 	if (sl->pid == 0)
 		status_field(b, "state", "restarting");
 	else
-		status_field(b, "state", st >= 0 && st <= WORKER_BACKOFF ?
+		status_field(b, "state", st >= 0 && st <= WORKER_LIMITED ?
 		    state_names[st] : "unknown");
+	if (sl->pid != 0 && st == WORKER_LIMITED && w->limit_reason >= 0 &&
+	    w->limit_reason < LIMIT_REASONS)
+		status_field(b, "limited_by",
+		    limit_reason_names[w->limit_reason]);
 	memcpy(key, (const char *)w->key, sizeof(key));
 	key[sizeof(key) - 1] = '\0';
 	status_field(b, "key", sl->pid != 0 && st == WORKER_BUSY ? key : "");
@@ -234,6 +239,7 @@ status_text(struct supervisor *s, struct buf *b)
 		if (lag_s >= 0)
 			status_num(b, "binlog_lag", (unsigned long long)lag_s);
 		prune_daemon_status(s, q->name, b);
+		scale_status(s, q, b);
 		buf_putc(b, '\n');
 	}
 	for (int k = 0; k < s->nslots; k++)

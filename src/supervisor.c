@@ -86,6 +86,8 @@ supervisor_add(struct totals *t, const struct worker_stats *w)
 	t->db_retries += w->db_retries;
 	t->handler_restarts += w->handler_restarts;
 	t->on_failed_dropped += w->on_failed_dropped;
+	for (int r = 0; r < LIMIT_REASONS; r++)
+		t->limit_waits[r] += w->limit_waits[r];
 	histogram_merge(&t->claim, &w->claim);
 	for (int i = 0; i < HANDLER_OUTCOMES; i++)
 		histogram_merge(&t->handler[i], &w->handler[i]);
@@ -329,7 +331,7 @@ supervisor_fill(struct supervisor *s)
 		return;
 	for (; !generation_complete(g); g->next_queue++, g->next_number = 1) {
 		const struct queue *q = &cfg->queues[g->next_queue];
-		int n = s->opts->workers > 0 ? s->opts->workers : q->workers;
+		int n = scale_workers(s, q);
 		if (!supervisor_wants(s, q) || pause_watch_paused(s, q->name))
 			continue;
 		for (; g->next_number <= n; g->next_number++) {

@@ -74,6 +74,7 @@ struct totals {
 	uint64_t	 done, retried, failed, errors, restarts;
 	uint64_t	 reconnects, db_retries, handler_restarts;
 	uint64_t	 on_failed_dropped;
+	uint64_t	 limit_waits[LIMIT_REASONS];
 	struct histogram claim, handler[HANDLER_OUTCOMES], pickup;
 	char		 last_error[192];
 	int64_t		 last_error_ms;
@@ -143,6 +144,7 @@ struct supervisor_part {
 	X(wake_watch)		/* the wake watcher child */		\
 	X(wake_binlog)		/* the binlog follower child */		\
 	X(wake_socket)		/* `rowq wake` */				\
+	X(scale)		/* workers: {min, max} */			\
 	X(on_failed)		/* the on_failed runner child */	\
 	X(schedule_daemon)	/* the scheduler child */		\
 	X(history)		/* the console's charts: history.c */	\
@@ -199,6 +201,8 @@ struct pause_probe {
 	struct buf	 read;		/* SELECT queue FROM it */
 	struct db_stmt	*stmt;		/* read prepared; NULL: missing or failed */
 	bool		 missing;	/* the server says there is no such table */
+	bool		 no_resume_at;	/* a table from before pause --for */
+	int64_t		 recheck_ms;	/* then: when to look for the column */
 	bool		 failing;	/* said so in the log */
 	int64_t		 due_ms;	/* the next read of its own */
 };
@@ -239,6 +243,23 @@ struct binlog_state {
 	char		 file[64];	/* where it has read to */
 	unsigned long	 pos;
 	unsigned char	 watched[QUEUES_MAX / 8];	/* queues it follows */
+};
+
+/*
+ * workers: {min, max}: how many workers each queue of the current
+ * generation runs now, and why that last changed (scale.c).
+ */
+struct scale_queue_state {
+	int		 target;
+	int64_t		 changed_ms;	/* now_ms of the last change; 0: none */
+	int64_t		 changed_wall_ms;
+	char		 reason[128];
+};
+
+struct scale_state {
+	int		 generation;	/* whose queues; reset after a reload */
+	int64_t		 next_look_ms;	/* for idle workers to retire */
+	struct scale_queue_state q[QUEUES_MAX];
 };
 
 struct status_client {
@@ -298,6 +319,7 @@ struct supervisor {
 	struct wake_state	 wake;
 	struct binlog_state	 binlog;
 	struct on_failed_state	 on_failed;
+	struct scale_state	 scale;
 	int			 wake_fd;	/* `rowq wake`; -1: none */
 	/* The loop's poll(): the signalfd, then each part's (supervisor.c). */
 	struct pollfd		*poll;
@@ -318,6 +340,7 @@ struct probe {
 	size_t			 nqueues;
 	struct queue_db_status	 queue[QUEUES_MAX];
 	bool			 ok[QUEUES_MAX];
+	int64_t			 throttled_ms[QUEUES_MAX]; /* limit:'s; -1 none */
 };
 
 /* supervisor.c: the worker table, for the files below */
@@ -402,6 +425,11 @@ void	 wake_watch_index(struct supervisor *, size_t queue, bool binlog);
 /* schedule_daemon.c, for status_socket.c and report.c */
 void	 schedule_daemon_status(struct supervisor *, struct buf *);
 void	 schedule_daemon_metrics(struct supervisor *, struct buf *);
+/* scale.c */
+bool	 scale_queue(const struct queue *);
+int	 scale_workers(struct supervisor *, const struct queue *);
+void	 scale_reading(struct supervisor *, size_t queue, int rows);
+void	 scale_status(struct supervisor *, const struct queue *, struct buf *);
 
 /* wake_binlog.c */
 const char *wake_binlog_mode(const struct supervisor *, const struct queue *,

@@ -179,14 +179,14 @@ wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
 	struct rowset rs = { 0 };
 	size_t ncols = 0;
 	bool again = true;
+	enum db_status st;
 
 	r->rows = -1;
 	r->pause_read = false;
 	if (p->stmt == NULL)
 		return true;
 	(void)db_stmt_columns(p->stmt, &ncols);
-	enum db_status st = db_stmt_fetch_all(p->stmt, NULL, 0, &rs);
-	if (st == DB_OK) {
+	if ((st = db_stmt_fetch_all(p->stmt, NULL, 0, &rs)) == DB_OK) {
 		r->rows = (int)rs.nrows;
 		if (p->folded) {
 			pause_probe_names(pp, &rs, now, r);
@@ -432,8 +432,10 @@ wake_watch_handle(struct supervisor *s, const struct pollfd *p, nfds_t np)
 			s->wake.db_seen_ms = now_ms();
 		pause_watch_reading(s, &r);
 		if (r.queue >= 0 &&
-		    (size_t)r.queue < s->current->cfg->nqueues)
+		    (size_t)r.queue < s->current->cfg->nqueues) {
 			wake_apply(s, (size_t)r.queue, r.rows, true);
+			scale_reading(s, (size_t)r.queue, r.rows);
+		}
 	}
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
 		close(s->wake.child.fd);

@@ -104,6 +104,7 @@ worker_disconnect(struct worker *w)
 	finish_unbind(&w->failed);
 	finish_unbind(&w->lease);
 	finish_unbind(&w->renew);
+	limit_disconnect(w);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
 	free(w->claim_sql);
@@ -157,7 +158,8 @@ worker_connect(struct worker *w)
 	    (r = finish_bind(w, &w->retry, &w->q->retry.update)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->failed, &w->q->failed)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->lease, &w->q->lease.claim)) != CONNECT_OK ||
-	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK)
+	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK ||
+	    (r = limit_connect(w)) != CONNECT_OK)
 		return r;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
@@ -211,6 +213,7 @@ worker_db_failed(struct worker *w, enum db_status st, const char *what)
 		log_info("%s: %s; rolled back, will retry", what,
 		    db_error(w->db));
 		(void)db_rollback(w->db);
+		limit_release(w);
 		stopper_sleep(&w->stopper, 10 + (int64_t)(backoff_random() % 200));
 		return;
 	case DB_RECONNECT:
@@ -224,6 +227,7 @@ worker_db_failed(struct worker *w, enum db_status st, const char *what)
 		/* Bad SQL or data: it will likely fail again, so wait longer. */
 		log_error("%s: %s", what, db_error(w->db));
 		(void)db_rollback(w->db);
+		limit_release(w);
 		if (w->db_failures++ == 0)
 			w->db_failing_since = now_ms();
 		stopper_sleep(&w->stopper,
@@ -254,6 +258,8 @@ worker_commit(struct worker *w)
 	}
 	turn_committed(w);
 	worker_db_ok(w);
+	/* No claim follows in this round trip: the slot goes now. */
+	limit_release(w);
 	return 0;
 }
 
@@ -340,6 +346,7 @@ worker_row_fits(struct worker *w, const struct row *row)
 	w->result.outcome = OUTCOME_FAILED;
 	w->result.duration_ms = 0;
 	w->result.retry_in_ms = -1;
+	w->result.throttle_ms = -1;
 	return false;
 }
 
@@ -372,6 +379,7 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	struct buf qenv = { 0 }, kenv = { 0 }, tenv = { 0 };
 	char id[33];
 
+	limit_started(w);
 	row_json(w, row, &json);
 	job.input = json.data;
 	job.input_len = json.len;
@@ -482,6 +490,12 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		*aborted = true;
 		goto out;
 	}
+	if (w->result.outcome == OUTCOME_THROTTLED) {
+		/* Not finished: back as it was, and the turn ends. */
+		limit_throttle_asked(w, row);
+		*aborted = true;
+		goto out;
+	}
 	if (!worker_can_finish(w)) {
 		*aborted = true;
 		goto out;
@@ -507,9 +521,11 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		st = finish_row(w, b, row, attempt, delay_ms);
 		w->turn.finished_alone = true;
 	}
-	if (w->args->stats)
+	if (w->args->stats) {
 		histogram_add(&w->args->stats->handler[worker_outcome(w, b)],
 		    w->result.duration_ms * 1000);
+		w->args->stats->worked_ms = wall_ms();
+	}
 	w->jobs++;
 out:
 	log_set_row(NULL);
@@ -542,11 +558,20 @@ worker_turn_transaction(struct worker *w)
 	struct turn *t = &w->turn;
 	enum db_status st;
 	bool aborted = false;
-	int n = claim_batch(w);
+	int n = limit_before_claim(w);
 
 	if (n <= 0)
+		return n;
+	n = claim_batch(w);
+	if (n <= 0 && (w->limit.waiting || w->limit.key_retry))
+		return 0;	/* rolled back already */
+	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
-	for (int i = 0; i < n && !aborted && t->handled < w->q->batch; i++) {
+	for (int i = 0; i < n && !aborted && t->handled < w->q->batch &&
+	    limit_allows(w); i++) {
+		/* Its key at its limit (per_key): back at the COMMIT. */
+		if (!limit_key_allows(w, (size_t)i))
+			continue;
 		if (!turn_row_workable(w, (size_t)i))
 			continue;
 		/*
@@ -580,6 +605,13 @@ worker_turn_transaction(struct worker *w)
 		return -1;
 	}
 	t->uncommitted = true;
+	/* A throttle: commit now, then write it and wait it out. */
+	if (w->limit.throttle_ms >= 0) {
+		if (worker_commit(w) != 0)
+			return -1;
+		limit_throttle_now(w);
+		return 0;
+	}
 	/* Only rows that cannot be worked: commit, not to hold them, and pause. */
 	if (worker_widen(w, t->handled)) {
 		if (worker_commit(w) != 0)
@@ -674,6 +706,7 @@ worker_free(struct worker *w)
 		pipe_stop(&w->pipe, grace < 5000 ? grace : 5000);
 	worker_disconnect(w);
 	on_failed_free(w);
+	limit_free(w);
 	turn_free(&w->turn);
 	cursor_free(&w->cursor);
 	keyed_free(&w->keyed);
@@ -713,7 +746,8 @@ worker_pipe_init(struct worker *w)
 int
 worker_run(const struct worker_args *args)
 {
-	struct worker w = { .args = args, .q = args->queue };
+	struct worker w = { .args = args, .q = args->queue,
+	    .limit = { .throttle_ms = -1 } };
 	int rc = ROWQ_EXIT_OK;
 
 	log_procinit("%s/%d", w.q->name, args->number);
@@ -721,8 +755,10 @@ worker_run(const struct worker_args *args)
 	proc_title("rowq: %s worker %d (starting)", w.q->name, args->number);
 	stopper_init(&w.stopper, args->cfg->stop_timeout_ms);
 	signal(SIGPIPE, SIG_IGN);
-	if (args->stats)
+	if (args->stats) {
 		child_pgid_slot = &args->stats->handler_pgid;
+		args->stats->worked_ms = wall_ms();
+	}
 	worker_set_state(&w, WORKER_STARTING, NULL);
 	if (handler_resolve(w.q->argv[0], &w.path) == -1) {
 		log_error("%s: cannot run %s: %s", w.q->argv_where,
@@ -762,6 +798,15 @@ worker_run(const struct worker_args *args)
 		if (w.drain_failed) {
 			rc = ROWQ_EXIT_FAILURE;
 			break;
+		}
+		if (w.limit.waiting) {
+			limit_wait(&w);
+			continue;
+		}
+		/* Keys at their limit left out: claim the others at once. */
+		if (w.limit.key_retry) {
+			w.limit.key_retry = false;
+			continue;
 		}
 		if (n == 0) {
 			w.widen = 0;

@@ -7,6 +7,7 @@
  *   worker_finish.c	a row's outcome: bind, values, decide, finish, bulk done
  *   worker_finish_text.c	batch 1: the row's done sent with the next claim
  *   worker_lease.c	lease mode: lease, renew, finish in short transactions
+ *   worker_limit.c	the queue's limit: taken before a claim, waited for
  *   worker_recent.c	rows finished lately, to notice one coming straight back
  */
 #ifndef ROWQ_WORKER_H
@@ -144,6 +145,72 @@ struct turn {
 	uint64_t	 pending_done, pending_retried, pending_failed;
 };
 
+/* limit.per_key, this worker's side (worker_limit_key.c). */
+#define LIMIT_KEYS_OUT_MAX	256		/* keys left out of a claim */
+#define LIMIT_KEYS_HELD_MAX	CLAIM_MAX
+
+struct limit_key {
+	char			*value;		/* its bytes; NULL with null */
+	size_t			 len;
+	bool			 null;
+	int64_t			 until_ms;	/* left out until then */
+};
+
+struct limit_keys {
+	int			 column;	/* in the connection's layout */
+	enum column_kind	 kind;
+	struct buf		 ref;		/* the column, quoted */
+	struct buf		 cond;		/* the claim's condition */
+	struct limit_key	 out[LIMIT_KEYS_OUT_MAX];
+	int			 nout;
+	struct {
+		long long	 crc;		/* of the key's value; -1: NULL */
+	}			 held[LIMIT_KEYS_HELD_MAX];	/* rows' keys */
+	int			 nheld;
+	struct buf		 take;		/* the claim's take of a key's slot */
+	bool			*ok;		/* the turn's rows that may go */
+	size_t			 cap, nrows;
+	int			 retries;	/* claims again at once, in a row */
+	int64_t			 throttles_ms;	/* the throttled keys last read */
+	int64_t			 said_ms;
+	struct db		*aside;		/* per_key.rate's tokens */
+};
+
+/*
+ * The queue's limit:, this worker's side (worker_limit.c): what it holds
+ * on its connection, and why it waits.
+ */
+struct worker_limit {
+	struct limit_ctx	 ctx;		/* this connection's database */
+	struct limit_scope	 scope;		/* the queue's */
+	int			 slot;		/* transaction mode: its lock; 0 none */
+	int			 last_slot;	/* tried first: most often free */
+	bool			 lease_held;	/* lease mode: a slot has token's lease */
+	char			 token[33];
+	int			 refund;	/* tokens taken, not used: back next take */
+	int			 refund_sent;	/* carried by the take in flight */
+	bool			 rows_missing;	/* the queue's row: make it again */
+	bool			 polled;	/* a poll took what the next claim needs */
+	bool			 waiting;	/* the last take failed: poll first */
+	int			 allow;		/* handlers this turn may start */
+	int			 started;	/* and has started */
+	/* The take's statements, as results of its text; -1: not in it. */
+	int			 nfront;
+	int			 at_rate, at_iff, at_gate, at_lease, at_commit;
+	int			 at_keys;	/* the keys' release, behind the COMMIT */
+	int64_t			 checked_ms;	/* the throttle last looked at */
+	enum limit_reason	 reason;	/* why the last take failed */
+	int64_t			 wait_ms;	/* what it said of when; -1 unknown */
+	int			 misses;	/* takes failed in a row */
+	/* A handler's throttle, written once its turn is over. */
+	int64_t			 throttle_ms;	/* -1: none */
+	struct buf		 throttle_reason;
+	struct limit_scope	 throttle_scope;	/* the queue's, or a key's */
+	bool			 warned_local;
+	bool			 key_retry;	/* claim again at once: keys left out */
+	struct limit_keys	 keys;
+};
+
 /* The server's clock as this worker last read it (worker_pickup.c). */
 struct server_clock {
 	bool		 known;
@@ -220,6 +287,7 @@ struct worker {
 	int			 db_failures;	/* in a row, for backoff */
 	int64_t			 db_failing_since;
 	int64_t			 db_last_log;
+	struct worker_limit	 limit;
 };
 
 /* worker.c */
@@ -304,6 +372,46 @@ const char *row_traceparent(const struct worker *, const struct row *,
 /* worker_pickup.c */
 void	 pickup_clock_read(struct worker *);
 void	 pickup_note(struct worker *);
+/* worker_limit.c: the take's statements, prepared on each connection */
+#define LIMIT_TAKE_NAME		"rowq_limit_take"
+#define LIMIT_TAKE_IF_NAME	"rowq_limit_take_if"
+#define LIMIT_GATE_NAME		"rowq_limit_gate"
+#define LIMIT_CHECK_NAME	"rowq_limit_check"
+#define LIMIT_LEASE_NAME	"rowq_limit_lease"
+/* With a slot held and no rate, the throttle is looked at this often. */
+#define LIMIT_CHECK_MS		250
+
+enum connect_status limit_connect(struct worker *);
+void	 limit_disconnect(struct worker *);
+int	 limit_before_claim(struct worker *);
+void	 limit_front(struct worker *, struct buf *before,
+	    struct buf *after, struct db_ahead *);
+int	 limit_claimed(struct worker *, const struct db_ahead *,
+	    enum db_status);
+void	 limit_started(struct worker *);
+bool	 limit_allows(const struct worker *);
+void	 limit_release(struct worker *);
+void	 limit_wait(struct worker *);
+enum db_status limit_lease_keep(struct worker *, bool renew, bool *kept);
+void	 limit_throttle_asked(struct worker *, const struct row *);
+void	 limit_throttle_now(struct worker *);
+void	 limit_free(struct worker *);
+
+/* worker_limit_key.c */
+bool	 limit_keys_on(const struct worker *);
+void	 limit_keys_condition(struct worker *, struct buf *);
+int	 limit_keys_front(struct worker *, struct buf *after);
+void	 limit_keys_released(struct worker *);
+void	 limit_keys_claim_sql(struct worker *);
+enum connect_status limit_keys_connect(struct worker *);
+void	 limit_keys_disconnect(struct worker *);
+void	 limit_keys_before_claim(struct worker *);
+void	 limit_keys_release(struct worker *);
+int	 limit_keys_claimed(struct worker *);
+bool	 limit_key_allows(const struct worker *, size_t i);
+void	 limit_key_scope(const struct worker *, const struct row *,
+	    struct limit_scope *);
+void	 limit_keys_free(struct worker *);
 
 /* worker_recent.c, with a worker's rows */
 uint64_t recent_row_hash(size_t ncols, const struct row *);

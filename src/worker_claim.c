@@ -252,6 +252,8 @@ claim_time(struct worker *w, int64_t us, enum claim_kind kind)
 struct claim_front {
 	struct db_ahead	 ahead;
 	bool		 sent;
+	/* The limit's take, ahead of the COMMIT and behind it. */
+	const struct buf *before, *after;
 };
 
 /* The front's text, when it is still to go. */
@@ -265,8 +267,12 @@ claim_front_text(struct worker *w, const struct claim_front *f,
 		buf_append(b, w->turn.held_sql.data, w->turn.held_sql.len);
 		buf_puts(b, ";\n");
 	}
+	if (f->before != NULL && f->before->len > 0)
+		buf_append(b, f->before->data, f->before->len);
 	if (f->ahead.commit)
 		buf_puts(b, COMMIT_FIRST);
+	if (f->after != NULL && f->after->len > 0)
+		buf_append(b, f->after->data, f->after->len);
 }
 
 /*
@@ -323,12 +329,10 @@ claim_select(struct worker *w, int limit, struct claim_front *f)
 	if (limit != w->claim_limit)
 		claim_sql_for(w, limit);
 	sql = w->claim_sql + (f->ahead.commit ? 0 : strlen(COMMIT_FIRST));
-	if (f->ahead.finish) {
+	if (!f->sent && (f->ahead.finish || f->ahead.nextra > 0)) {
 		buf_reset(&w->claim_text);
-		buf_append(&w->claim_text, w->turn.held_sql.data,
-		    w->turn.held_sql.len);
-		buf_puts(&w->claim_text, ";\n");
-		buf_puts(&w->claim_text, sql);
+		claim_front_text(w, f, &w->claim_text);
+		buf_puts(&w->claim_text, w->claim_sql + strlen(COMMIT_FIRST));
 		sql = w->claim_text.data;
 	}
 	return claim_send(w, f, sql);
@@ -342,7 +346,19 @@ static enum db_status
 claim_first_key(struct worker *w, char *key, size_t len)
 {
 	struct rowset rs = { 0 };
-	enum db_status st = db_stmt_fetch_all(w->cursor_start, NULL, 0, &rs);
+	enum db_status st;
+
+	if (w->cursor.also != NULL) {
+		/* Keys left out (limit.per_key): the same, as text. */
+		struct buf sql = { 0 };
+		struct column *cols = NULL;
+		size_t ncols = 0;
+		cursor_start_sql(&sql, &w->cursor);
+		st = db_query(w->db, sql.data, &rs, &cols, &ncols);
+		columns_free(cols, ncols);
+		buf_free(&sql);
+	} else
+		st = db_stmt_fetch_all(w->cursor_start, NULL, 0, &rs);
 
 	key[0] = '\0';
 	if (st == DB_OK && rs.nrows > 0 && rs.rows[0].value[0] != NULL &&
@@ -384,6 +400,7 @@ claim_by_cursor(struct worker *w, int limit, struct claim_front *f,
 	enum db_status st;
 
 	*fallback = false;
+	limit_keys_claim_sql(w);
 	if (!cursor_fallback_due(&w->cursor_at, now_ms())) {
 		st = claim_from(w, CURSOR_AFTER, w->cursor_at.last,
 		    limit, f);
@@ -552,6 +569,38 @@ claim_failed(struct worker *w, const struct claim_front *f,
 }
 
 /*
+ * limit.per_key: each key of the rows claimed takes a slot.  When none
+ * got one, the rows go back at once, and the worker claims again (its
+ * claims leave those keys out now), a few times in a row, then waits as
+ * for any other limit.  Returns 0 when the turn has ended so, else 1.
+ */
+static int
+claim_keys(struct worker *w)
+{
+	struct limit_keys *ks = &w->limit.keys;
+	int allowed;
+
+	if (!limit_keys_on(w) || w->turn.rows.nrows == 0)
+		return 1;
+	if ((allowed = limit_keys_claimed(w)) < 0) {
+		turn_rolled_back(w);
+		return 0;
+	}
+	if (allowed > 0) {
+		ks->retries = 0;
+		return 1;
+	}
+	(void)db_rollback(w->db);
+	turn_rolled_back(w);
+	limit_keys_release(w);
+	if (++ks->retries < 8)
+		w->limit.key_retry = true;
+	else
+		ks->retries = 0;
+	return 0;
+}
+
+/*
  * Claim a batch, committing the last turn's rows in the same round trip
  * when they are still uncommitted, behind the held row's `done` when
  * there is one.  Returns rows claimed, or -1 after a database error.
@@ -560,12 +609,15 @@ int
 claim_batch(struct worker *w)
 {
 	int limit = turn_next_limit(w);
+	struct buf before = { 0 }, after = { 0 };
 	struct claim_front f = { .ahead = { .finish = w->turn.holding,
-	    .commit = w->turn.uncommitted } };
+	    .commit = w->turn.uncommitted }, .before = &before,
+	    .after = &after };
 	bool with_commit = f.ahead.commit, fallback = false, again;
 	enum db_status st, held;
 	struct timespec t0, t1;
 
+	limit_front(w, &before, &after, &f.ahead);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		turn_begin(w);
@@ -577,19 +629,33 @@ claim_batch(struct worker *w)
 		else
 			st = claim_select(w, limit, &f);
 		if ((held = claim_held_done(w, &f, st, &again)) != DB_OK) {
+			buf_free(&before);
+			buf_free(&after);
 			worker_db_failed(w, held, w->failing);
 			turn_rolled_back(w);
 			return -1;
 		}
-		if (again)
-			f = (struct claim_front){ .ahead = { .commit = true } };
+		if (again) {
+			/* Nothing ran after the done: the take goes again. */
+			buf_reset(&before);
+			buf_reset(&after);
+			f = (struct claim_front){ .ahead = { .commit = true },
+			    .before = &before, .after = &after };
+			limit_front(w, &before, &after, &f.ahead);
+		}
 	} while (again);
+	buf_free(&before);
+	buf_free(&after);
 	/*
 	 * The last turn's rows count once their COMMIT went through; an
 	 * empty fallback leaves it for worker_commit.
 	 */
 	if (f.ahead.committed)
 		turn_committed(w);
+	if (limit_claimed(w, &f.ahead, st) == 0)
+		return 0;
+	if (st == DB_OK && claim_keys(w) == 0)
+		return 0;
 	if (st != DB_OK) {
 		claim_failed(w, &f, st, with_commit && !f.ahead.committed ?
 		    "commit" : "claim");

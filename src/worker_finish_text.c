@@ -64,21 +64,6 @@ finish_text_verb(const char *text)
 	return verb;
 }
 
-/* Bytes as a hex literal, which holds nothing but hex digits. */
-static void
-finish_text_hex(struct buf *out, const void *bytes, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = bytes;
-
-	buf_puts(out, "X'");
-	for (size_t i = 0; i < len; i++) {
-		buf_putc(out, hex[p[i] >> 4]);
-		buf_putc(out, hex[p[i] & 15]);
-	}
-	buf_putc(out, '\'');
-}
-
 /*
  * After finish_bind: whether the statement can go in front of the claim,
  * and if so, prepare it by SQL on this connection.  When it cannot, or
@@ -97,7 +82,7 @@ finish_text_bind(struct worker *w, struct bound *b)
 		    b->source[i] == PARAM_OUTPUT || b->source[i] == PARAM_LEASE)
 			return;
 	buf_puts(&sql, "PREPARE " FINISH_TEXT_NAME " FROM ");
-	finish_text_hex(&sql, b->sql->positional, strlen(b->sql->positional));
+	sql_hex(&sql, b->sql->positional, strlen(b->sql->positional));
 	if (db_run(w->db, sql.data) == DB_OK)
 		b->text = xstrdup("EXECUTE " FINISH_TEXT_NAME);
 	else
@@ -123,7 +108,7 @@ finish_text_value(struct buf *out, const struct value *v)
 	case VALUE_BLOB:
 		if (v->len > FINISH_TEXT_BYTES_MAX)
 			return false;
-		finish_text_hex(out, v->s, v->len);
+		sql_hex(out, v->s, v->len);
 		return true;
 	case VALUE_TEXT:
 		break;

@@ -59,6 +59,7 @@ lease_renew(void *ctx, struct handler_result *res)
 	const struct row *row = w->leased_row;
 	int64_t duration = w->q->lease.duration_ms;
 	unsigned long long affected = 0;
+	bool slot_kept = true;
 	enum db_status st = lease_reconnect(w);
 
 	if (st == DB_FATAL) {
@@ -71,8 +72,17 @@ lease_renew(void *ctx, struct handler_result *res)
 	if (st == DB_OK) {
 		st = finish_exec(w, w->renew.stmt ? &w->renew : &w->lease, row,
 		    w->leased_attempt, 0, &affected);
+		if (st == DB_OK && affected > 0)
+			st = limit_lease_keep(w, true, &slot_kept);
 		if (st == DB_OK)
 			st = db_commit(w->db);
+	}
+	if (st == DB_OK && !slot_kept) {
+		log_error("%s: the concurrency slot's lease was lost on "
+		    "renewal (another worker holds the slot); stopping the "
+		    "handler", w->q->limit.where);
+		buf_puts(&res->error, "concurrency slot's lease lost");
+		return 1;
 	}
 	if (st == DB_OK && affected == 0) {
 		log_error("%s changed no row on renewal: the lease was lost; "
@@ -139,6 +149,27 @@ lease_rows(struct worker *w, struct lease_token *tokens, bool *leased)
 }
 
 /*
+ * A row not finished (stopped, lost, throttled): its slot's lease goes
+ * now, in a transaction of its own, where the database answers; where it
+ * does not, the lease runs out with the row's.
+ */
+static void
+lease_give_up_slot(struct worker *w)
+{
+	bool kept;
+
+	if (!w->limit.lease_held || w->db == NULL)
+		return;
+	if (limit_lease_keep(w, false, &kept) == DB_OK)
+		(void)db_commit(w->db);
+	else
+		(void)db_rollback(w->db);
+	w->limit.lease_held = false;
+	if (w->args->stats)
+		w->args->stats->limit_held = 0;
+}
+
+/*
  * Handle and finish one leased row, in a transaction of its own.  Returns
  * -1 when the connection is gone and the turn must end.
  */
@@ -156,16 +187,21 @@ lease_work_row(struct worker *w, const struct row *row)
 		return -1;
 	}
 	st = worker_row(w, row, &aborted);
-
+	/* The slot's lease goes with the row's finishing statement. */
+	if (st == DB_OK && !aborted && w->limit.lease_held)
+		st = limit_lease_keep(w, false, &(bool){ true });
 	if (st == DB_OK && !aborted && worker_commit(w) != 0)
 		return -1;
 	if (aborted) {
 		if (w->db != NULL)
 			(void)db_rollback(w->db);
 		turn_rolled_back(w);
+		lease_give_up_slot(w);
+		limit_throttle_now(w);
 	} else if (st != DB_OK) {
 		worker_db_failed(w, st, w->failing);
 		turn_rolled_back(w);
+		lease_give_up_slot(w);
 	}
 	return w->db == NULL ? -1 : 0;
 }
@@ -180,8 +216,13 @@ lease_turn(struct worker *w)
 	 * no more rows than that.
 	 */
 	bool leased[CLAIM_MAX] = { false };
-	int n = claim_batch(w), nleased;
+	int n = limit_before_claim(w), nleased;
 
+	if (n <= 0)
+		return n;
+	n = claim_batch(w);
+	if (n <= 0 && w->limit.waiting)
+		return 0;	/* rolled back already */
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
 	if ((nleased = lease_rows(w, tokens, leased)) < 0)

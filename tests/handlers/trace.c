@@ -2,8 +2,10 @@
  * trace: a handler for tests that says when it ran, and for whom.
  *
  *   trace LOG MS [CODE]   append "start KEY PID PPID ATTEMPT US" to LOG,
- *                         sleep MS milliseconds, append "end KEY PID PPID
- *                         ATTEMPT US", exit CODE (default 0)
+ *                         sleep MS milliseconds (in steps of 10 ms: a
+ *                         handler stopped and continued sleeps what it had
+ *                         left), append "end KEY PID PPID ATTEMPT US",
+ *                         exit CODE (default 0)
  *
  * KEY is ROWQ_KEY, PPID the worker that started it, US microseconds since
  * the epoch.  A handler killed while it sleeps leaves a start without an
@@ -70,7 +72,12 @@ main(int argc, char **argv)
 		return 2;
 	}
 	say(argv[1], "start");
-	sleep_ms(atol(argv[2]));
+	/*
+	 * In steps, as work is done: a handler stopped (SIGSTOP) and
+	 * continued goes on with what it had left, as a real one would.
+	 */
+	for (long left = atol(argv[2]); left > 0; left -= 10)
+		sleep_ms(left < 10 ? left : 10);
 	say(argv[1], "end");
 	return argc == 4 ? atoi(argv[3]) : 0;
 }

@@ -80,7 +80,7 @@ assert_match 'work: paused in rowq_pause' "$(cat b.log)"
 "$ROWQ" -c a.yaml status >out 2>&1 || true
 assert_match 'work PAUSED since .*: deploy 42' "$(cat out)"
 "$ROWQ" -c a.yaml status --json >out 2>&1 || true
-assert_match '"paused":\{"since":"[^"]+","for_seconds":[0-9]+,"reason":"deploy 42"\}' "$(cat out)"
+assert_match '"paused":\{"since":"[^"]+","for_seconds":[0-9]+,"reason":"deploy 42","resume_in_seconds":null\}' "$(cat out)"
 
 # ---- a daemon started during the pause claims nothing ----
 kill -TERM $B; wait $B || fail "daemon b exited with $?"; untrack_pid $B

@@ -121,7 +121,7 @@ from_stderr(const char *tail, size_t len, int64_t *ms)
 	int rc;
 
 	buf_append(&e.tail, tail, len);
-	rc = retry_in_from_stderr(&e, ms);
+	rc = handler_stderr_word(&e, RETRY_IN_WORD, ms, NULL, 0);
 	errsink_free(&e);
 	return rc;
 }
@@ -181,6 +181,25 @@ START_TEST(test_from_stderr_long_message)
 }
 END_TEST
 
+/* An exec handler's throttle-in line: the delay and its reason, cut to fit. */
+START_TEST(test_from_stderr_throttle)
+{
+	struct errsink e = { 0 };
+	const char *tail = "rate limited\nthrottle-in 30s HTTP 429 from api\n";
+	char reason[8];
+	int64_t ms = -1;
+
+	buf_append(&e.tail, tail, strlen(tail));
+	ck_assert_int_eq(handler_stderr_word(&e, THROTTLE_IN_WORD, &ms,
+	    reason, sizeof(reason)), 0);
+	ck_assert_int_eq(ms, 30000);
+	ck_assert_str_eq(reason, "HTTP 42");
+	ck_assert_int_eq(handler_stderr_word(&e, RETRY_IN_WORD, &ms, NULL, 0),
+	    -1);
+	errsink_free(&e);
+}
+END_TEST
+
 static Suite *
 retry_in_suite(void)
 {
@@ -193,6 +212,7 @@ retry_in_suite(void)
 	tcase_add_test(tc, test_parse_message_in_line);
 	tcase_add_loop_test(tc, test_from_stderr, 0, NELEMS(tails));
 	tcase_add_test(tc, test_from_stderr_long_message);
+	tcase_add_test(tc, test_from_stderr_throttle);
 	suite_add_tcase(s, tc);
 	return s;
 }

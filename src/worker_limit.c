@@ -1,0 +1,820 @@
+/*
+ * worker_limit.c: a queue's limit:, the worker's side.  Before a claim
+ * may start handlers, it takes what the limit gives (limit.c): a token of
+ * the rate, a concurrency slot, and neither while the queue is throttled.
+ *
+ * Transaction mode, where the claim's transaction lasts as long as its
+ * handlers: the take rides in the claim's round trip, after the last
+ * turn's COMMIT and before the claim,
+ *
+ *	DO RELEASE_LOCK('rowq:H:2');		the last turn's slot
+ *	UPDATE rowq_limit SET took = ...;	the token, refilled first
+ *	SELECT took, ...;			what it took, @rowq_ok
+ *	COMMIT;					the token, apart from the rows
+ *	SELECT CASE WHEN <throttled> THEN -1 WHEN @rowq_ok = 0 THEN 0
+ *	    WHEN GET_LOCK('rowq:H:2', 0) THEN 2 WHEN ... ELSE 0 END;
+ *	<the claim>
+ *
+ * so that the token is committed before its handler starts (a start is
+ * never given back: a crash after it costs the rate, never exceeds it),
+ * and the slot is the session's from the transaction that holds the
+ * rows until the COMMIT that finishes them; whatever ends the session
+ * frees both.  The bucket's row is locked only for its UPDATE and COMMIT.
+ * A take that fails has the rows just claimed rolled back at once (a
+ * turn that did not get a slot claims nothing), and the worker then
+ * waits: it polls the take alone, with no claim, until it succeeds
+ *
+ *	<the take as above>; COMMIT; START TRANSACTION; <the gate>
+ *
+ * (the slot is taken inside a transaction: a host that freezes then has
+ * its session ended by the server's idle transaction limit, db_limits.c),
+ * and claims in the next round trip.  A token the turn did not use (no
+ * row found, a slot not got) goes back with the next take.
+ *
+ * Lease mode, where no transaction is open while a handler runs: the
+ * token and a slot's lease are taken in the claim's transaction (short,
+ * committed with the rows' leases), the slot's lease is renewed with the
+ * row's (lease_renew) and given up with its finishing statement; a take
+ * that fails rolls the claim back with it.
+ *
+ * A handler's "throttle N" stops the turn: its row goes back untouched
+ * (no try counted), and the queue's throttle is written, in a
+ * transaction of its own, once the turn is committed; every daemon's next
+ * take sees it.
+ */
+#include "worker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const limit_reason_names[LIMIT_REASONS] = {
+	[LIMIT_CONCURRENCY] = "concurrency",
+	[LIMIT_RATE] = "rate",
+	[LIMIT_THROTTLE] = "throttle",
+	[LIMIT_KEY_CONCURRENCY] = "key_concurrency",
+	[LIMIT_KEY_RATE] = "key_rate",
+	[LIMIT_KEY_THROTTLE] = "key_throttle",
+};
+
+/* A full slot table: polled at first this often, backing off to the max. */
+#define LIMIT_POLL_MIN_MS	20
+#define LIMIT_POLL_MAX_MS	1000
+/* A long wait (a throttle, a slow rate) looks again at least this often. */
+#define LIMIT_WAIT_MAX_MS	5000
+/* Rate waiters spread their polls over this many token intervals, at most. */
+#define LIMIT_SPREAD_MAX	8
+
+static bool
+limit_on(const struct worker *w)
+{
+	return w->q->limit.enabled;
+}
+
+static bool
+limit_has_rate(const struct worker *w)
+{
+	return w->q->limit.rate.count > 0;
+}
+
+/* ---- the connection ---- */
+
+/* The queue's rows of the limit table, where they are not (committed). */
+static enum db_status
+limit_rows(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	struct buf sql = { 0 };
+	enum db_status st;
+
+	limit_sql_rows(&sql, &l->ctx, &l->scope, w->q->lease.enabled ?
+	    w->q->limit.concurrency : 0);
+	if ((st = db_run(w->db, sql.data)) == DB_OK)
+		st = db_commit(w->db);
+	buf_free(&sql);
+	l->rows_missing = false;
+	return st;
+}
+
+/* PREPARE name FROM the statement in b (parsed once per connection). */
+static enum db_status
+limit_prepare_one(struct worker *w, const char *name, struct buf *b)
+{
+	struct buf sql = { 0 };
+	enum db_status st;
+
+	buf_printf(&sql, "PREPARE %s FROM ", name);
+	sql_hex(&sql, b->data, b->len);
+	st = db_run(w->db, sql.data);
+	buf_free(&sql);
+	buf_reset(b);
+	return st;
+}
+
+/*
+ * The take's statements, prepared by SQL on the connection, so that the
+ * claim's round trip carries only their EXECUTEs: the server parses them
+ * once (as for the done in front of it, worker_finish_text.c).
+ */
+static enum db_status
+limit_prepare(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	const struct limit_policy *p = &w->q->limit;
+	bool lease = w->q->lease.enabled;
+	struct buf b = { 0 };
+	enum db_status st = DB_OK;
+
+	if (p->rate.count > 0) {
+		limit_sql_rate_take(&b, &l->ctx, &l->scope, &p->rate, false);
+		st = limit_prepare_one(w, LIMIT_TAKE_NAME, &b);
+	}
+	if (st == DB_OK && p->rate.count > 0 && !lease) {
+		limit_sql_rate_take(&b, &l->ctx, &l->scope, &p->rate, true);
+		st = limit_prepare_one(w, LIMIT_TAKE_IF_NAME, &b);
+	}
+	if (st == DB_OK && !lease && p->concurrency > 0) {
+		/* The gate without the slot, for a worker that holds one. */
+		limit_sql_gate(&b, &l->ctx, &l->scope, 0, 1,
+		    p->rate.count > 0 ? &p->rate : NULL);
+		st = limit_prepare_one(w, LIMIT_CHECK_NAME, &b);
+	}
+	if (st == DB_OK) {
+		limit_sql_gate(&b, &l->ctx, &l->scope, lease ? 0 :
+		    p->concurrency, (w->args->number - 1) %
+		    (p->concurrency > 0 ? p->concurrency : 1) + 1,
+		    p->rate.count > 0 ? &p->rate : NULL);
+		st = limit_prepare_one(w, LIMIT_GATE_NAME, &b);
+	}
+	if (st == DB_OK && lease && p->concurrency > 0) {
+		limit_sql_lease_take(&b, &l->ctx, &l->scope, p->concurrency);
+		st = limit_prepare_one(w, LIMIT_LEASE_NAME, &b);
+	}
+	buf_free(&b);
+	return st;
+}
+
+/*
+ * A new connection: the names of its locks (the session's database), the
+ * limit table, and the queue's rows in it.  Nothing is held on it yet.
+ */
+enum connect_status
+limit_connect(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	struct rowset rs = { 0 };
+	struct column *cols = NULL;
+	size_t ncols = 0;
+	struct buf sql = { 0 };
+	enum db_status st;
+	enum connect_status r = CONNECT_OK;
+
+	l->slot = 0;
+	l->lease_held = false;
+	l->polled = false;
+	if (!limit_on(w))
+		return CONNECT_OK;
+	st = db_query(w->db, "SELECT DATABASE()", &rs, &cols, &ncols);
+	if (st != DB_OK || rs.nrows != 1) {
+		log_error("%s: %s", w->q->limit.where, db_error(w->db));
+		r = st == DB_RECONNECT || st == DB_OK ? CONNECT_AWAY :
+		    CONNECT_CONFIG;
+		goto out;
+	}
+	limit_ctx_init(&l->ctx, w->args->cfg, w->q, rs.rows[0].value[0]);
+	limit_scope(&l->scope, &l->ctx, NULL, 0, false);
+	if (limit_table_ensure(w->db, &l->ctx, &st) == -1) {
+		r = st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
+		goto out;
+	}
+	if ((st = limit_rows(w)) == DB_OK)
+		st = limit_prepare(w);
+	if (st != DB_OK) {
+		log_error("%s: limit_table: %s: %s", w->q->limit.where,
+		    l->ctx.table, db_error(w->db));
+		r = st == DB_RECONNECT ? CONNECT_AWAY : CONNECT_CONFIG;
+	}
+	if (r == CONNECT_OK)
+		r = limit_keys_connect(w);
+out:
+	rowset_clear(&rs, ncols);
+	free(rs.rows);
+	columns_free(cols, ncols);
+	buf_free(&sql);
+	return r;
+}
+
+/* The connection is gone, and what its session held with it. */
+void
+limit_disconnect(struct worker *w)
+{
+	limit_keys_disconnect(w);
+	w->limit.slot = 0;
+	w->limit.lease_held = false;
+	w->limit.polled = false;
+	if (w->args->stats)
+		w->args->stats->limit_held = 0;
+}
+
+/* ---- the take's text ---- */
+
+/*
+ * Whether the worker needs a concurrency slot for the claim: in
+ * transaction mode a slot is the worker's while it claims rows one turn
+ * after another, and it takes one only when it holds none.
+ */
+static bool
+limit_needs_slot(const struct worker *w)
+{
+	return !w->q->lease.enabled && w->q->limit.concurrency > 0 &&
+	    w->limit.slot == 0;
+}
+
+/*
+ * Whether the gate (or, with a slot held, the look at the throttle) is
+ * to run with this take: to take a slot; in lease mode, always; and for
+ * a queue without a rate (whose take looks at the throttle anyway) every
+ * LIMIT_CHECK_MS at most.
+ */
+static bool
+limit_gate_due(const struct worker *w, int64_t now)
+{
+	return w->q->lease.enabled || limit_needs_slot(w) ||
+	    (!limit_has_rate(w) && now - w->limit.checked_ms >= LIMIT_CHECK_MS);
+}
+
+/*
+ * The take's statements, each a result of its own, their places kept in
+ * l->at_* (counted across before and after, as the results come).  For a
+ * claim's front (poll false), before goes ahead of the claim's COMMIT and
+ * after behind it: in transaction mode the rate's UPDATE is then
+ * committed with the last turn's rows, in the same COMMIT, before the
+ * handler it pays for starts, and the bucket's row is locked for that
+ * moment only.  For a poll, all goes into before, with a COMMIT of its
+ * own.  want is how many tokens to take.  Returns how many statements
+ * went into before.
+ */
+static int
+limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
+    bool poll, int want)
+{
+	struct worker_limit *l = &w->limit;
+	const struct limit_policy *p = &w->q->limit;
+	bool lease = w->q->lease.enabled, slot = limit_needs_slot(w);
+	bool gate = poll || limit_gate_due(w, now_ms());
+	struct buf *b = lease && !poll ? after : before;
+	int nbefore;
+
+	l->nfront = 0;
+	l->at_rate = l->at_iff = l->at_gate = l->at_lease = -1;
+	l->at_commit = -1;
+	if (limit_has_rate(w) && !lease && !poll && !slot) {
+		/* One token or none, as the rows it changes say. */
+		buf_printf(b, "EXECUTE " LIMIT_TAKE_IF_NAME " USING %d, %d;\n",
+		    l->refund, l->refund);
+		l->at_iff = l->nfront++;
+	} else if (limit_has_rate(w))
+		buf_printf(b, "EXECUTE " LIMIT_TAKE_NAME " USING %d, %d, %d;\n",
+		    want, lease ? 0 : l->refund, lease ? 0 : l->refund);
+	if (limit_has_rate(w)) {
+		if (l->at_iff < 0)
+			l->at_rate = l->nfront++;
+		l->refund_sent = lease ? 0 : l->refund;
+		l->refund = 0;
+	}
+	nbefore = b == before ? l->nfront : 0;
+	if (!poll)
+		b = after;
+	if (gate && slot)
+		buf_printf(b, "EXECUTE " LIMIT_GATE_NAME " USING %d, %d, %d;\n",
+		    l->last_slot, l->last_slot, l->last_slot);
+	else if (gate && !lease && p->concurrency > 0)
+		buf_puts(b, "EXECUTE " LIMIT_CHECK_NAME ";\n");
+	else if (gate)
+		buf_puts(b, "EXECUTE " LIMIT_GATE_NAME ";\n");
+	if (gate)
+		l->at_gate = l->nfront++;
+	if (poll && !lease) {
+		/* The token's COMMIT, and the slot's transaction. */
+		buf_puts(b, "COMMIT;\nSTART TRANSACTION;\n");
+		l->at_commit = l->nfront;
+		l->nfront += 2;
+	}
+	if (lease && p->concurrency > 0) {
+		buf_printf(b, "EXECUTE " LIMIT_LEASE_NAME " USING '%s';\n",
+		    l->token);
+		l->at_lease = l->nfront++;
+	}
+	return poll ? l->nfront : nbefore;
+}
+
+/* ---- what the take gave ---- */
+
+/* The worker starts waiting for reason (counted once per wait). */
+static void
+limit_wait_begins(struct worker *w, enum limit_reason reason, int64_t ms)
+{
+	struct worker_limit *l = &w->limit;
+
+	if (!l->waiting || l->reason != reason) {
+		if (w->args->stats)
+			w->args->stats->limit_waits[reason]++;
+		log_debug("waits for the limit: %s, %lldms",
+		    limit_reason_names[reason], (long long)ms);
+	}
+	l->waiting = true;
+	l->reason = reason;
+	l->wait_ms = ms;
+}
+
+/* Microseconds of a value that may be NULL or negative, as ms from now. */
+static int64_t
+limit_us_to_ms(const struct db_ahead_result *r, int i)
+{
+	if (!r->row || r->null[i] || r->value[i] <= 0)
+		return -1;
+	return (r->value[i] + 999) / 1000;
+}
+
+/*
+ * The rate's part of the results: *tokens taken, counted to go back
+ * until handlers start (in transaction mode only once the COMMIT after
+ * the take ran; if it did not, the take was rolled back, and what it
+ * carried back goes with the next one).
+ */
+static void
+limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
+    bool committed, int *tokens)
+{
+	struct worker_limit *l = &w->limit;
+
+	if (l->at_iff >= 0)
+		*tokens = l->at_iff < ran ? (int)res[l->at_iff].affected : 0;
+	else if (l->at_gate >= 0 && l->at_gate < ran && res[l->at_gate].row &&
+	    !res[l->at_gate].null[2])
+		*tokens = (int)res[l->at_gate].value[2];
+	else
+		*tokens = 0;
+	if (w->q->lease.enabled)
+		return;
+	if (!committed) {
+		l->refund += l->refund_sent;
+		*tokens = 0;
+		return;
+	}
+	/* A take that changed no row gave nothing back either. */
+	if (l->at_iff >= 0 && *tokens == 0)
+		l->refund += l->refund_sent;
+	l->refund += *tokens;
+}
+
+/*
+ * What the take's results say (ran: how many of its statements ran;
+ * committed: whether the COMMIT after the rate's take did): true when the
+ * turn may start handlers, *tokens those it took; otherwise the reason
+ * and the wait are kept.
+ */
+static bool
+limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
+    bool committed, int *tokens)
+{
+	struct worker_limit *l = &w->limit;
+	const struct db_ahead_result *gate = l->at_gate >= 0 &&
+	    l->at_gate < ran ? &res[l->at_gate] : NULL;
+	long long g = gate && gate->row && !gate->null[0] ? gate->value[0] : 1;
+
+	*tokens = w->q->batch;
+	if (l->at_iff >= 0 || l->at_rate >= 0)
+		limit_tokens(w, res, ran, committed, tokens);
+	if (l->at_gate >= 0 && gate == NULL)
+		return false;		/* it did not run: an error follows */
+	if (gate != NULL) {
+		l->checked_ms = now_ms();
+		if (!gate->row) {
+			if (!l->rows_missing)
+				log_warnx("%s: the queue's row of %s is gone; "
+				    "making it again", w->q->limit.where,
+				    l->ctx.table);
+			l->rows_missing = true;
+			limit_wait_begins(w, LIMIT_CONCURRENCY, -1);
+			return false;
+		}
+	}
+	if (g < 0) {
+		limit_wait_begins(w, LIMIT_THROTTLE, limit_us_to_ms(gate, 1));
+		return false;
+	}
+	if ((l->at_iff >= 0 || l->at_rate >= 0) && *tokens <= 0) {
+		/* The poll that follows says why, and until when. */
+		limit_wait_begins(w, LIMIT_RATE, gate != NULL ?
+		    limit_us_to_ms(gate, 3) : 0);
+		return false;
+	}
+	if (gate != NULL && !w->q->lease.enabled &&
+	    w->q->limit.concurrency > 0 && l->slot == 0 && g > 0)
+		l->slot = l->last_slot = (int)g;
+	if (g == 0 || (l->at_lease >= 0 && (l->at_lease >= ran ||
+	    res[l->at_lease].affected == 0))) {
+		limit_wait_begins(w, LIMIT_CONCURRENCY, -1);
+		return false;
+	}
+	l->lease_held = l->at_lease >= 0;
+	if (w->args->stats)
+		w->args->stats->limit_held = l->slot > 0 || l->lease_held;
+	if (l->waiting)
+		log_debug("the limit lets the worker claim again");
+	l->waiting = false;
+	l->misses = 0;
+	return true;
+}
+
+/* ---- around the claim ---- */
+
+/*
+ * Before a claim: whether to poll the take alone first (the last take
+ * failed, or the claim's LIMIT must wait for the tokens it gets).
+ */
+static bool
+limit_must_poll(const struct worker *w)
+{
+	return w->limit.waiting || (limit_has_rate(w) && w->q->batch > 1 &&
+	    !w->q->lease.enabled);
+}
+
+/* A lease-mode take's lease token: new for each claim. */
+static void
+limit_new_token(struct worker *w)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64_t a = backoff_random(), b = backoff_random();
+
+	for (int i = 0; i < 16; i++) {
+		w->limit.token[i] = hex[(a >> (i * 4)) & 15];
+		w->limit.token[16 + i] = hex[(b >> (i * 4)) & 15];
+	}
+	w->limit.token[32] = '\0';
+}
+
+/*
+ * The take alone, in a round trip of its own, before the claim.  Returns
+ * 1 when the claim may go (what it needs is held, in a transaction), 0
+ * when the limit holds the worker back (nothing held, no transaction
+ * open; the caller waits), -1 after a database error.
+ */
+static int
+limit_poll(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	struct db_ahead_result res[DB_AHEAD_EXTRA_MAX];
+	struct buf sql = { 0 };
+	enum db_status st;
+	int tokens = 0;
+	bool ok;
+
+	if (l->rows_missing && (st = limit_rows(w)) != DB_OK) {
+		worker_db_failed(w, st, "limit");
+		return -1;
+	}
+	if (w->q->lease.enabled)
+		limit_new_token(w);
+	limit_take_sql(w, &sql, NULL, true, w->q->batch);
+	st = db_run_results(w->db, sql.data, l->nfront, res);
+	buf_free(&sql);
+	if (st != DB_OK) {
+		worker_db_failed(w, st, "limit");
+		return -1;
+	}
+	ok = limit_took(w, res, l->nfront, l->at_commit >= 0, &tokens);
+	if (!ok) {
+		(void)db_rollback(w->db);
+		return 0;
+	}
+	l->polled = true;
+	l->allow = tokens;
+	return 1;
+}
+
+/*
+ * Before a claim.  Returns 1 when it may go: with the take in its front
+ * (limit_front says what), or with what it needs already held; 0 when
+ * the worker must wait (limit_wait); -1 after a database error.
+ */
+int
+limit_before_claim(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+
+	l->started = 0;
+	l->allow = w->q->batch;
+	if (!limit_on(w))
+		return 1;
+	limit_keys_before_claim(w);
+	if (limit_must_poll(w) && !l->polled) {
+		/* What the last turn left uncommitted goes first. */
+		if (w->turn.uncommitted && worker_commit(w) != 0)
+			return -1;
+		return limit_poll(w);
+	}
+	if (w->q->lease.enabled && !l->polled)
+		limit_new_token(w);
+	return 1;
+}
+
+/*
+ * The take to send in the claim's front: into before, ahead of its
+ * COMMIT, and after, behind it; the counts in ahead (which then has a
+ * COMMIT, whatever the last turn left).  Nothing when a poll took what
+ * the claim needs already.
+ */
+void
+limit_front(struct worker *w, struct buf *before, struct buf *after,
+    struct db_ahead *ahead)
+{
+	struct worker_limit *l = &w->limit;
+
+	ahead->nextra = ahead->nbefore = 0;
+	l->nfront = 0;
+	l->at_rate = l->at_iff = l->at_gate = l->at_lease = -1;
+	l->at_commit = l->at_keys = -1;
+	if (!limit_on(w))
+		return;
+	if (!l->polled)
+		ahead->nbefore = limit_take_sql(w, before, after, false, 1);
+	/* The last turn's keys' slots, once its COMMIT is through. */
+	if (limit_keys_front(w, after) > 0)
+		l->at_keys = l->nfront++;
+	ahead->nextra = l->nfront;
+	if (ahead->nbefore > 0)
+		ahead->commit = true;
+}
+
+/*
+ * After the claim: whether its rows may be worked.  A take that failed
+ * has them rolled back (so that no worker is kept from them) and makes
+ * the turn end with nothing: the caller waits (limit_wait).  Returns 1:
+ * work them; 0: the limit holds the worker back; the claim's own result
+ * decides otherwise.
+ */
+int
+limit_claimed(struct worker *w, const struct db_ahead *ahead,
+    enum db_status st)
+{
+	struct worker_limit *l = &w->limit;
+	int tokens;
+
+	if (!limit_on(w))
+		return 1;
+	if (l->at_keys >= 0 && ahead->extra_ran > l->at_keys)
+		limit_keys_released(w);
+	if (l->polled) {
+		l->polled = false;
+		return 1;
+	}
+	if (l->at_gate < 0 && l->at_iff < 0 && l->at_rate < 0)
+		return 1;
+	if (st != DB_OK) {
+		/* Whatever was taken is released by the error's path. */
+		(void)limit_took(w, ahead->extra, ahead->extra_ran,
+		    ahead->committed, &tokens);
+		return 1;
+	}
+	if (limit_took(w, ahead->extra, ahead->extra_ran, ahead->committed,
+	    &tokens)) {
+		l->allow = tokens < w->q->batch ? tokens : w->q->batch;
+		return 1;
+	}
+	(void)db_rollback(w->db);
+	turn_rolled_back(w);
+	return 0;
+}
+
+/* A handler of the turn starts: its token is spent. */
+void
+limit_started(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+
+	l->started++;
+	if (l->refund > 0 && !w->q->lease.enabled)
+		l->refund--;
+}
+
+/* Whether the turn may start one more handler. */
+bool
+limit_allows(const struct worker *w)
+{
+	return w->limit.started < w->limit.allow;
+}
+
+/*
+ * Transaction mode, with no transaction open and no claim to follow (the
+ * worker is to idle, wait or stop): the slot's lock goes, and tokens not
+ * used go back.  Errors are only logged: the session's end frees them.
+ */
+void
+limit_release(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	struct buf sql = { 0 };
+
+	if (!limit_on(w) || w->db == NULL || w->q->lease.enabled)
+		return;
+	limit_keys_release(w);
+	if (l->slot > 0) {
+		buf_puts(&sql, "DO RELEASE_LOCK(");
+		limit_lock_name(&sql, &l->scope, l->slot);
+		buf_puts(&sql, ")");
+	}
+	if (l->refund > 0) {
+		if (sql.len > 0)
+			buf_puts(&sql, ";\n");
+		limit_sql_refund(&sql, &l->ctx, &l->scope, l->refund);
+		buf_puts(&sql, ";\nCOMMIT");
+	}
+	if (sql.len > 0 && db_run_count(w->db, sql.data,
+	    &(unsigned long long){ 0 }) != DB_OK)
+		log_debug("limit: %s", db_error(w->db));
+	l->slot = 0;
+	l->refund = 0;
+	l->polled = false;
+	if (w->args->stats)
+		w->args->stats->limit_held = 0;
+	buf_free(&sql);
+}
+
+/*
+ * Wait as the limit says, with no transaction open: for a rate, until
+ * its next token, spread over a few token intervals by those who missed
+ * it already, so that the waiting workers do not all poll at once; for a
+ * full slot table, with growing pauses; for a throttle, until it ends.
+ * At most LIMIT_WAIT_MAX_MS: the take is looked at again.
+ */
+void
+limit_wait(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	const struct limit_rate *r = &w->q->limit.rate;
+	int64_t ms = l->wait_ms, spread;
+
+	if (l->slot > 0)
+		limit_release(w);
+	l->misses++;
+	switch (l->reason) {
+	case LIMIT_RATE:
+	case LIMIT_KEY_RATE:
+		spread = r->count > 0 ? r->period_ms / r->count : 100;
+		spread *= l->misses < LIMIT_SPREAD_MAX ? l->misses :
+		    LIMIT_SPREAD_MAX;
+		if (ms < 1)
+			ms = 1;
+		ms += (int64_t)(backoff_random() % (uint64_t)(spread + 1));
+		break;
+	case LIMIT_THROTTLE:
+	case LIMIT_KEY_THROTTLE:
+		if (ms < 0)
+			ms = LIMIT_POLL_MAX_MS;
+		/* Not all at the same millisecond when it ends. */
+		ms += (int64_t)(backoff_random() % 50);
+		break;
+	default:
+		ms = backoff_capped_ms(LIMIT_POLL_MIN_MS, LIMIT_POLL_MAX_MS,
+		    l->misses);
+		ms = ms / 2 + (int64_t)(backoff_random() % (uint64_t)(ms / 2 +
+		    1));
+		break;
+	}
+	if (ms > LIMIT_WAIT_MAX_MS)
+		ms = LIMIT_WAIT_MAX_MS;
+	if (w->args->stats)
+		w->args->stats->limit_reason = l->reason;
+	worker_set_state(w, WORKER_LIMITED, NULL);
+	proc_title("rowq: %s worker %d (limited: %s)", w->q->name,
+	    w->args->number, limit_reason_names[l->reason]);
+	stopper_sleep(&w->stopper, ms);
+}
+
+/* ---- lease mode: the slot's lease beside the row's ---- */
+
+/*
+ * In the renewal's transaction: renew the slot's lease too (renew) or
+ * give it up.  Returns DB_OK with *kept false when the slot's lease was
+ * lost (another worker holds the slot now: the handler must stop).
+ */
+enum db_status
+limit_lease_keep(struct worker *w, bool renew, bool *kept)
+{
+	struct worker_limit *l = &w->limit;
+	struct buf sql = { 0 };
+	unsigned long long affected = 0;
+	enum db_status st;
+
+	*kept = true;
+	if (!l->lease_held)
+		return DB_OK;
+	limit_sql_lease_keep(&sql, &l->ctx, &l->scope,
+	    w->q->limit.concurrency, l->token, renew);
+	st = db_run_count(w->db, sql.data, &affected);
+	buf_free(&sql);
+	if (st == DB_OK && !renew) {
+		l->lease_held = false;
+		if (w->args->stats)
+			w->args->stats->limit_held = 0;
+	}
+	if (st == DB_OK && affected == 0)
+		*kept = false;
+	return st;
+}
+
+/* ---- a handler's throttle ---- */
+
+/*
+ * The handler answered "throttle N [message]": kept, to be written once
+ * the turn is over (limit_throttle_now), capped at limit.max_throttle.
+ */
+void
+limit_throttle_asked(struct worker *w, const struct row *row)
+{
+	struct worker_limit *l = &w->limit;
+	int64_t ms = w->result.throttle_ms;
+	int64_t max = w->q->limit.max_throttle_ms;
+	const char *msg = w->result.error.data ? w->result.error.data : "";
+	char d[32], m[32];
+
+	const char *what = limit_on(w) && limit_keys_on(w) ? "the row's key" :
+	    "the queue";
+
+	duration_format(ms, d, sizeof(d));
+	if (ms > max) {
+		duration_format(max, m, sizeof(m));
+		log_warnx("the handler asks to throttle %s for %s, capped at "
+		    "limit.max_throttle: %s (%s); the row goes back, no try "
+		    "counted", what, d, m, msg);
+		ms = max;
+	} else
+		log_warnx("the handler asks to throttle %s for %s (%s); the "
+		    "row goes back, no try counted", what, d, msg);
+	if (ms > l->throttle_ms) {
+		l->throttle_ms = ms;
+		buf_reset(&l->throttle_reason);
+		buf_puts(&l->throttle_reason, msg);
+		/*
+		 * With per_key, only the row's key waits; a key too long to
+		 * be left out of the claim by its value throttles the queue.
+		 */
+		if (limit_on(w) && limit_keys_on(w))
+			limit_key_scope(w, row, &l->throttle_scope);
+		if (!limit_on(w) || !limit_keys_on(w) ||
+		    l->throttle_scope.bytes[0] == 'h')
+			l->throttle_scope = l->scope;
+	}
+}
+
+/*
+ * Once the turn that got a throttle is over (no transaction open): the
+ * throttle goes into the limit table, for every daemon, and this worker
+ * waits it out.  A queue without limit: has no table: only this worker
+ * waits, and the log says so once.
+ */
+void
+limit_throttle_now(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	int64_t ms = l->throttle_ms;
+	enum db_status st;
+
+	if (ms < 0)
+		return;
+	l->throttle_ms = -1;
+	if (!limit_on(w)) {
+		if (!l->warned_local)
+			log_warnx("%s: the queue has no limit:, so only this "
+			    "worker waits for the handler's throttle; with "
+			    "limit: (even limit: {}) every worker of every "
+			    "daemon does", w->q->where);
+		l->warned_local = true;
+		limit_wait_begins(w, LIMIT_THROTTLE, ms);
+		return;
+	}
+	limit_release(w);
+	st = limit_throttle(w->db, &l->ctx, &l->throttle_scope, ms,
+	    l->throttle_reason.data ? l->throttle_reason.data : "");
+	if (st != DB_OK) {
+		worker_db_trouble(w, "writing the throttle");
+		if (st == DB_RECONNECT)
+			worker_disconnect(w);
+	}
+	/* A key's throttle: its rows are left out, and the rest go on. */
+	if (l->throttle_scope.len > 0) {
+		l->keys.throttles_ms = 0;
+		if (w->args->stats)
+			w->args->stats->limit_waits[LIMIT_KEY_THROTTLE]++;
+		return;
+	}
+	limit_wait_begins(w, LIMIT_THROTTLE, ms);
+}
+
+void
+limit_free(struct worker *w)
+{
+	buf_free(&w->limit.throttle_reason);
+	limit_keys_free(w);
+}

@@ -1,0 +1,136 @@
+# shellcheck shell=bash
+# Helpers for the tests of limit: (tests/integration/61x-69x), sourced
+# after lib.sh.  They read the trace handler's log (tests/handlers/trace.c:
+# "start KEY PID PPID ATTEMPT US" and "end ..." lines), so that what is
+# counted is what the handlers themselves did.
+#
+#   overlap_max LOG          the most handlers that ran at once
+#   overlap_avg LOG [FROM_US TO_US]
+#                            handlers running, on average over time, from
+#                            the first start (or FROM_US) to the last end
+#                            (or TO_US)
+#   starts_per_window LOG US the most starts within any window of US
+#                            microseconds that begins at a start
+#   close_starts LOG US [PPID...]
+#                            handlers killed at US (a start with no end,
+#                            by pid; of these workers only, if given): an
+#                            end line for each, at US
+#   running_at LOG US        handlers running at US
+
+overlap_max()
+{
+	awk '$1 == "start" { print $6, 1 } $1 == "end" { print $6, -1 }' "$1" |
+	    sort -n -k1,1 -k2,2n | awk '{ n += $2; if (n > m) m = n } END { print m + 0 }'
+}
+
+overlap_avg()
+{
+	awk '$1 == "start" { print $6, 1 } $1 == "end" { print $6, -1 }' "$1" |
+	    sort -n -k1,1 -k2,2n |
+	    awk -v from="${2:-}" -v to="${3:-}" '
+		NR == 1 && from == "" { from = $1 }
+		{
+			t = $1
+			if (t > from && (to == "" || last < to)) {
+				a = last < from ? from : last
+				b = (to != "" && t > to) ? to : t
+				if (b > a) area += n * (b - a)
+			}
+			n += $2; last = t
+		}
+		END {
+			if (to == "") to = last
+			if (to > from) printf "%.2f\n", area / (to - from)
+			else print 0
+		}'
+}
+
+starts_per_window()
+{
+	awk '$1 == "start" { print $6 }' "$1" | sort -n |
+	    awk -v w="$2" '{ t[NR] = $1 } END {
+		j = 1
+		for (i = 1; i <= NR; i++) {
+			while (t[i] - t[j] >= w) j++
+			if (i - j + 1 > m) m = i - j + 1
+		}
+		print m + 0
+	    }'
+}
+
+close_starts()
+{
+	local log=$1 t=$2
+	shift 2
+	awk -v t="$t" -v only="$*" 'BEGIN { n = split(only, o, " "); for (i = 1; i <= n; i++) w[o[i]] = 1 }
+	    $1 == "start" && (n == 0 || ($4 in w)) { s[$3] = $0 }
+	    $1 == "end" { delete s[$3] }
+	    END { for (p in s) { split(s[p], f, " "); print "end", f[2], f[3], f[4], f[5], t } }' \
+	    "$log" >"$log.closed"
+	cat "$log.closed" >>"$log"
+	rm -f "$log.closed"
+}
+
+running_at()
+{
+	awk -v t="$2" '$1 == "start" && $6 <= t { s[$3] = 1 }
+	    $1 == "end" && $6 <= t { delete s[$3] }
+	    END { n = 0; for (p in s) n++; print n }' "$1"
+}
+
+# The per_key tests' queue (sourced after email.sh, for rowq_start):
+#   job_table                 the table job: a customer per row
+#   job_config FILE WORKERS EXEC LIMIT
+#                             the queue job on it, LIMIT its limit: as
+#                             YAML flow; its status socket FILE.sock
+#   job_wait_done SECONDS     until no row waits, or fail
+#   job_by_customer LOG OUT   LOG's lines with the row's customer for KEY
+job_table()
+{
+	sql "CREATE TABLE job (
+	    id INT NOT NULL PRIMARY KEY,
+	    customer_id INT NOT NULL,
+	    status ENUM('waiting', 'done') NOT NULL DEFAULT 'waiting',
+	    attempts INT NOT NULL DEFAULT 0,
+	    done_count INT NOT NULL DEFAULT 0,
+	    INDEX (status, id)
+	) ENGINE=InnoDB"
+}
+
+job_config()
+{
+	cat >"$1" <<YAML
+database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
+stop_timeout: 5s
+status_socket: ${1%.yaml}.sock
+queues:
+  job:
+    workers: $2
+    select: SELECT id, customer_id, attempts FROM job
+            WHERE status = 'waiting' ORDER BY id
+    exec: $3
+    idle: 200ms
+    limit: $4
+    done: UPDATE job SET status = 'done', attempts = attempts + 1,
+          done_count = done_count + 1 WHERE id = :id
+    retry:
+      attempts_column: attempts
+      update: UPDATE job SET attempts = attempts + 1 WHERE id = :id
+    failed: UPDATE job SET status = 'done' WHERE id = :id
+YAML
+}
+
+job_wait_done()
+{
+	wait_until "$1" '[ "$(sql_value "SELECT COUNT(*) FROM job WHERE status = '"'waiting'"'")" = 0 ]' ||
+	    fail "rows still waiting: $(sql_value "SELECT COUNT(*) FROM job WHERE status = 'waiting'")"
+	assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM job WHERE done_count <> 1")" \
+	    "rows done other than once"
+}
+
+job_by_customer()
+{
+	sql "SELECT id, customer_id FROM job" >"$2.customers"
+	awk 'NR == FNR { c[$1] = $2; next } { $2 = c[$2]; print }' \
+	    "$2.customers" "$1" >"$2"
+}
