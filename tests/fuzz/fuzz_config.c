@@ -29,6 +29,14 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 static char	fuzz_dir[PATH_MAX - 16];
 static char	fuzz_path[PATH_MAX];
 
+/* The private directory goes at exit, so that runs leave nothing behind. */
+static void
+remove_fuzz_dir(void)
+{
+	unlink(fuzz_path);
+	rmdir(fuzz_dir);
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -40,6 +48,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	    tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
 	if (mkdtemp(fuzz_dir) == NULL)
 		abort();
+	atexit(remove_fuzz_dir);
 	/* Not chdir: libFuzzer opens the corpus by relative paths later. */
 	snprintf(fuzz_path, sizeof(fuzz_path), "%s/fuzz.yaml", fuzz_dir);
 	/* A credential: key needs it to say something other than "unset". */

@@ -22,7 +22,7 @@ cd "$ROWQ_TEST_TMP"
 make --no-print-directory -s -C "$REPO_ROOT" build/fuzz/replay_config >make.out 2>&1 ||
 	fail "building the corpus replay: $(cat make.out)"
 corpus=("$TESTS_DIR"/fuzz/corpus/*)
-"$REPO_ROOT/build/fuzz/replay_config" "${corpus[@]}" >replay.out 2>replay.err </dev/null ||
+TMPDIR=$ROWQ_TEST_TMP "$REPO_ROOT/build/fuzz/replay_config" "${corpus[@]}" >replay.out 2>replay.err </dev/null ||
 	fail "corpus replay: $(grep -A20 -E 'Sanitizer|runtime error' replay.err | head -40)"
 ! grep -qE 'Sanitizer|runtime error' replay.err || fail "corpus replay: $(grep -A20 -E 'Sanitizer|runtime error' replay.err | head -40)"
 assert_eq "replay: ${#corpus[@]} inputs" "$(cat replay.out)" "corpus inputs loaded"
