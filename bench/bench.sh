@@ -664,18 +664,11 @@ mariadb_version=$(sql_value "SELECT VERSION()")
 php_version=$(php -r 'echo PHP_VERSION;')
 spawn_rate=$(median rawx 1 6)
 
-# bench/prune.sh's section, kept from the README this one replaces.
-prune_section=$(sed -n '/^<!-- bench\/prune.sh: begin -->$/,/^<!-- bench\/prune.sh: end -->$/p' \
-    "$BENCH_DIR/README.md" 2>/dev/null || true)
-# The same for the pickup latencies of bench/wake.sh, written by hand from
-# its table.
-wake_section=$(sed -n '/^<!-- bench\/wake.sh: begin -->$/,/^<!-- bench\/wake.sh: end -->$/p' \
-    "$BENCH_DIR/README.md" 2>/dev/null || true)
-# And the console's cost to the workers, from bench/console.sh's table.
-console_section=$(sed -n '/^<!-- bench\/console.sh: begin -->$/,/^<!-- bench\/console.sh: end -->$/p' \
-    "$BENCH_DIR/README.md" 2>/dev/null || true)
-# And bench/limits.sh's.
-limits_section=$(sed -n '/^<!-- bench\/limits.sh: begin -->$/,/^<!-- bench\/limits.sh: end -->$/p' \
+# The sections the other scripts write (bench/prune.sh, wake.sh,
+# foreign.sh, console.sh, limits.sh, observability.sh: each between its
+# markers, with text around them written by hand), kept from the README
+# this one replaces: everything from the first marker on.
+other_sections=$(sed -n '/^<!-- [a-z/]*\.sh: begin -->$/,$p' \
     "$BENCH_DIR/README.md" 2>/dev/null || true)
 {
 	cat <<EOF
@@ -779,10 +772,7 @@ $spawn_rate rows/s here.
 
 EOF
 	cat "$BENCH_DIR/analysis.md"
-	[ -z "$prune_section" ] || printf '\n%s\n' "$prune_section"
-	[ -z "$wake_section" ] || printf '\n%s\n' "$wake_section"
-	[ -z "$console_section" ] || printf '\n%s\n' "$console_section"
-	[ -z "$limits_section" ] || printf '\n%s\n' "$limits_section"
+	[ -z "$other_sections" ] || printf '\n%s\n' "$other_sections"
 } >"$BENCH_DIR/README.md"
 cp results.tsv "$BENCH_DIR/results.tsv"
 
