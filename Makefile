@@ -166,12 +166,15 @@ HANDLERS = $(patsubst tests/handlers/%.c,build/handlers/%,$(wildcard tests/handl
 
 # `make check` may be the first command on a fresh machine: deps first,
 # then build, in a second make so that pkg-config flags are read afresh.
+# The build in parallel, one job per CPU; the tests run as they say.
+CHECK_BINS = rowq build/asan/rowq $(UNIT_TESTS:%=build/unit/%) \
+	$(UNIT_TESTS:%=build/asan/unit/%) $(HANDLERS)
 check:
 	@sh tests/deps.sh
+	@$(MAKE) --no-print-directory -j$$(nproc) $(CHECK_BINS)
 	@$(MAKE) --no-print-directory check-run
 
-check-run: rowq build/asan/rowq $(UNIT_TESTS:%=build/unit/%) \
-		$(UNIT_TESTS:%=build/asan/unit/%) $(HANDLERS)
+check-run: $(CHECK_BINS)
 	@sh tests/run-unit.sh $(UNIT_TESTS:%=build/unit/%) $(UNIT_TESTS:%=build/asan/unit/%)
 	@ROWQ=$(CURDIR)/build/asan/rowq ROWQ_SCREENSHOTS=$(CURDIR)/build/screenshots \
 	    sh tests/run-integration.sh
@@ -187,7 +190,7 @@ check-cluster-run: rowq build/asan/rowq $(HANDLERS)
 
 demo:
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory rowq
+	@$(MAKE) --no-print-directory -j$$(nproc) rowq
 	@sh tests/demo.sh
 
 install: rowq
