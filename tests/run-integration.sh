@@ -48,10 +48,11 @@ fi
 db_start
 
 # Tests run ROWQ_TEST_JOBS at a time (default 3): most of their time is
-# spent waiting for a timeout or a poll (the sum of the tests' times
-# grew by 4 % from 2 at a time to 3, on 2 CPUs, and the run took 28 % less).  Each runs in a mount namespace of
-# its own with a private /run/rowq, so that daemons of the same config name
-# do not meet at one default status socket.  A test that says "# serial:"
+# spent waiting for a timeout or a poll (on 2 CPUs, the sum of the
+# tests' times grew by 4 % from 2 at a time to 3, and the run took 28 %
+# less).  Each runs in a mount namespace of its own with a private
+# /run/rowq, so that daemons of the same config name do not meet at one
+# default status socket.  A test that says "# serial:"
 # in its header (it sets server globals, or counts the whole server's
 # statements) runs alone.  Without the rights to unshare: one at a time.
 jobs=${ROWQ_TEST_JOBS:-3}
