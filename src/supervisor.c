@@ -203,6 +203,7 @@ supervisor_fork(struct supervisor *s, struct slot *sl)
 	pid_t pid;
 
 	memset(sl->stats, 0, sizeof(*sl->stats));
+	sl->drain_woken_us = 0;
 	sl->stage = STAGE_RUNNING;
 	pid = fork();
 	if (pid == -1) {
@@ -784,6 +785,33 @@ supervisor_drained(const struct supervisor *s)
 	return n > 0 && first > last;
 }
 
+/*
+ * An idle worker whose last look began before rows that another worker
+ * finished since would sleep its whole idle (2 s by default) before it
+ * looks again, and the drain would end that much late: wake it (SIGUSR1,
+ * as the wake watcher does), once for each newer finish.
+ */
+static void
+supervisor_drain_wake(struct supervisor *s)
+{
+	int64_t last = s->drain_finished_us;
+
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->pid > 0 && sl->stats->finished_us > last)
+			last = sl->stats->finished_us;
+	}
+	for (int i = 0; i < s->nslots; i++) {
+		struct slot *sl = &s->slots[i];
+		if (sl->state != SLOT_RUNNING || sl->pid <= 0 ||
+		    sl->stats->state != WORKER_IDLE ||
+		    sl->stats->drained_us > last || sl->drain_woken_us >= last)
+			continue;
+		if (kill(sl->pid, SIGUSR1) == 0)
+			sl->drain_woken_us = last;
+	}
+}
+
 /* The drain is over: each idle worker is told to exit (SIGTERM). */
 static void
 supervisor_end_drain(struct supervisor *s)
@@ -845,6 +873,8 @@ supervisor_loop(struct supervisor *s)
 		if (s->opts->drain && !s->stopping) {
 			if (supervisor_drained(s))
 				supervisor_end_drain(s);
+			else
+				supervisor_drain_wake(s);
 			/* Workers' looks are read often: the end is not late. */
 			if (now + DRAIN_LOOK_MS < next)
 				next = now + DRAIN_LOOK_MS;

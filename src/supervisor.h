@@ -66,6 +66,8 @@ struct slot {
 	enum stage		 stage;
 	int64_t			 stage_deadline_ms; /* when to go to the next */
 	struct worker_stats	*stats;
+	/* Drain: the last finished_us this slot's idle worker was woken for. */
+	int64_t			 drain_woken_us;
 };
 
 /* What workers that have exited did, per queue name. */
