@@ -190,24 +190,16 @@ for app in $APPS; do
 done
 cat "$table"
 
-# Into bench/README.md, between the markers (appended the first time).
-readme=$BENCH_DIR/README.md
+# Into bench/README.md, between the markers (after the rest, with its
+# heading, the first time).
 begin='<!-- foreign.sh: begin -->'
 end='<!-- foreign.sh: end -->'
 {
+	grep -qxF "$begin" "$BENCH_DIR/README.md" || printf '## Foreign tables\n\n'
 	echo "$begin"
 	echo "Measured by bench/foreign.sh on $(date -u +%Y-%m-%d): $ROWS jobs, $WORKERS workers, pipe handler, medians of $RUNS drains each, the two selects alternately in the same run."
 	echo
 	cat "$table"
 	echo "$end"
 } >section
-if grep -q "^$begin" "$readme"; then
-	awk -v f=section -v b="$begin" -v e="$end" '
-		$0 == b { while ((getline l < f) > 0) print l; skip = 1; next }
-		$0 == e { skip = 0; next }
-		!skip' "$readme" >readme.new
-	cp readme.new "$readme"
-else
-	printf '\n## Foreign tables\n\n' >>"$readme"
-	cat section >>"$readme"
-fi
+readme_section "$begin" "$end" section

@@ -9,12 +9,17 @@
 #            per connection), traceparent_column: (a column parsed per
 #            row) and log_format: json;
 # medians of ROUNDS (default 5) rounds, as rows/s and as a ratio to
-# before measured in the same rounds.  Run from the repository root after
+# before measured in the same rounds; the table goes into its section of
+# bench/README.md.  Run from the repository root after
 # `make`; starts its own server like the tests do.
 #     BENCH_ROWQ_BEFORE=/path/to/old/rowq bash bench/observability.sh
 . "$(dirname "$0")/../tests/lib.sh"
+. "$(dirname "$0")/lib.sh"
+BENCH_DIR=$REPO_ROOT/bench
 [ -x "${BENCH_ROWQ_BEFORE:-}" ] || { echo "set BENCH_ROWQ_BEFORE to a rowq build without it" >&2; exit 2; }
 ROUNDS=${ROUNDS:-5}
+MARK_BEGIN='<!-- bench/observability.sh: begin -->'
+MARK_END='<!-- bench/observability.sh: end -->'
 ROWS=${ROWS:-20000}
 db_start
 db_create b_obs
@@ -87,8 +92,21 @@ mp=$(awk '{ print $2 }' rounds | median)
 ma=$(awk '{ print $3 }' rounds | median)
 rp=$(awk '{ printf "%.3f\n", $2 / $1 }' rounds | median)
 ra=$(awk '{ printf "%.3f\n", $3 / $1 }' rounds | median)
-echo "| build, batch 1, 2 workers, pipe, $ROWS rows | rows/s (median of $ROUNDS) | ratio to before, same round (median) |"
-echo "|---|---:|---:|"
-echo "| before | $mb | 1 |"
-echo "| this build, as before | $mp | $rp |"
-echo "| this build, ready_at + traceparent_column + log_format: json | $ma | $ra |"
+{
+	echo "$MARK_BEGIN"
+	echo "## What observability costs a busy queue (\`bash bench/observability.sh\`)"
+	echo "Written on $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end"
+	echo "$(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine shows here)."
+	echo "Batch 1, 2 workers, the pipe handler bench/okpipe.c, $ROWS rows a drain;"
+	echo "the build before it (BENCH_ROWQ_BEFORE) and this one in turn, each round;"
+	echo "each round's rows/s: $(tr '\n' ';' <rounds | sed 's/;$//; s/;/; /g') (before, plain, all)."
+	echo
+	echo "| build | rows/s (median of $ROUNDS) | ratio to before, same round (median) |"
+	echo "|---|---:|---:|"
+	echo "| before | $mb | 1 |"
+	echo "| this build, as before | $mp | $rp |"
+	echo "| this build, ready_at + traceparent_column + log_format: json | $ma | $ra |"
+	echo "$MARK_END"
+} >section.md
+cat section.md
+readme_section "$MARK_BEGIN" "$MARK_END" section.md
