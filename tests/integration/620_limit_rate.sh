@@ -22,7 +22,6 @@ for d in a b; do
 done
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
 declare -A pid
-t0=$(now_us)
 for d in a b; do
 	rowq_start $d.yaml $d.log
 	pid[$d]=$ROWQ_PID
