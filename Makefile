@@ -150,10 +150,10 @@ build/asan/%.o: src/%.c $$(if $$(wildcard build/asan/$$*.d),,$$(HDRS)) | build/a
 build/asan/rowq: build/asan/main.o $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(SANITIZE) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-build/unit/%: tests/unit/%.c tests/unit/unit.h $(OBJS) | build/unit
+build/unit/%: tests/unit/%.c tests/unit/unit.h tests/unit/unit_dir.h $(OBJS) | build/unit
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(OBJS) $(LDLIBS) $(CHECK_LIBS)
 
-build/asan/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_OBJS) | build/asan/unit
+build/asan/unit/%: tests/unit/%.c tests/unit/unit.h tests/unit/unit_dir.h $(ASAN_OBJS) | build/asan/unit
 	$(CC) $(CFLAGS) $(SANITIZE) -Isrc -o $@ $< $(ASAN_OBJS) $(LDLIBS) $(CHECK_LIBS)
 
 build/handlers/%: tests/handlers/%.c | build/handlers

@@ -12,6 +12,7 @@
 
 #include <check.h>
 #include "unit.h"
+#include "unit_dir.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -20,37 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char	test_dir[PATH_MAX];
-static char	test_olddir[PATH_MAX];
-
-static void
-setup(void)
-{
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(test_dir, sizeof(test_dir), "%s/rowq-check-config-XXXXXX",
-	    tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-	ck_assert(mkdtemp(test_dir) != NULL);
-	ck_assert(getcwd(test_olddir, sizeof(test_olddir)) != NULL);
-	ck_assert_int_eq(chdir(test_dir), 0);
-}
-
-static int
-remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void
-teardown(void)
-{
-	ck_assert_int_eq(chdir(test_olddir), 0);
-	nftw(test_dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static void
 put_mode(const char *name, const char *text, size_t len, mode_t mode)
@@ -1447,7 +1417,7 @@ START_TEST(test_credential)
 	    "rowq.yaml:2: database.credential: $CREDENTIALS_DIRECTORY is not "
 	    "set: credential: works under systemd's LoadCredential=; "
 	    "elsewhere use password_file:\n");
-	snprintf(dir, sizeof(dir), "%s/creds", test_dir);
+	snprintf(dir, sizeof(dir), "%s/creds", unit_dir);
 	setenv("CREDENTIALS_DIRECTORY", dir, 1);
 	cfg = accepted("database:\n  credential: db\nqueues:\n"
 	    SMALL_QUEUE("q"));
@@ -1605,7 +1575,8 @@ config_suite(void)
 	Suite *s = suite_create("config");
 	TCase *tc = tcase_create("config");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_unchecked_fixture(tc, unit_dir_make, unit_dir_remove);
+	tcase_add_checked_fixture(tc, unit_dir_enter, unit_dir_leave);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_example);
 	tcase_add_test(tc, test_defaults);

@@ -12,6 +12,7 @@
 
 #include <check.h>
 #include "unit.h"
+#include "unit_dir.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -30,37 +31,6 @@
 	"    exec: [/bin/true]\n" \
 	"    done: UPDATE t SET s = 1 WHERE id = :id\n" \
 	"    failed: UPDATE t SET s = 2 WHERE id = :id\n"
-
-static char	test_dir[PATH_MAX];
-static char	test_olddir[PATH_MAX];
-
-static void
-setup(void)
-{
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(test_dir, sizeof(test_dir), "%s/rowq-check-hosts-XXXXXX",
-	    tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-	ck_assert(mkdtemp(test_dir) != NULL);
-	ck_assert(getcwd(test_olddir, sizeof(test_olddir)) != NULL);
-	ck_assert_int_eq(chdir(test_dir), 0);
-}
-
-static int
-remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void
-teardown(void)
-{
-	ck_assert_int_eq(chdir(test_olddir), 0);
-	nftw(test_dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Write rowq.yaml with this database: section and load it; *log: caller frees. */
 static struct config *
@@ -326,7 +296,8 @@ config_hosts_suite(void)
 	Suite *s = suite_create("config_hosts");
 	TCase *tc = tcase_create("config_hosts");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_unchecked_fixture(tc, unit_dir_make, unit_dir_remove);
+	tcase_add_checked_fixture(tc, unit_dir_enter, unit_dir_leave);
 	tcase_add_loop_test(tc, test_one, 0, NELEMS(one));
 	tcase_add_test(tc, test_list);
 	tcase_add_test(tc, test_most);
