@@ -41,8 +41,7 @@ check_galera_node(struct db *db, char *node, size_t len)
 		    r->value[2] ? r->value[2] : "?",
 		    r->value[3] ? r->value[3] : "?");
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	return galera;
 }

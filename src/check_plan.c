@@ -524,8 +524,7 @@ plan_indexes(struct db *db, const struct plan_shape *sh, struct plan_index *ix,
 			}
 		}
 	}
-	rowset_clear(&rs, 5);
-	free(rs.rows);
+	rowset_free(&rs, 5);
 	db_stmt_free(s);
 	return nix;
 }
@@ -748,8 +747,7 @@ plan_list_ms(struct db *db, const struct queue *q,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	st = db_query(db, sql.data, &rs, &cols, &ncols);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 	return st != DB_OK ? -1 : (double)(t1.tv_sec - t0.tv_sec) * 1000 +
@@ -886,8 +884,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 		 * (EXPLAIN of a view needs SHOW VIEW), not a broken queue. */
 		log_warnx("%s: cannot EXPLAIN the claim, its plan is not "
 		    "checked: %s", q->select.where, db_error(db));
-		rowset_clear(&rs, ncols);
-		free(rs.rows);
+		rowset_free(&rs, ncols);
 		columns_free(cols, ncols);
 		return 0;
 	}
@@ -1005,8 +1002,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 		    q->select.where, mainrow.type,
 		    mainrow.key[0] ? " on index " : "", mainrow.key);
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&why);
 	buf_free(&fix);

@@ -132,8 +132,7 @@ console_failed_read(struct console *c, struct console_failed *f)
 out:
 	if (rc == -1 && f->why[0] == '\0')
 		snprintf(f->why, sizeof(f->why), "%s", db_error(db));
-	rowset_clear(&crs, 1);
-	free(crs.rows);
+	rowset_free(&crs, 1);
 	db_stmt_free(count);
 	buf_free(&sql);
 	return rc;

@@ -400,8 +400,7 @@ console_read_table(struct console *c, struct buf *b, const char *sql,
 		buf_puts(b, "<p class=\"muted\">None.</p>");
 	else
 		console_rows_table(b, cols, ncols, &rs, NULL, id);
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	db_stmt_free(s);
 	buf_free(&q);
 }

@@ -435,8 +435,7 @@ cursor_confirm(struct db *db, struct cursor_claim *c,
 	st = db_stmt_fetch_all(s, v, 2, &rs);
 	db_stmt_free(s);
 	if (st != DB_OK) {
-		rowset_clear(&rs, 2);
-		free(rs.rows);
+		rowset_free(&rs, 2);
 		return cursor_refuse(c, "cannot be checked against the table's "
 		    "primary key: %s", db_error(db));
 	}
@@ -453,8 +452,7 @@ cursor_confirm(struct db *db, struct cursor_claim *c,
 	else if (pk[1] == NULL || !cursor_integer_type(pk[1]))
 		cursor_refuse(c, "orders by a primary key that is not an "
 		    "integer column (%s)", pk[1] ? pk[1] : "?");
-	rowset_clear(&rs, 2);
-	free(rs.rows);
+	rowset_free(&rs, 2);
 	if (c->reason != NULL)
 		return -1;
 	for (c->key_index = 0; c->key_index < ncols; c->key_index++)

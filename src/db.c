@@ -341,6 +341,15 @@ rowset_clear(struct rowset *rs, size_t ncols)
 	rs->nrows = 0;
 }
 
+/* The rows and the array that held them: the set is empty again. */
+void
+rowset_free(struct rowset *rs, size_t ncols)
+{
+	rowset_clear(rs, ncols);
+	free(rs->rows);
+	memset(rs, 0, sizeof(*rs));
+}
+
 /* BIT arrives as raw bytes, most significant first: keep it as a number. */
 static void
 db_bit_value(struct row *r, size_t i, const unsigned char *raw,

@@ -109,6 +109,7 @@ enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
 enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
 		    size_t nvalues, struct rowset *);
 void		 rowset_clear(struct rowset *, size_t ncols);
+void		 rowset_free(struct rowset *, size_t ncols);
 void		 row_free(struct row *, size_t ncols);
 /*
  * Whether a transaction is open, as the last statement left it.  After a

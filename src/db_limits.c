@@ -117,8 +117,7 @@ db_global_idle_limits(struct db *db, struct db_idle_limit *limits)
 		limits[i].transaction = i > 0;
 	}
 out:
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	return n;
 }

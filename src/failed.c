@@ -297,8 +297,7 @@ failed_total(struct db *db, const struct queue *q, long long *total)
 	if (rc == ROWQ_EXIT_OK)
 		*total = rs.nrows > 0 && rs.rows[0].value[0] != NULL ?
 		    atoll(rs.rows[0].value[0]) : 0;
-	rowset_clear(&rs, 1);
-	free(rs.rows);
+	rowset_free(&rs, 1);
 	db_stmt_free(s);
 	buf_free(&sql);
 	return rc;
@@ -332,8 +331,7 @@ failed_list(const struct failed_ctx *what, long limit, bool json)
 		failed_json(q->name, cols, ncols, &rs, total);
 	else if (rc == ROWQ_EXIT_OK)
 		failed_table(cols, ncols, &rs, total);
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	db_stmt_free(s);
 	buf_free(&sql);
 	return rc;

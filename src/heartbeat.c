@@ -226,8 +226,7 @@ heartbeat_read(struct db *db, const struct config *cfg,
 		}
 	}
 	(void)db_rollback(db);
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 	return rc;

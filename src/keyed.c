@@ -424,8 +424,7 @@ keyed_primary_key(struct db *db, struct keyed_claim *k)
 		    "one integer column", k->table);
 	else
 		k->pk = xstrdup(r[0]);
-	rowset_clear(&rs, 3);
-	free(rs.rows);
+	rowset_free(&rs, 3);
 	return k->reason ? -1 : 0;
 }
 
@@ -512,8 +511,7 @@ keyed_explain(struct db *db, struct keyed_claim *k, const char *select,
 		buf_puts(&why, "");
 	k->why = buf_steal(&why);
 out:
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	return k->reason ? -1 : 0;
 }

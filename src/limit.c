@@ -560,8 +560,7 @@ limit_status_read(struct db *db, const struct config *cfg,
 	rc = 0;
 out:
 	(void)db_rollback(db);
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 	return rc;

@@ -86,8 +86,7 @@ pause_read(struct db *db, const char *table, struct pause_list *out)
 		}
 	}
 	(void)db_rollback(db);
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 	return rc;
@@ -239,8 +238,7 @@ pause_look(struct db *db, const struct config *cfg, const char *queue,
 		*state = rs.rows[0].value[0] != NULL &&
 		    strcmp(rs.rows[0].value[0], "1") == 0 ? PAUSE_TIMED :
 		    PAUSE_FOR_GOOD;
-	rowset_clear(&rs, 1);
-	free(rs.rows);
+	rowset_free(&rs, 1);
 	db_stmt_free(s);
 	buf_free(&sql);
 	return st;

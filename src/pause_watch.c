@@ -208,8 +208,7 @@ pause_probe_run(struct db *db, struct pause_probe *pp, int64_t now,
 		if (db_link_closed(db))
 			end = PAUSE_PROBE_LINK;
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	if (end == PAUSE_PROBE_READ && pp->missing != missing)
 		end = PAUSE_PROBE_CHANGED;
 	return end;

@@ -56,8 +56,7 @@ prune_lock(struct db *db, const struct queue *q)
 	if (db_query(db, sql.data, &rs, &cols, &ncols) == DB_OK &&
 	    rs.nrows == 1 && ncols == 1 && rs.rows[0].value[0] != NULL)
 		got = strcmp(rs.rows[0].value[0], "1") == 0 ? 1 : 0;
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 	(void)db_rollback(db);
@@ -207,8 +206,7 @@ prune_check(struct db *db, const struct queue *q)
 			    "WHERE (the time column) would let it read only "
 			    "the rows it removes", p->where, type, rows);
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 	(void)db_rollback(db);
@@ -251,8 +249,7 @@ prune_count(struct db *db, const struct queue *q)
 		    q->name, n, n / q->prune.chunk + 1, q->prune.chunk);
 		rc = ROWQ_EXIT_OK;
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	(void)db_rollback(db);
 	return rc;

@@ -303,8 +303,7 @@ requeue_all(struct requeue_run *run, const char *where_error)
 		if (rs.nrows < REQUEUE_CHUNK)
 			break;
 	}
-	rowset_clear(&rs, 1);
-	free(rs.rows);
+	rowset_free(&rs, 1);
 	free(keys);
 	db_stmt_free(first);
 	db_stmt_free(next);

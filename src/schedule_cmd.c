@@ -76,8 +76,7 @@ schedule_list_read(struct db *db, const struct config *cfg,
 		r->next = schedule_due(r->s, r->known ? r->last_slot :
 		    now / 1000, now);
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 	buf_free(&key);

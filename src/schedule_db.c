@@ -188,8 +188,7 @@ schedule_paused(struct schedule_conn *c, const char *name, bool *paused)
 		(void)db_stmt_columns(s, &ncols);
 		if ((st = db_stmt_fetch_all(s, &v, 1, &rs)) == DB_OK)
 			*paused = rs.nrows > 0;
-		rowset_clear(&rs, ncols);
-		free(rs.rows);
+		rowset_free(&rs, ncols);
 		db_stmt_free(s);
 	}
 	buf_free(&sql);
@@ -231,8 +230,7 @@ schedule_lock(struct schedule_conn *c, const struct schedule *s,
 			o->last_inserted = schedule_number(row[1]);
 			o->now_ms = schedule_number(row[2]);
 			o->skipped_total = (uint64_t)schedule_number(row[3]);
-			rowset_clear(&rs, ncols);
-			free(rs.rows);
+			rowset_free(&rs, ncols);
 			return DB_OK;
 		}
 		rowset_clear(&rs, ncols);

@@ -73,8 +73,7 @@ status_oldest(struct db *db, const struct queue *q, const struct column *cols,
 	}
 	if (out.nrows == 1 && out.rows[0].value[0] != NULL)
 		*age = atoll(out.rows[0].value[0]);
-	rowset_clear(&out, 1);
-	free(out.rows);
+	rowset_free(&out, 1);
 	db_stmt_free(s);
 	return 0;
 }
@@ -171,8 +170,7 @@ status_select_finds(struct db *db, const struct queue *q)
 	if (s != NULL)
 		(void)db_stmt_columns(s, &ncols);
 	(void)db_rollback(db);
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	db_stmt_free(s);
 	buf_free(&sql);
 	return rc;

@@ -140,8 +140,7 @@ wake_binlog_missing(struct db *db, struct buf *why)
 	buf_reset(why);
 	if (db_query(db, "SELECT @@log_bin, @@binlog_format", &rs, &cols,
 	    &ncols) != DB_OK || rs.nrows != 1 || ncols != 2) {
-		rowset_clear(&rs, ncols);
-		free(rs.rows);
+		rowset_free(&rs, ncols);
 		columns_free(cols, ncols);
 		return -1;
 	}
@@ -156,16 +155,14 @@ wake_binlog_missing(struct db *db, struct buf *why)
 		    rs.rows[0].value[1] ? rs.rows[0].value[1] : "NULL");
 		missing++;
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	rs = (struct rowset){ 0 };
 	columns_free(cols, ncols);
 	cols = NULL;
 	ncols = 0;
 	if (db_query(db, "SHOW GRANTS", &rs, &cols, &ncols) != DB_OK ||
 	    ncols < 1) {
-		rowset_clear(&rs, ncols);
-		free(rs.rows);
+		rowset_free(&rs, ncols);
 		columns_free(cols, ncols);
 		return -1;
 	}
@@ -180,8 +177,7 @@ wake_binlog_missing(struct db *db, struct buf *why)
 		    "(or REPLICATION CLIENT) ON *.*", missing ? "; " : "");
 		missing++;
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	return missing;
 }
@@ -449,8 +445,7 @@ binlog_position(struct binlog_follower *f, struct db *db)
 		f->pos = strtoul(rs.rows[0].value[1], NULL, 10);
 		ok = f->pos >= 4;
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	return ok;
 }

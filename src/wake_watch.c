@@ -205,8 +205,7 @@ wake_probe_run(struct db *db, const struct queue *q, struct wake_probe *p,
 		log_warnx("%s: cannot watch the queue (its workers poll): %s",
 		    q->where, db_error(db));
 	p->failing = r->rows < 0 && again;
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	return again;
 }
 

@@ -364,8 +364,7 @@ claim_first_key(struct worker *w, char *key, size_t len)
 	if (st == DB_OK && rs.nrows > 0 && rs.rows[0].value[0] != NULL &&
 	    cursor_key_valid(rs.rows[0].value[0], rs.rows[0].len[0]))
 		snprintf(key, len, "%s", rs.rows[0].value[0]);
-	rowset_clear(&rs, 1);
-	free(rs.rows);
+	rowset_free(&rs, 1);
 	return st;
 }
 

@@ -196,8 +196,7 @@ limit_connect(struct worker *w)
 	if (r == CONNECT_OK)
 		r = limit_keys_connect(w);
 out:
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 	return r;

@@ -219,8 +219,7 @@ key_throttles(struct worker *w, int64_t now)
 		else if (v[0][0] == 'k')
 			key_exclude(w, v[0] + 1, rs.rows[i].len[0] - 1, now + ms);
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
 }

@@ -83,8 +83,7 @@ pickup_clock_read(struct worker *w)
 		w->clock.read_ms = now_ms();
 		w->clock.known = true;
 	}
-	rowset_clear(&rs, ncols);
-	free(rs.rows);
+	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 }
 
