@@ -119,6 +119,7 @@ UNIT_TESTS = \
 	check_cursor \
 	check_duration \
 	check_json \
+	check_limit \
 	check_log \
 	check_prune_sql \
 	check_recent \

@@ -161,6 +161,8 @@ int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
 
 #define LIMIT_TABLE_DEFAULT	"rowq_limit"
 #define LIMIT_SCOPE_MAX		256	/* bytes of a scope, as stored */
+#define LIMIT_RESERVE_MAX	16	/* tokens one take takes, at most */
+#define LIMIT_RESERVE_MS	10	/* and keeps for its next claims */
 
 /* What every statement of one queue's limit needs. */
 struct limit_ctx {
@@ -192,6 +194,7 @@ void		 limit_sql_slot_take(struct buf *, const struct limit_scope *,
 void		 limit_sql_gate(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int concurrency, int first,
 		    const struct limit_rate *);
+int		 limit_reserve_size(const struct limit_rate *);
 void		 limit_sql_rate_take(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, const struct limit_rate *,
 		    bool iff);

@@ -236,17 +236,41 @@ limit_sql_avail(struct buf *b, const struct limit_ctx *c,
  * columns left to right, each seeing the ones before).
  */
 /*
- * One token or none, as the rows the UPDATE matches say, none while the
- * scope is throttled; refund (an SQL expression) given back first.
+ * How many tokens a worker's take at batch 1 takes at once: a
+ * millisecond's worth of the rate (at most LIMIT_RESERVE_MAX), so that
+ * a rate far above what the workers do costs one UPDATE per that many
+ * rows rather than one per row; 1, as before, below 2,000 a second.
+ * The bucket may go into debt by the rest (the take needs one token
+ * there), and what the worker does not start within LIMIT_RESERVE_MS
+ * goes back with its next take.
+ */
+int
+limit_reserve_size(const struct limit_rate *r)
+{
+	double per_ms;
+
+	if (r->count <= 0 || r->period_ms <= 0)
+		return 1;
+	per_ms = (double)r->count / (double)r->period_ms;
+	if (per_ms >= LIMIT_RESERVE_MAX)
+		return LIMIT_RESERVE_MAX;
+	return per_ms < 1 ? 1 : (int)per_ms;
+}
+
+/*
+ * n tokens or none, as the rows the UPDATE matches say, none while the
+ * scope is throttled; refund (an SQL expression) given back first.  The
+ * bucket needs one token, and is left n - 1 short for more (a debt the
+ * refill pays before the next take).
  */
 static void
 limit_sql_take_one(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, const struct limit_rate *r,
-    const char *refund)
+    const char *refund, int n)
 {
-	buf_printf(b, "UPDATE %s SET took = 1, tokens = ", c->table);
+	buf_printf(b, "UPDATE %s SET took = %d, tokens = ", c->table, n);
 	limit_sql_avail(b, c, r, refund);
-	buf_puts(b, " - 1, tokens_at = " NOW6 " WHERE ");
+	buf_printf(b, " - %d, tokens_at = " NOW6 " WHERE ", n);
 	limit_sql_where(b, c, s, 0);
 	buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
 	    NOW6 ") AND ");
@@ -259,13 +283,14 @@ limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, const struct limit_rate *r, bool iff)
 {
 	if (iff) {
-		limit_sql_take_one(b, c, s, r, "?");
+		limit_sql_take_one(b, c, s, r, "?", limit_reserve_size(r));
 		return;
 	}
+	/* Not below 0, where a reserving take left the bucket in debt. */
 	buf_printf(b, "UPDATE %s SET took = IF(throttled_until > " NOW6
-	    ", 0, LEAST(?, FLOOR(", c->table);
+	    ", 0, GREATEST(0, LEAST(?, FLOOR(", c->table);
 	limit_sql_avail(b, c, r, "?");
-	buf_puts(b, "))), tokens = ");
+	buf_puts(b, ")))), tokens = ");
 	limit_sql_avail(b, c, r, "?");
 	buf_puts(b, " - took, tokens_at = " NOW6 " WHERE ");
 	limit_sql_where(b, c, s, 0);
@@ -325,7 +350,7 @@ limit_sql_key_take(struct buf *b, const struct limit_ctx *c,
 {
 	limit_sql_rows(b, c, s, 0);
 	buf_puts(b, ";\n");
-	limit_sql_take_one(b, c, s, r, "0");
+	limit_sql_take_one(b, c, s, r, "0", 1);
 }
 
 /* Give back n tokens, alone (a take carries them otherwise). */

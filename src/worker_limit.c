@@ -242,6 +242,21 @@ limit_gate_due(const struct worker *w, int64_t now)
 }
 
 /*
+ * Whether the claim may start its handler on a token the last take
+ * reserved (limit_reserve_size): at batch 1 in transaction mode, with no
+ * slot to take, within LIMIT_RESERVE_MS of that take.  The take after
+ * gives back what is left, as for any token not used.
+ */
+static bool
+limit_reserved(const struct worker *w)
+{
+	const struct worker_limit *l = &w->limit;
+
+	return limit_has_rate(w) && w->q->batch == 1 && l->refund > 0 &&
+	    now_ms() < l->reserve_until_ms;
+}
+
+/*
  * The take's statements, each a result of its own, their places kept in
  * l->at_* (counted across before and after, as the results come).  For a
  * claim's front (poll false), before goes ahead of the claim's COMMIT and
@@ -260,21 +275,24 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 	const struct limit_policy *p = &w->q->limit;
 	bool lease = w->q->lease.enabled, slot = limit_needs_slot(w);
 	bool gate = poll || limit_gate_due(w, now_ms());
+	bool reserved = !lease && !poll && !slot && limit_reserved(w);
 	struct buf *b = lease && !poll ? after : before;
 	int nbefore;
 
 	l->nfront = 0;
 	l->at_rate = l->at_iff = l->at_gate = l->at_lease = -1;
 	l->at_commit = -1;
-	if (limit_has_rate(w) && !lease && !poll && !slot) {
-		/* One token or none, as the rows it changes say. */
+	if (reserved) {
+		/* A token of the last take's, not yet used: no take. */
+	} else if (limit_has_rate(w) && !lease && !poll && !slot) {
+		/* Some tokens or none, as the rows it changes say. */
 		buf_printf(b, "EXECUTE " LIMIT_TAKE_IF_NAME " USING %d, %d;\n",
 		    l->refund, l->refund);
 		l->at_iff = l->nfront++;
 	} else if (limit_has_rate(w))
 		buf_printf(b, "EXECUTE " LIMIT_TAKE_NAME " USING %d, %d, %d;\n",
 		    want, lease ? 0 : l->refund, lease ? 0 : l->refund);
-	if (limit_has_rate(w)) {
+	if (limit_has_rate(w) && !reserved) {
 		if (l->at_iff < 0)
 			l->at_rate = l->nfront++;
 		l->refund_sent = lease ? 0 : l->refund;
@@ -347,7 +365,8 @@ limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
 	struct worker_limit *l = &w->limit;
 
 	if (l->at_iff >= 0)
-		*tokens = l->at_iff < ran ? (int)res[l->at_iff].affected : 0;
+		*tokens = l->at_iff < ran && res[l->at_iff].affected > 0 ?
+		    limit_reserve_size(&w->q->limit.rate) : 0;
 	else if (l->at_gate >= 0 && l->at_gate < ran && res[l->at_gate].row &&
 	    !res[l->at_gate].null[2])
 		*tokens = (int)res[l->at_gate].value[2];
@@ -364,6 +383,8 @@ limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
 	if (l->at_iff >= 0 && *tokens == 0)
 		l->refund += l->refund_sent;
 	l->refund += *tokens;
+	if (l->at_iff >= 0 && *tokens > 1)
+		l->reserve_until_ms = now_ms() + LIMIT_RESERVE_MS;
 }
 
 /*

@@ -10,10 +10,13 @@
  *   pipefake retry-all LOG      answer "retry busy" to every row
  *   pipefake exit-at-start      exit 1 before reading anything
  *   pipefake sleep MS LOG       like ok, after sleeping MS milliseconds
+ *   pipefake timed LOG          like ok, with the microseconds since the
+ *                               epoch: "KEY PID US"
  *
  * It writes its pid to stderr when it starts, so tests can count starts.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +25,22 @@
 #include <unistd.h>
 
 static void
-append(const char *path, long key)
+append(const char *path, long key, bool timed)
 {
-	char line[64];
-	int n = snprintf(line, sizeof(line), "%ld %ld\n", key, (long)getpid());
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	char line[96];
+	struct timespec now;
+	int n;
+	int fd;
 
+	if (timed) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		n = snprintf(line, sizeof(line), "%ld %ld %lld\n", key,
+		    (long)getpid(), (long long)now.tv_sec * 1000000 +
+		    now.tv_nsec / 1000);
+	} else
+		n = snprintf(line, sizeof(line), "%ld %ld\n", key,
+		    (long)getpid());
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd == -1 || write(fd, line, (size_t)n) != n)
 		exit(111);
 	close(fd);
@@ -37,6 +50,7 @@ int
 main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
+	bool timed = strcmp(mode, "timed") == 0;
 	const char *log = argv[argc - 1];
 	long special = argc > 3 ? atol(argv[2]) : -1;
 	char *line = NULL;
@@ -51,7 +65,7 @@ main(int argc, char **argv)
 		long key = p ? atol(p + 5) : -1;
 
 		if (strcmp(mode, "retry-all") == 0) {
-			append(log, key);
+			append(log, key, timed);
 			printf("retry busy\n");
 			continue;
 		}
@@ -60,7 +74,7 @@ main(int argc, char **argv)
 			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 			nanosleep(&ts, NULL);
 		}
-		append(log, key);
+		append(log, key, timed);
 		if (key == special && strcmp(mode, "crash-on") == 0)
 			return 3;
 		if (key == special && strcmp(mode, "hang-on") == 0)

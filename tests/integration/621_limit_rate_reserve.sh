@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# A rate of more than 2,000 a second: each take at batch 1 takes a
+# millisecond's tokens at once (at most 16), and the worker starts its
+# next claims on them without a take, for 10 ms at most; what it does not
+# use goes back.  2 daemons of 2 workers, the pipe handler, counted from
+# its own lines (each start's microsecond) and from a trigger that counts
+# the UPDATEs of the queue's bucket row:
+#   1. rate: 1000000/1s, far above: far fewer UPDATEs than rows (one a
+#      row before), every row done once;
+#   2. rate: 2000/1s with burst: 10, below what the workers do: in no
+#      1 s window more starts than 2,000 + burst + what the 4 workers may
+#      hold (2 each), and the rate used (at least 0.8 of it).  With burst
+#      1 at such a rate the bucket cannot keep what comes in while the
+#      workers wait for it (a millisecond at least): rowq.yaml(5) says
+#      to give a few milliseconds' worth;
+#   3. the bucket at rest after each: no more than the burst.
+. "$(dirname "$0")/../lib.sh"
+. "$TESTS_DIR/email.sh"
+. "$TESTS_DIR/limit.sh"
+. "$TESTS_DIR/torture/common.sh"
+db_start
+db_create
+cd "$ROWQ_TEST_TMP"
+rows=3000
+email_table 0
+# The limit table as rowq makes it (rowq.yaml(5), LIMIT TABLE), and a
+# count of the updates of the queue's row.
+sql "CREATE TABLE rowq_limit (
+  queue VARCHAR(191) NOT NULL,
+  scope VARBINARY(255) NOT NULL DEFAULT '',
+  slot INT NOT NULL DEFAULT 0,
+  tokens DOUBLE NOT NULL DEFAULT 0,
+  took INT NOT NULL DEFAULT 0,
+  tokens_at DATETIME(6) NOT NULL DEFAULT '2000-01-01 00:00:00',
+  lease CHAR(32) NULL,
+  lease_until DATETIME(6) NULL,
+  throttled_until DATETIME(6) NULL,
+  reason VARCHAR(1000) NOT NULL DEFAULT '',
+  PRIMARY KEY (queue, scope, slot),
+  KEY rowq_throttled (queue, throttled_until)
+) ENGINE=InnoDB;
+CREATE TABLE bucket_updates (n INT NOT NULL) ENGINE=InnoDB;
+INSERT INTO bucket_updates VALUES (0);
+CREATE TRIGGER count_bucket AFTER UPDATE ON rowq_limit FOR EACH ROW
+    UPDATE bucket_updates SET n = n + (NEW.scope = '' AND NEW.slot = 0)"
+log=$ROWQ_TEST_TMP/handled
+on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
+
+# phase LIMIT: a fresh run of the two daemons over $rows new rows.
+phase()
+{
+	local d
+	: >"$log"
+	sql "UPDATE bucket_updates SET n = 0; TRUNCATE email;
+	    INSERT INTO email (recipient, subject, body)
+	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM seq_1_to_$rows"
+	for d in a b; do
+		WORKERS=2 email_config $d.yaml "[x]" "limit: {$1}"
+		sed -i "s|^    exec: .*|    pipe: [$HANDLERS/pipefake, timed, $log]|" $d.yaml
+		sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/$d.sock\nqueues:|" $d.yaml
+	done
+	rowq_start a.yaml a.log
+	A=$ROWQ_PID
+	rowq_start b.yaml b.log
+	B=$ROWQ_PID
+	wait_all_final 120 || fail "$1: rows still waiting: $(email_count "status = 'waiting'")"
+	stop_rowq "$A"
+	stop_rowq "$B"
+	assert_exactly_once $rows
+	# Given back, never past the burst.
+	assert_le "$(sql_value "SELECT CEIL(tokens) FROM rowq_limit
+	    WHERE queue = 'email' AND scope = '' AND slot = 0")" "${2:-1}" \
+	    "$1: tokens at rest"
+}
+# starts LOG: "KEY PID US" lines as the trace handler's starts.
+starts_of() { awk '{ print "start", $1, $2, 0, 0, $3 }' "$1"; }
+
+# ---- 1. far above ----
+phase "rate: 1000000/1s"
+updates=$(sql_value "SELECT n FROM bucket_updates")
+first=$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$log")
+last=$(awk '$3 > m { m = $3 } END { print m }' "$log")
+speed=$(awk -v n=$rows -v us=$((last - first)) 'BEGIN { printf "%d", n / (us / 1e6) }')
+figure "rows/s with rate 1000000/1s" "$speed"
+figure "UPDATEs of the bucket for $rows rows (one a row before)" "$updates"
+assert_le "$updates" $((rows / 4)) "UPDATEs of the bucket, far above the load"
+
+# ---- 2. binding ----
+rate=${ROWQ_RESERVE_RATE:-2000}
+[ "$speed" -gt $((rate * 5 / 4)) ] ||
+	fail "the workers do $speed rows/s: too few to hold a rate of $rate back"
+phase "rate: $rate/1s, burst: 10" 10
+starts_of "$log" >starts
+most=$(starts_per_window starts 1000000)
+first=$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$log")
+last=$(awk '$3 > m { m = $3 } END { print m }' "$log")
+used=$(awk -v n=$rows -v us=$((last - first)) 'BEGIN { printf "%d", (n - 1) / (us / 1e6) }')
+figure "the most starts in any 1 s window, rate $rate/1s" "$most"
+figure "starts per second over the run, rate $rate/1s" "$used"
+assert_le "$most" $((rate + 10 + 4 * 2)) "starts in any 1 s window"
+assert_ge "$used" $((rate * 8 / 10)) "starts per second over the run"

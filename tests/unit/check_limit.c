@@ -1,0 +1,59 @@
+/*
+ * Unit tests for limit.c's pure parts: how many tokens a take reserves
+ * for a rate, and the CRC-32 that names a key's locks (the server's
+ * CRC32() must give the same, or a key's slots would not be shared).
+ */
+#include "rowq.h"
+#include "db.h"
+
+#include <check.h>
+#include "unit.h"
+#include <string.h>
+
+static int
+reserve(int count, int64_t period_ms)
+{
+	struct limit_rate r = { .count = count, .period_ms = period_ms };
+
+	return limit_reserve_size(&r);
+}
+
+START_TEST(test_reserve_size)
+{
+	/* Below 2,000 a second, one token a take, as without a reserve. */
+	ck_assert_int_eq(reserve(50, 1000), 1);
+	ck_assert_int_eq(reserve(100, 60000), 1);
+	ck_assert_int_eq(reserve(1999, 1000), 1);
+	/* A millisecond's worth. */
+	ck_assert_int_eq(reserve(2000, 1000), 2);
+	ck_assert_int_eq(reserve(10000, 1000), 10);
+	ck_assert_int_eq(reserve(600000, 60000), 10);
+	/* At most LIMIT_RESERVE_MAX. */
+	ck_assert_int_eq(reserve(16000, 1000), LIMIT_RESERVE_MAX);
+	ck_assert_int_eq(reserve(LIMIT_RATE_COUNT_MAX, 1), LIMIT_RESERVE_MAX);
+	/* No rate, or a period of nothing: one. */
+	ck_assert_int_eq(reserve(0, 1000), 1);
+	ck_assert_int_eq(reserve(10, 0), 1);
+}
+END_TEST
+
+START_TEST(test_crc32)
+{
+	/* The check value of CRC-32/IEEE, and SELECT CRC32('rowq'). */
+	ck_assert_uint_eq(limit_crc32("123456789", 9), 0xcbf43926u);
+	ck_assert_uint_eq(limit_crc32("", 0), 0);
+	ck_assert_uint_eq(limit_crc32("rowq", 4), 3833959821u);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("limit");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_reserve_size);
+	tcase_add_test(tc, test_crc32);
+	suite_add_tcase(s, tc);
+	return unit_run(s);
+}
