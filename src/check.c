@@ -197,6 +197,7 @@ check_session_limits(struct db *db, const struct queue *q)
 	duration_format(q->idle_ms, idle, sizeof(idle));
 	for (int i = 0; i < n; i++) {
 		unsigned want = limits[i].transaction ? need.transaction_s :
+		    need.keys_session_s > 0 ? need.keys_session_s :
 		    need.session_s;
 		if (limits[i].value_s == 0 || limits[i].value_s >= want)
 			continue;
@@ -317,8 +318,8 @@ check_limit_statement(struct db *db, const struct queue *q, struct buf *b)
 }
 
 /*
- * per_key needs transaction mode and a select claimed from a cursor
- * (worker_limit_key.c).  1 when it has neither.
+ * per_key needs a select claimed from a cursor (worker_limit_key.c).
+ * 1 when it has none.
  */
 static int
 check_limit_keys(struct db *db, const struct queue *q,
@@ -330,11 +331,6 @@ check_limit_keys(struct db *db, const struct queue *q,
 
 	if (l->key_column == NULL)
 		return 0;
-	if (q->lease.enabled) {
-		log_error("%s: per_key works in transaction mode only; this "
-		    "queue has lease:", l->key_where);
-		return 1;
-	}
 	if (cursor_derive(&c, q->select.positional) != 0 ||
 	    cursor_confirm(db, &c, cols, ncols) != 0) {
 		log_error("%s: per_key needs a select that rowq claims from a "

@@ -141,6 +141,13 @@ enum db_status	 db_stmt_exec_bulk(struct db_stmt *, const struct value *,
 struct idle_need {
 	unsigned	 transaction_s;
 	unsigned	 session_s;
+	/*
+	 * Lease mode with limit.per_key's concurrency: the session holds
+	 * its keys' named locks while the handler runs, with no transaction
+	 * open, so its wait_timeout is set to this (lowered too): a frozen
+	 * or cut-off host's keys come back with its rows' leases.  0: none.
+	 */
+	unsigned	 keys_session_s;
 };
 
 /* One of the server's global idle limits, for `rowq check`. */

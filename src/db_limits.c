@@ -40,6 +40,21 @@ db_idle_need(const struct queue *q, struct idle_need *need)
 	    DB_IDLE_MARGIN_S;
 	if (need->session_s < need->transaction_s)
 		need->session_s = need->transaction_s;
+	/*
+	 * Lease mode with per-key slots: the session is busy at least every
+	 * third of the lease (renewals) and every idle; a frozen or cut-off
+	 * host's session, and its keys' locks, end a margin after its rows'
+	 * leases do, once its handlers have stopped (two thirds of the
+	 * lease without a renewal stop them).
+	 */
+	need->keys_session_s = 0;
+	if (q->lease.enabled && q->limit.key_column != NULL &&
+	    q->limit.key_concurrency > 0) {
+		int64_t ms = q->lease.duration_ms > q->idle_ms ?
+		    q->lease.duration_ms : q->idle_ms;
+		need->keys_session_s = (unsigned)((ms + 999) / 1000) +
+		    DB_IDLE_MARGIN_S;
+	}
 }
 
 
@@ -63,7 +78,10 @@ db_session_limits(struct db *db, const struct queue *q)
 	enum db_status st;
 
 	db_idle_need(q, &need);
-	if (db_server_is_mariadb(db))
+	if (need.keys_session_s > 0)
+		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %u",
+		    need.keys_session_s);
+	else if (db_server_is_mariadb(db))
 		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = "
 		    "GREATEST(@@SESSION.wait_timeout, %u), "
 		    "idle_transaction_timeout = %u, "

@@ -239,5 +239,11 @@ lease_turn(struct worker *w)
 		if (lease_work_row(w, &w->turn.rows.rows[i]) != 0)
 			return -1;
 	}
+	/*
+	 * The turn's rows are finished: their keys' slots (per_key) go now.
+	 * After an error they go with the next claim's round trip instead,
+	 * never while a handler of theirs may still run.
+	 */
+	limit_keys_release(w);
 	return n;
 }

@@ -26,8 +26,12 @@
  * until their throttle ends.  A key's rate is a bucket of its own in the
  * limit table, taken on a connection aside (key_tokens).
  *
- * per_key works in transaction mode with a select of that shape; rowq
- * check and the workers refuse it otherwise.
+ * per_key needs a select of that shape; rowq check and the workers
+ * refuse it otherwise.  In lease mode the locks outlive the claim's
+ * COMMIT (they are the session's): the session keeps them while the
+ * handler runs, and the turn gives them back once its rows are finished
+ * (worker_lease.c); db_limits.c has such a session end after a lease of
+ * silence, so that a frozen host's keys come back with its rows.
  */
 #include "worker.h"
 
@@ -587,11 +591,6 @@ limit_keys_connect(struct worker *w)
 	ks->nheld = 0;
 	if (!limit_keys_on(w))
 		return CONNECT_OK;
-	if (w->q->lease.enabled) {
-		log_error("%s: per_key works in transaction mode only; this "
-		    "queue has lease:", p->key_where);
-		return CONNECT_CONFIG;
-	}
 	if (!w->cursor_on) {
 		log_error("%s: per_key needs a select that rowq claims from a "
 		    "cursor, of one table ordered by its integer primary key, "

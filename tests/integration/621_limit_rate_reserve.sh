@@ -14,6 +14,7 @@
 #      workers wait for it (a millisecond at least): rowq.yaml(5) says
 #      to give a few milliseconds' worth;
 #   3. the bucket at rest after each: no more than the burst.
+# serial: the workers must outrun 2,000 rows a second, under ASan
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/limit.sh"
