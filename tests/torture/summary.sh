@@ -20,7 +20,10 @@ sum_of()
 }
 
 mariadb_version=$(mariadbd --version 2>/dev/null | sed 's/^.*Ver //; s/ for .*//')
-rowq_version=$(git -C "$REPO_ROOT" describe --always --dirty 2>/dev/null || echo unknown)
+# Dirty only for a change other than this file, which the run rewrites.
+rowq_version=$(git -C "$REPO_ROOT" describe --always 2>/dev/null || echo unknown)
+git -C "$REPO_ROOT" diff --quiet HEAD -- . ':(exclude)tests/TORTURE.md' 2>/dev/null ||
+	rowq_version="$rowq_version-dirty"
 peak=$(awk -F'\t' '$2 ~ /peak RSS kB/ { split($3, a, /[^0-9]+/); if (a[1] + 0 > m) { m = a[1] + 0; w = $1 ": " $2 } } END { print m " kB (" w ")" }' "$figures")
 kills=$(awk -F'\t' '$2 ~ /kills \(worker\/handler\/supervisor\)/ { print $1 ", " $2 ": " $3 }' "$figures" | sed 's/^/  - /')
 
