@@ -755,6 +755,20 @@ supervisor_restart_due(struct supervisor *s, int64_t now, int64_t *next)
 	}
 }
 
+/* The last rows any worker finished, those that exited included. */
+static int64_t
+supervisor_drain_last(const struct supervisor *s)
+{
+	int64_t last = s->drain_finished_us;
+
+	for (int i = 0; i < s->nslots; i++) {
+		const struct slot *sl = &s->slots[i];
+		if (sl->pid != 0 && sl->stats->finished_us > last)
+			last = sl->stats->finished_us;
+	}
+	return last;
+}
+
 /*
  * A drain is over when every worker's last look found nothing, and began
  * after the last rows any worker finished were committed: none holds a
@@ -763,7 +777,7 @@ supervisor_restart_due(struct supervisor *s, int64_t now, int64_t *next)
 static bool
 supervisor_drained(const struct supervisor *s)
 {
-	int64_t first = INT64_MAX, last = s->drain_finished_us;
+	int64_t first = INT64_MAX, last = supervisor_drain_last(s);
 	int n = 0;
 
 	if (!generation_complete(s->current))
@@ -779,8 +793,6 @@ supervisor_drained(const struct supervisor *s)
 		n++;
 		if (sl->stats->drained_us < first)
 			first = sl->stats->drained_us;
-		if (sl->stats->finished_us > last)
-			last = sl->stats->finished_us;
 	}
 	return n > 0 && first > last;
 }
@@ -794,13 +806,8 @@ supervisor_drained(const struct supervisor *s)
 static void
 supervisor_drain_wake(struct supervisor *s)
 {
-	int64_t last = s->drain_finished_us;
+	int64_t last = supervisor_drain_last(s);
 
-	for (int i = 0; i < s->nslots; i++) {
-		const struct slot *sl = &s->slots[i];
-		if (sl->pid > 0 && sl->stats->finished_us > last)
-			last = sl->stats->finished_us;
-	}
 	for (int i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		if (sl->state != SLOT_RUNNING || sl->pid <= 0 ||
