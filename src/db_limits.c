@@ -65,8 +65,9 @@ db_idle_need(const struct queue *q, struct idle_need *need)
  * wait_timeout (8 hours by default), and so that a shorter global value
  * does not kill a transaction while its handler runs; wait_timeout is
  * only raised to the need, never lowered, since an idle session outside a
- * transaction holds no rows.  MySQL has wait_timeout only: it is set to
- * the need.  A refused SET (a proxy, a server too old to know the
+ * transaction holds no rows, but for a lease-mode session that holds
+ * per-key slots (keys_session_s): it is set to that.  MySQL has
+ * wait_timeout only: it is set to the need.  A refused SET (a proxy, a server too old to know the
  * variables) is logged and the session goes on with the server's limits;
  * only a lost link is returned.
  */
@@ -74,23 +75,27 @@ enum db_status
 db_session_limits(struct db *db, const struct queue *q)
 {
 	struct idle_need need;
-	char sql[384];
+	char sql[384], wait[64];
+	bool mariadb = db_server_is_mariadb(db);
 	enum db_status st;
 
 	db_idle_need(q, &need);
 	if (need.keys_session_s > 0)
-		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %u",
-		    need.keys_session_s);
-	else if (db_server_is_mariadb(db))
-		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = "
-		    "GREATEST(@@SESSION.wait_timeout, %u), "
+		snprintf(wait, sizeof(wait), "%u", need.keys_session_s);
+	else if (mariadb)
+		snprintf(wait, sizeof(wait), "GREATEST(@@SESSION.wait_timeout, "
+		    "%u)", need.session_s);
+	else
+		snprintf(wait, sizeof(wait), "%u", need.session_s);
+	if (mariadb)
+		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %s, "
 		    "idle_transaction_timeout = %u, "
 		    "idle_write_transaction_timeout = %u, "
-		    "idle_readonly_transaction_timeout = %u", need.session_s,
+		    "idle_readonly_transaction_timeout = %u", wait,
 		    need.transaction_s, need.transaction_s, need.transaction_s);
 	else
-		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %u",
-		    need.session_s);
+		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %s",
+		    wait);
 	st = db_run(db, sql);
 	if (st == DB_OK || st == DB_RECONNECT)
 		return st;
