@@ -46,6 +46,13 @@ xstrdup(const char *s)
 	return xstrndup(s, strlen(s));
 }
 
+/* A copy of a value that may be NULL (an SQL NULL), as "" then. */
+char *
+xstrdup_or_empty(const char *s)
+{
+	return xstrdup(s != NULL ? s : "");
+}
+
 char *
 xstrndup(const char *s, size_t n)
 {

@@ -183,12 +183,6 @@ heartbeat_tick(struct heartbeat *h, struct console *c, int64_t now,
 	}
 }
 
-static char *
-heartbeat_dup(const char *s)
-{
-	return xstrdup(s != NULL ? s : "");
-}
-
 /*
  * Every daemon's row, by a plain read; a missing table is no daemon.
  * 0, or -1 (db_error says why).
@@ -214,14 +208,14 @@ heartbeat_read(struct db *db, const struct config *cfg,
 		for (size_t i = 0; i < rs.nrows; i++) {
 			char *const *v = rs.rows[i].value;
 			struct heartbeat_row *d = &out->row[out->n++];
-			d->host = heartbeat_dup(v[0]);
+			d->host = xstrdup_or_empty(v[0]);
 			d->pid = v[1] ? atol(v[1]) : 0;
-			d->version = heartbeat_dup(v[2]);
-			d->started = heartbeat_dup(v[3]);
+			d->version = xstrdup_or_empty(v[2]);
+			d->started = xstrdup_or_empty(v[3]);
 			d->busy = v[4] ? atol(v[4]) : 0;
 			d->workers = v[5] ? atol(v[5]) : 0;
-			d->console = heartbeat_dup(v[6]);
-			d->seen = heartbeat_dup(v[7]);
+			d->console = xstrdup_or_empty(v[6]);
+			d->seen = xstrdup_or_empty(v[7]);
 			d->seen_ago_s = v[8] ? atoll(v[8]) : 0;
 		}
 	}

@@ -37,12 +37,6 @@ pause_table(const struct config *cfg)
 	    PAUSE_TABLE_DEFAULT;
 }
 
-static char *
-pause_dup(const char *s)
-{
-	return xstrdup(s != NULL ? s : "");
-}
-
 /*
  * Every paused queue, by a plain read that locks nothing, and with the
  * transaction ended, so that no metadata lock stays on the table (an
@@ -78,10 +72,10 @@ pause_read(struct db *db, const char *table, struct pause_list *out)
 		for (size_t i = 0; i < rs.nrows; i++) {
 			char *const *v = rs.rows[i].value;
 			struct pause_entry *e = &out->entry[out->n++];
-			e->queue = pause_dup(v[0]);
-			e->since = pause_dup(v[1]);
+			e->queue = xstrdup_or_empty(v[0]);
+			e->since = xstrdup_or_empty(v[1]);
 			e->for_s = v[2] != NULL ? atoll(v[2]) : 0;
-			e->reason = pause_dup(v[3]);
+			e->reason = xstrdup_or_empty(v[3]);
 			e->resume_in_s = v[4] != NULL ? atoll(v[4]) : -1;
 		}
 	}

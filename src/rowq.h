@@ -75,6 +75,7 @@ void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);
 void	*xrealloc(void *, size_t);
 char	*xstrdup(const char *);
+char	*xstrdup_or_empty(const char *);
 char	*xstrndup(const char *, size_t);
 
 /* ---- log.c: all output ---- */
