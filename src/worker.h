@@ -186,7 +186,7 @@ struct worker_limit {
 	int			 slot;		/* transaction mode: its lock; 0 none */
 	int			 last_slot;	/* tried first: most often free */
 	bool			 lease_held;	/* lease mode: a slot has token's lease */
-	char			 token[33];
+	struct lease_token	 token;		/* lease mode: the slot's lease */
 	int			 refund;	/* tokens taken, not used: back next take */
 	int			 refund_sent;	/* carried by the take in flight */
 	int64_t			 reserve_until_ms; /* refund's tokens start claims till */
@@ -350,6 +350,7 @@ enum db_status finish_held(struct worker *, const struct db_ahead *,
 enum db_status finish_held_now(struct worker *);
 
 /* worker_lease.c */
+void	 lease_new_token(struct lease_token *);
 int	 lease_turn(struct worker *);
 int	 lease_renew(void *ctx, struct handler_result *);
 

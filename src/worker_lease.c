@@ -8,8 +8,11 @@
 
 #include <string.h>
 
-/* A token unique to this claim, for :lease and :lease_int. */
-static void
+/*
+ * A token unique to this claim, for :lease and :lease_int (and for the
+ * lease of a limit's slot, worker_limit.c).
+ */
+void
 lease_new_token(struct lease_token *token)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -318,7 +318,7 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 	}
 	if (lease && p->concurrency > 0) {
 		buf_printf(b, "EXECUTE " LIMIT_LEASE_NAME " USING '%s';\n",
-		    l->token);
+		    l->token.hex);
 		l->at_lease = l->nfront++;
 	}
 	return poll ? l->nfront : nbefore;
@@ -460,20 +460,6 @@ limit_must_poll(const struct worker *w)
 	    !w->q->lease.enabled);
 }
 
-/* A lease-mode take's lease token: new for each claim. */
-static void
-limit_new_token(struct worker *w)
-{
-	static const char hex[] = "0123456789abcdef";
-	uint64_t a = backoff_random(), b = backoff_random();
-
-	for (int i = 0; i < 16; i++) {
-		w->limit.token[i] = hex[(a >> (i * 4)) & 15];
-		w->limit.token[16 + i] = hex[(b >> (i * 4)) & 15];
-	}
-	w->limit.token[32] = '\0';
-}
-
 /*
  * The take alone, in a round trip of its own, before the claim.  Returns
  * 1 when the claim may go (what it needs is held, in a transaction), 0
@@ -495,7 +481,7 @@ limit_poll(struct worker *w)
 		return -1;
 	}
 	if (w->q->lease.enabled)
-		limit_new_token(w);
+		lease_new_token(&w->limit.token);
 	limit_take_sql(w, &sql, NULL, true, w->q->batch);
 	st = db_run_results(w->db, sql.data, l->nfront, res);
 	buf_free(&sql);
@@ -535,7 +521,7 @@ limit_before_claim(struct worker *w)
 		return limit_poll(w);
 	}
 	if (w->q->lease.enabled && !l->polled)
-		limit_new_token(w);
+		lease_new_token(&w->limit.token);
 	return 1;
 }
 
@@ -731,7 +717,7 @@ limit_lease_keep(struct worker *w, bool renew, bool *kept)
 	if (!l->lease_held)
 		return DB_OK;
 	limit_sql_lease_keep(&sql, &l->ctx, &l->scope,
-	    w->q->limit.concurrency, l->token, renew);
+	    w->q->limit.concurrency, l->token.hex, renew);
 	st = db_run_count(w->db, sql.data, &affected);
 	buf_free(&sql);
 	if (st == DB_OK && !renew) {
