@@ -117,6 +117,19 @@ buf_putc(struct buf *b, char c)
 	buf_append(b, &c, 1);
 }
 
+/* Bytes as lowercase hex digits, two a byte. */
+void
+buf_put_hex(struct buf *b, const void *bytes, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = bytes;
+
+	for (size_t i = 0; i < len; i++) {
+		buf_putc(b, hex[p[i] >> 4]);
+		buf_putc(b, hex[p[i] & 15]);
+	}
+}
+
 void
 buf_printf(struct buf *b, const char *fmt, ...)
 {

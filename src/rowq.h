@@ -66,6 +66,7 @@ void	 buf_free(struct buf *);
 void	 buf_append(struct buf *, const void *, size_t);
 void	 buf_puts(struct buf *, const char *);
 void	 buf_putc(struct buf *, char);
+void	 buf_put_hex(struct buf *, const void *, size_t);
 void	 buf_printf(struct buf *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 char	*buf_steal(struct buf *);	/* caller frees; buffer is reset */

@@ -318,14 +318,8 @@ sql_check_select(const char *text, char *err, size_t errlen)
 void
 sql_hex(struct buf *out, const void *bytes, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = bytes;
-
 	buf_puts(out, "X'");
-	for (size_t i = 0; i < len; i++) {
-		buf_putc(out, hex[p[i] >> 4]);
-		buf_putc(out, hex[p[i] & 15]);
-	}
+	buf_put_hex(out, bytes, len);
 	buf_putc(out, '\'');
 }
 

@@ -30,9 +30,8 @@ row_key(const struct worker *w, const struct row *row, size_t *len)
 void
 row_key_text(const struct worker *w, const struct row *row, struct buf *b)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t len;
-	const unsigned char *key = (const unsigned char *)row_key(w, row, &len);
+	const char *key = row_key(w, row, &len);
 
 	buf_reset(b);
 	buf_append(b, "", 0);		/* never NULL */
@@ -44,10 +43,7 @@ row_key_text(const struct worker *w, const struct row *row, struct buf *b)
 		buf_append(b, key, len);
 		return;
 	}
-	for (size_t i = 0; i < len; i++) {
-		buf_putc(b, hex[key[i] >> 4]);
-		buf_putc(b, hex[key[i] & 15]);
-	}
+	buf_put_hex(b, key, len);
 }
 
 /*
