@@ -53,6 +53,7 @@ OBJS =	build/backoff.o \
 	build/db_bulk.o \
 	build/db_connect.o \
 	build/db_limits.o \
+	build/dialect.o \
 	build/duration.o \
 	build/failed.o \
 	build/handler.o \
@@ -117,6 +118,7 @@ UNIT_TESTS = \
 	check_console \
 	check_cron \
 	check_cursor \
+	check_dialect \
 	check_duration \
 	check_json \
 	check_limit \

@@ -11,6 +11,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ check_galera_node(struct db *db, char *node, size_t len)
 	size_t ncols = 0;
 	bool galera = false;
 
+	if (!db_dialect(db)->galera)
+		return false;
 	if (db_query(db, "SELECT @@GLOBAL.wsrep_on, @@GLOBAL.wsrep_provider, "
 	    "@@GLOBAL.wsrep_node_name, (SELECT VARIABLE_VALUE FROM "
 	    "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = "

@@ -23,6 +23,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -83,7 +84,8 @@ struct plan_index {
  * select cannot be read; *t is the caller's to free.
  */
 static size_t
-plan_tokens(const char *s, unsigned long version, struct plan_tok **out)
+plan_tokens(const char *s, const struct dialect *d, unsigned long version,
+    struct plan_tok **out)
 {
 	static const enum plan_tok_kind kinds[] = {
 		[SQL_TOKEN_WORD] = PT_WORD, [SQL_TOKEN_NAME] = PT_IDENT,
@@ -96,7 +98,8 @@ plan_tokens(const char *s, unsigned long version, struct plan_tok **out)
 	char err[128];
 
 	*out = NULL;
-	if (sql_tokenize_server(s, version, &t, &n, err, sizeof(err)) != 0)
+	if (sql_tokenize_server(s, version, d->m_comments, &t, &n, err,
+	    sizeof(err)) != 0)
 		return 0;
 	p = xcalloc(n + 1, sizeof(*p));
 	for (size_t i = 0; i < n; i++) {
@@ -270,11 +273,12 @@ plan_clause_end(const struct plan_tok *t)
 
 /* Read the parts of the select that choose an index. */
 static void
-plan_shape(const char *select, unsigned long version,
-    const struct keyed_claim *keyed, struct plan_shape *sh)
+plan_shape(const char *select, const struct dialect *d,
+    unsigned long version, const struct keyed_claim *keyed,
+    struct plan_shape *sh)
 {
 	struct plan_tok *t;
-	size_t n = plan_tokens(select, version, &t);
+	size_t n = plan_tokens(select, d, version, &t);
 	size_t i, j, start;
 
 	memset(sh, 0, sizeof(*sh));
@@ -381,11 +385,12 @@ out:
  * status, order id"; for `rowq -d check` and the unit tests.
  */
 void
-check_plan_describe(const char *select, unsigned long version, struct buf *b)
+check_plan_describe(const char *select, const struct dialect *d,
+    unsigned long version, struct buf *b)
 {
 	struct plan_shape sh;
 
-	plan_shape(select, version, NULL, &sh);
+	plan_shape(select, d, version, NULL, &sh);
 	buf_printf(b, "table %s", sh.table[0] ? sh.table : "?");
 	if (strcmp(sh.alias, sh.table) != 0)
 		buf_printf(b, " as %s", sh.alias);
@@ -875,7 +880,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 	enum db_status st;
 
 	claim = sql_claim(q->select.positional, q->batch);
-	buf_printf(&sql, "EXPLAIN %s", claim);
+	buf_printf(&sql, "%s%s", db_dialect(db)->explain, claim);
 	free(claim);
 	st = db_query(db, sql.data, &rs, &cols, &ncols);
 	buf_free(&sql);
@@ -889,7 +894,8 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 		return 0;
 	}
 
-	plan_shape(q->select.positional, db_server_version(db), keyed, &sh);
+	plan_shape(q->select.positional, db_dialect(db), db_server_version(db),
+	    keyed, &sh);
 	ix = xcalloc(PLAN_INDEXES_MAX, sizeof(*ix));	/* 140 KiB: not the stack */
 	if (sh.table[0] != '\0')
 		nix = plan_indexes(db, &sh, ix, PLAN_INDEXES_MAX, &table_rows,

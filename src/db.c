@@ -11,6 +11,7 @@
 #include "rowq.h"
 #include "db.h"
 #include "db_private.h"
+#include "dialect.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -23,8 +24,12 @@
 #define DB_FETCH_CHUNK		256
 
 static enum db_status
-db_classify(unsigned err)
+db_classify(const struct db *db, unsigned err)
 {
+	int own = dialect_error(db_dialect(db), err);
+
+	if (own >= 0)
+		return (enum db_status)own;
 	switch (err) {
 	case 0:
 		return DB_OK;
@@ -89,7 +94,7 @@ db_note_error(struct db *db, unsigned err, const char *msg)
 		snprintf(db->error, sizeof(db->error), "%s", msg);
 	else
 		snprintf(db->error, sizeof(db->error), "%s (%u)", msg, err);
-	return db_classify(err);
+	return db_classify(db, err);
 }
 
 enum db_status
@@ -203,13 +208,15 @@ db_link_closed(const struct db *db)
 	return poll(&p, 1, 0) != 0;
 }
 
-/* Whether the server is MariaDB (not MySQL): some variables are its own. */
-bool
-db_server_is_mariadb(struct db *db)
+/*
+ * What the server's family says differently (dialect.h), as its greeting
+ * said on connecting; MariaDB's before any connection.
+ */
+const struct dialect *
+db_dialect(const struct db *db)
 {
-	const char *v = mysql_get_server_info(db->mysql);
-
-	return v != NULL && strstr(v, "MariaDB") != NULL;
+	return db != NULL && db->dialect != NULL ? db->dialect :
+	    dialect_mariadb();
 }
 
 /* The server's version as 101100 for 10.11.0, for reading its SQL. */

@@ -43,6 +43,7 @@ struct rowset {
 
 struct db;
 struct db_stmt;
+struct dialect;
 
 /* ---- db_connect.c: a connection, to the first writable host ---- */
 
@@ -118,7 +119,7 @@ void		 row_free(struct row *, size_t ncols);
  * in it are no longer locked and the turn must stop.
  */
 bool		 db_in_transaction(const struct db *);
-bool		 db_server_is_mariadb(struct db *);
+const struct dialect *db_dialect(const struct db *);	/* dialect.h */
 unsigned long	 db_server_version(struct db *);
 void		 columns_free(struct column *, size_t);
 

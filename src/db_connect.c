@@ -14,6 +14,7 @@
 #include "rowq.h"
 #include "db.h"
 #include "db_private.h"
+#include "dialect.h"
 
 #include <errmsg.h>
 #include <mysqld_error.h>
@@ -216,6 +217,7 @@ db_connect_one(struct db *db, const struct db_options *o,
 	}
 	db_cloexec(db);
 	db->status_known = true;
+	db->dialect = dialect_of(mysql_get_server_info(db->mysql));
 	/* Belt and braces: no session in plain text once TLS is asked for. */
 	if (o->tls.on && mysql_get_ssl_cipher(db->mysql) == NULL)
 		return db_fail(db, 0, "the server offers no TLS, and tls: "
@@ -223,7 +225,7 @@ db_connect_one(struct db *db, const struct db_options *o,
 	if ((st = db_check_writable(db)) != DB_OK)
 		return st;
 	db->writable_ms = now_ms();
-	db->bulk = db_can_bulk(db->mysql);
+	db->bulk = db->dialect->bulk_execute && db_can_bulk(db->mysql);
 	return db_set_session(db);
 }
 

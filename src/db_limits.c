@@ -6,6 +6,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,37 +67,32 @@ db_idle_need(const struct queue *q, struct idle_need *need)
  * does not kill a transaction while its handler runs; wait_timeout is
  * only raised to the need, never lowered, since an idle session outside a
  * transaction holds no rows, but for a lease-mode session that holds
- * per-key slots (keys_session_s): it is set to that.  MySQL has
- * wait_timeout only: it is set to the need.  A refused SET (a proxy, a server too old to know the
- * variables) is logged and the session goes on with the server's limits;
- * only a lost link is returned.
+ * per-key slots (keys_session_s): it is set to that.  A server without
+ * idle transaction limits (MySQL, dialect.h) has wait_timeout only: it is
+ * set to the need, so that it bounds a frozen host's rows as well.  A
+ * refused SET (a proxy, a server too old to know the variables) is
+ * logged and the session goes on with the server's limits; only a lost
+ * link is returned.
  */
 enum db_status
 db_session_limits(struct db *db, const struct queue *q)
 {
+	const struct dialect *d = db_dialect(db);
 	struct idle_need need;
-	char sql[384], wait[64];
-	bool mariadb = db_server_is_mariadb(db);
+	struct buf sql = { 0 };
+	char wait[64];
 	enum db_status st;
 
 	db_idle_need(q, &need);
-	if (need.keys_session_s > 0)
-		snprintf(wait, sizeof(wait), "%u", need.keys_session_s);
-	else if (mariadb)
+	if (need.keys_session_s > 0 || d->idle_transaction[0] == NULL)
+		snprintf(wait, sizeof(wait), "%u", need.keys_session_s > 0 ?
+		    need.keys_session_s : need.session_s);
+	else
 		snprintf(wait, sizeof(wait), "GREATEST(@@SESSION.wait_timeout, "
 		    "%u)", need.session_s);
-	else
-		snprintf(wait, sizeof(wait), "%u", need.session_s);
-	if (mariadb)
-		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %s, "
-		    "idle_transaction_timeout = %u, "
-		    "idle_write_transaction_timeout = %u, "
-		    "idle_readonly_transaction_timeout = %u", wait,
-		    need.transaction_s, need.transaction_s, need.transaction_s);
-	else
-		snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %s",
-		    wait);
-	st = db_run(db, sql);
+	dialect_session_idle(d, &sql, wait, need.transaction_s);
+	st = db_run(db, sql.data);
+	buf_free(&sql);
 	if (st == DB_OK || st == DB_RECONNECT)
 		return st;
 	log_warnx("%s: queues.%s: cannot set the session's idle limits "
@@ -112,18 +108,17 @@ db_session_limits(struct db *db, const struct queue *q)
 int
 db_global_idle_limits(struct db *db, struct db_idle_limit *limits)
 {
-	static const char *const names[DB_IDLE_LIMITS_MAX] = {
-		"wait_timeout", "idle_transaction_timeout",
-		"idle_write_transaction_timeout",
-		"idle_readonly_transaction_timeout",
-	};
-	int n = db_server_is_mariadb(db) ? DB_IDLE_LIMITS_MAX : 1;
+	const char *const *more = db_dialect(db)->idle_transaction;
+	const char *names[DB_IDLE_LIMITS_MAX] = { "wait_timeout" };
+	int n = 1;
 	struct buf sql = { 0 };
 	struct rowset rs = { 0 };
 	struct column *cols;
 	size_t ncols;
 	enum db_status st;
 
+	while (*more != NULL && n < DB_IDLE_LIMITS_MAX)
+		names[n++] = *more++;
 	buf_puts(&sql, "SELECT ");
 	for (int i = 0; i < n; i++)
 		buf_printf(&sql, "%s@@GLOBAL.%s", i ? ", " : "", names[i]);

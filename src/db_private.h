@@ -13,6 +13,7 @@ struct db {
 	MYSQL		*mysql;
 	char		 error[512];
 	unsigned	 errnum;
+	const struct dialect *dialect;	/* the server's family, once connected */
 	bool		 bulk;		/* the server takes array binding */
 	bool		 status_known;	/* see db_refresh_status */
 	char		 where[300];	/* "HOST:PORT" or the socket */

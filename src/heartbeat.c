@@ -18,6 +18,7 @@
 #include "rowq.h"
 #include "console.h"
 #include "db.h"
+#include "dialect.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,8 @@ heartbeat_workers(const struct console_view *v, long long *busy,
 static enum db_status
 heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 {
+	static const char *const updated[] = { "version", "started", "busy",
+	    "workers", "console", "seen" };
 	const struct console_view *v = console_live_view(c);
 	struct buf sql = { 0 }, where = { 0 };
 	long long busy, workers, up_s = (wall_ms() - c->started_wall_ms) / 1000;
@@ -88,10 +91,13 @@ heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 		buf_puts(&where, "");
 	buf_printf(&sql, "INSERT INTO %s (host, pid, version, started, busy, "
 	    "workers, console, seen) VALUES (?, ?, ?, NOW() - INTERVAL ? "
-	    "SECOND, ?, ?, ?, NOW()) ON DUPLICATE KEY UPDATE version = "
-	    "VALUES(version), started = VALUES(started), busy = VALUES(busy), "
-	    "workers = VALUES(workers), console = VALUES(console), seen = "
-	    "VALUES(seen)", heartbeat_table(c->cfg));
+	    "SECOND, ?, ?, ?, NOW())", heartbeat_table(c->cfg));
+	dialect_upsert_alias(db_dialect(db), &sql);
+	buf_puts(&sql, " ON DUPLICATE KEY UPDATE ");
+	for (size_t i = 0; i < sizeof(updated) / sizeof(updated[0]); i++) {
+		buf_printf(&sql, "%s%s = ", i ? ", " : "", updated[i]);
+		dialect_upsert_value(db_dialect(db), &sql, updated[i]);
+	}
 	struct value vals[] = {
 		{ .type = VALUE_TEXT, .s = h->host, .len = strlen(h->host) },
 		{ .type = VALUE_INT, .i = h->pid },

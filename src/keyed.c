@@ -57,6 +57,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -489,7 +490,8 @@ keyed_explain(struct db *db, struct keyed_claim *k, const char *select,
 	int at[4];
 	enum db_status st;
 
-	buf_printf(&sql, "EXPLAIN %s\nLIMIT %d", select, batch);
+	buf_printf(&sql, "%s%s\nLIMIT %d", db_dialect(db)->explain, select,
+	    batch);
 	st = db_query(db, sql.data, &rs, &cols, &ncols);
 	buf_free(&sql);
 	if (st != DB_OK) {

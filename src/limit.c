@@ -33,6 +33,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -303,7 +304,7 @@ limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
  *	[0] -1 when the scope is throttled; 0 when the rate's take before
  *	    it (rate) took nothing, or every slot is taken; the slot whose
  *	    lock it took, trying the first, then each from slot first,
- *	    round; else 1 (and the same in @rowq_ok, for what follows);
+ *	    round; else 1;
  *	[1] the throttle's microseconds left (NULL or negative: none);
  *	[2] rate: the tokens its take took, [3] microseconds until the
  *	    next (NULL without a rate).
@@ -316,8 +317,7 @@ limit_sql_gate(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, int concurrency, int first,
     const struct limit_rate *rate)
 {
-	buf_puts(b, "SELECT @rowq_ok := CASE WHEN throttled_until > " NOW6
-	    " THEN -1");
+	buf_puts(b, "SELECT CASE WHEN throttled_until > " NOW6 " THEN -1");
 	if (rate != NULL)
 		buf_puts(b, " WHEN took = 0 THEN 0");
 	if (concurrency > 0) {
@@ -365,11 +365,14 @@ limit_sql_refund(struct buf *b, const struct limit_ctx *c,
 
 /*
  * Lease mode: take a free slot of the scope with the lease token (the
- * one parameter), for the queue's lease.duration, while @rowq_ok > 0
- * (the gate's).  Changes one row, or none when every slot's lease is
- * live.  Slots whose row another claim is taking are waited for (a
- * lease-mode claim's transaction is short); those leased are read as
- * they were committed, and passed over.
+ * one parameter), for the queue's lease.duration.  Changes one row, or
+ * none when every slot's lease is live.  Slots whose row another claim
+ * is taking are waited for (a lease-mode claim's transaction is short);
+ * those leased are read as they were committed, and passed over.  It
+ * runs whatever the gate before it said (the gate's answer is read by
+ * the worker, not passed on in a user variable, whose assignment inside
+ * a SELECT MySQL deprecates): a turn the gate holds back is rolled back
+ * whole, this slot's lease with it.
  */
 void
 limit_sql_lease_take(struct buf *b, const struct limit_ctx *c,
@@ -380,7 +383,7 @@ limit_sql_lease_take(struct buf *b, const struct limit_ctx *c,
 	    c->q->lease.duration_ms * 1000);
 	limit_sql_where(b, c, s, slots);
 	buf_puts(b, " AND (lease_until IS NULL OR lease_until <= " NOW6
-	    ") AND @rowq_ok > 0 ORDER BY slot LIMIT 1");
+	    ") ORDER BY slot LIMIT 1");
 }
 
 /* Lease mode: renew the slot whose lease is token, or give it up. */
@@ -465,6 +468,7 @@ enum db_status
 limit_throttle(struct db *db, const struct limit_ctx *c,
     const struct limit_scope *s, int64_t ms, const char *reason)
 {
+	const struct dialect *d = db_dialect(db);
 	struct buf sql = { 0 };
 	struct value v[2] = {
 		{ .type = VALUE_INT, .i = ms * 1000 },
@@ -481,12 +485,19 @@ limit_throttle(struct db *db, const struct limit_ctx *c,
 	    c->q->name);
 	sql_hex(&sql, s->bytes, s->len);
 	buf_printf(&sql, ", 0, %d, " NOW6 ", " NOW6 " + INTERVAL ? "
-	    "MICROSECOND, ?) ON DUPLICATE KEY UPDATE reason = "
-	    "IF(throttled_until IS NULL OR throttled_until < "
-	    "VALUES(throttled_until), VALUES(reason), reason), "
-	    "throttled_until = GREATEST(COALESCE(throttled_until, "
-	    "VALUES(throttled_until)), VALUES(throttled_until))",
-	    c->q->limit.burst);
+	    "MICROSECOND, ?)", c->q->limit.burst);
+	dialect_upsert_alias(d, &sql);
+	buf_puts(&sql, " ON DUPLICATE KEY UPDATE reason = IF(throttled_until "
+	    "IS NULL OR throttled_until < ");
+	dialect_upsert_value(d, &sql, "throttled_until");
+	buf_puts(&sql, ", ");
+	dialect_upsert_value(d, &sql, "reason");
+	buf_puts(&sql, ", reason), throttled_until = GREATEST(COALESCE("
+	    "throttled_until, ");
+	dialect_upsert_value(d, &sql, "throttled_until");
+	buf_puts(&sql, "), ");
+	dialect_upsert_value(d, &sql, "throttled_until");
+	buf_puts(&sql, ")");
 	stmt = db_prepare(db, sql.data, &st);
 	if (stmt != NULL)
 		st = db_stmt_exec(stmt, v, 2, NULL);

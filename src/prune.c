@@ -9,6 +9,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -196,7 +197,7 @@ prune_check(struct db *db, const struct queue *q)
 	db_stmt_free(stmt);
 	if (p->is_call)
 		return 0;
-	buf_printf(&sql, "EXPLAIN %s", p->chunk_sql);
+	buf_printf(&sql, "%s%s", db_dialect(db)->explain, p->chunk_sql);
 	if (db_query(db, sql.data, &rs, &cols, &ncols) == DB_OK) {
 		const char *type = prune_field(&rs, cols, ncols, "type");
 		const char *rows = prune_field(&rs, cols, ncols, "rows");

@@ -177,7 +177,8 @@ int	 sql_tokenize(const char *text, struct sql_token **out, size_t *n,
  * are tokens like the rest, those it skips are dropped.
  */
 int	 sql_tokenize_server(const char *text, unsigned long server_version,
-	    struct sql_token **out, size_t *n, char *err, size_t errlen);
+	    bool m_comments, struct sql_token **out, size_t *n, char *err,
+	    size_t errlen);
 bool	 sql_token_is(const char *text, const struct sql_token *,
 	    const char *word);
 void	 sql_tokens_text(struct buf *, const char *text,
@@ -867,8 +868,9 @@ void	 wake_binlog_check(struct db *, const struct queue *);
 struct keyed_claim;
 int	 check_plan(struct db *, const struct queue *, bool verbose,
 	    const struct keyed_claim *, bool cursor);
-void	 check_plan_describe(const char *select, unsigned long version,
-	    struct buf *);
+struct dialect;
+void	 check_plan_describe(const char *select, const struct dialect *,
+	    unsigned long version, struct buf *);
 
 /* ---- check_galera.c: a Galera node, for check.c ---- */
 

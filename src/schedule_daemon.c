@@ -12,12 +12,13 @@
  * status` and the metrics.
  *
  * The scheduler's session ends an idle transaction after
- * SCHEDULE_IDLE_TRANSACTION_S (MariaDB), so that a daemon frozen inside
+ * SCHEDULE_IDLE_TRANSACTION_S, so that a daemon frozen inside
  * one (SIGSTOP, a stalled VM) holds a schedule's row for that long only:
  * the server rolls it back and another daemon's transaction goes on.
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 #include "schedule.h"
 #include "supervisor.h"
 
@@ -99,22 +100,21 @@ schedule_connect(const struct config *cfg, struct schedule_conn *c,
 {
 	enum db_status st;
 	struct db *db = db_open(&cfg->db, &st);
-	char sql[256];
+	struct buf sql = { 0 };
 
-	if (st == DB_OK && db_server_is_mariadb(db)) {
-		snprintf(sql, sizeof(sql), "SET SESSION "
-		    "idle_transaction_timeout = %d, "
-		    "idle_write_transaction_timeout = %d, "
-		    "idle_readonly_transaction_timeout = %d",
-		    SCHEDULE_IDLE_TRANSACTION_S, SCHEDULE_IDLE_TRANSACTION_S,
+	/* Where only wait_timeout bounds an idle transaction, the loop
+	 * sets it (schedule_wait_timeout). */
+	if (st == DB_OK && db_dialect(db)->idle_transaction[0] != NULL) {
+		dialect_session_idle(db_dialect(db), &sql, NULL,
 		    SCHEDULE_IDLE_TRANSACTION_S);
-		if ((st = db_run(db, sql)) == DB_FATAL) {
+		if ((st = db_run(db, sql.data)) == DB_FATAL) {
 			log_warnx("cannot limit the scheduler's idle "
 			    "transactions (%s): a frozen daemon holds its "
 			    "schedule until the server's own limit",
 			    db_error(db));
 			st = DB_OK;
 		}
+		buf_free(&sql);
 	}
 	if (st == DB_OK)
 		st = schedule_conn_open(c, db, cfg);
@@ -210,6 +210,38 @@ schedule_went(const struct schedule *s, struct schedule_turn *t,
 		t->due_ms = now + SCHEDULE_EARLY_MS;
 }
 
+static void
+schedule_disconnect(struct schedule_conn *c, struct db **db)
+{
+	schedule_conn_close(c);
+	db_close(*db);
+	*db = NULL;
+}
+
+/*
+ * A server whose only bound on an idle transaction is wait_timeout
+ * (MySQL, dialect.h): the session's is SCHEDULE_IDLE_TRANSACTION_S while
+ * a transaction may run, and raised for a sleep of sleep_ms (0: none
+ * coming), so that the session outlives the sleep.  *now_s is what it
+ * is set to (0: the server's own).  A lost link is returned; a refusal
+ * is not (the server's own limit then applies).
+ */
+static enum db_status
+schedule_wait_timeout(struct db *db, int64_t sleep_ms, int *now_s)
+{
+	int want = SCHEDULE_IDLE_TRANSACTION_S + (int)((sleep_ms + 999) / 1000);
+	char sql[64];
+	enum db_status st;
+
+	if (db_dialect(db)->idle_transaction[0] != NULL || *now_s == want)
+		return DB_OK;
+	snprintf(sql, sizeof(sql), "SET SESSION wait_timeout = %d", want);
+	if ((st = db_run(db, sql)) == DB_RECONNECT)
+		return st;
+	*now_s = st == DB_OK ? want : 0;
+	return DB_OK;
+}
+
 /*
  * The scheduler: each turn runs the transaction of the schedule due
  * first, if it is due, and otherwise sleeps until it is (or a minute at
@@ -227,6 +259,7 @@ schedule_child(const struct config *cfg, int generation, int out)
 	bool failing = false;
 	int connects = 0;	/* failed, in a row */
 	int64_t offset_ms = 0;	/* the server's clock minus ours */
+	int wait_s = 0;		/* schedule_wait_timeout's */
 	char why[200];
 
 	log_procinit("schedules");
@@ -238,8 +271,11 @@ schedule_child(const struct config *cfg, int generation, int out)
 		size_t i = 0;
 		enum db_status st;
 
-		if (db == NULL && (db = schedule_connect(cfg, &conn,
-		    &failing)) == NULL) {
+		if (db == NULL) {
+			wait_s = 0;
+			db = schedule_connect(cfg, &conn, &failing);
+		}
+		if (db == NULL) {
 			usleep((useconds_t)backoff_capped_ms(SCHEDULE_RETRY_MS,
 			    SCHEDULE_RETRY_MAX_MS, ++connects) * 1000);
 			continue;
@@ -250,11 +286,18 @@ schedule_child(const struct config *cfg, int generation, int out)
 				i = k;
 		if (turn[i].due_ms > now) {
 			int64_t wait = turn[i].due_ms - now;
-			usleep((useconds_t)(wait > SCHEDULE_SLEEP_MAX_MS ?
-			    SCHEDULE_SLEEP_MAX_MS : wait) * 1000);
+			if (wait > SCHEDULE_SLEEP_MAX_MS)
+				wait = SCHEDULE_SLEEP_MAX_MS;
+			if (schedule_wait_timeout(db, wait, &wait_s) != DB_OK) {
+				log_warnx("%s; connecting again", db_error(db));
+				schedule_disconnect(&conn, &db);
+				continue;
+			}
+			usleep((useconds_t)wait * 1000);
 			continue;
 		}
-		if ((st = schedule_txn(&conn, i, &o)) == DB_OK) {
+		if ((st = schedule_wait_timeout(db, 0, &wait_s)) == DB_OK &&
+		    (st = schedule_txn(&conn, i, &o)) == DB_OK) {
 			offset_ms = o.now_ms - wall_ms();
 			schedule_went(&cfg->schedules[i], &turn[i], &o, now,
 			    offset_ms);
@@ -262,11 +305,8 @@ schedule_child(const struct config *cfg, int generation, int out)
 			continue;
 		}
 		if (schedule_failed(db, &cfg->schedules[i], &turn[i], st, now,
-		    why, sizeof(why))) {
-			schedule_conn_close(&conn);
-			db_close(db);
-			db = NULL;
-		}
+		    why, sizeof(why)))
+			schedule_disconnect(&conn, &db);
 		schedule_report_send(out, generation, i, &o, why);
 	}
 }

@@ -408,13 +408,14 @@ sql_exec_opener(const char *s, unsigned long *needs)
  * contents are read as the code they are on a server of that version
  * (mysql_get_server_version's form, 101100 for 10.11.0): the server runs
  * them when they need no version or one it has, and skips them as a
- * comment otherwise.  "M!" is MariaDB's own: a caller that asks for a
- * version talks to MariaDB.  An optimizer hint (slash, star, '+') stays
+ * comment otherwise.  "M!" is MariaDB's own: m_comments says whether the
+ * server runs it (dialect.h).  An optimizer hint (slash, star, '+') stays
  * one token either way.
  */
 static int
 sql_tokenize_as(const char *text, unsigned long server_version,
-    struct sql_token **out, size_t *ntokens, char *err, size_t errlen)
+    bool m_comments, struct sql_token **out, size_t *ntokens, char *err,
+    size_t errlen)
 {
 	struct sql_token *t = NULL;
 	size_t n = 0, cap = 0, i = 0;
@@ -442,7 +443,8 @@ sql_tokenize_as(const char *text, unsigned long server_version,
 		}
 		if (server_version > 0 && !in_exec &&
 		    (opener = sql_exec_opener(text + i, &needs)) > 0) {
-			if (needs > server_version) {
+			if (needs > server_version ||
+			    (!m_comments && text[i + 2] == 'M')) {
 				i += len;	/* skipped as a comment */
 				continue;
 			}
@@ -502,15 +504,16 @@ int
 sql_tokenize(const char *text, struct sql_token **out, size_t *ntokens,
     char *err, size_t errlen)
 {
-	return sql_tokenize_as(text, 0, out, ntokens, err, errlen);
+	return sql_tokenize_as(text, 0, true, out, ntokens, err, errlen);
 }
 
 int
 sql_tokenize_server(const char *text, unsigned long server_version,
-    struct sql_token **out, size_t *ntokens, char *err, size_t errlen)
+    bool m_comments, struct sql_token **out, size_t *ntokens, char *err,
+    size_t errlen)
 {
 	return sql_tokenize_as(text, server_version ? server_version : ULONG_MAX,
-	    out, ntokens, err, errlen);
+	    m_comments, out, ntokens, err, errlen);
 }
 
 /* A word token, compared without regard to case. */

@@ -21,6 +21,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 #include "db_private.h"
 #include "supervisor.h"
 
@@ -437,7 +438,8 @@ binlog_position(struct binlog_follower *f, struct db *db)
 	size_t ncols = 0;
 	bool ok = false;
 
-	if (db_query(db, "SHOW MASTER STATUS", &rs, &cols, &ncols) == DB_OK &&
+	if (db_query(db, dialect_binlog_position(db_dialect(db),
+	    db_server_version(db)), &rs, &cols, &ncols) == DB_OK &&
 	    rs.nrows == 1 && ncols >= 2 && rs.rows[0].value[0] != NULL &&
 	    rs.rows[0].value[1] != NULL &&
 	    strlen(rs.rows[0].value[0]) < sizeof(f->file)) {
@@ -535,7 +537,8 @@ binlog_follow(struct binlog_follower *f)
 	else if (!binlog_derive_tables(f, db))
 		binlog_fallback(f, "no binlog queue names a table");
 	else if (!binlog_position(f, db))
-		binlog_fallback(f, "SHOW MASTER STATUS: %s", db_error(db));
+		binlog_fallback(f, "%s: %s", dialect_binlog_position(
+		    db_dialect(db), db_server_version(db)), db_error(db));
 	/* db_open returns a handle even when it fails, its error inside. */
 	else if ((dump = db_open(&f->cfg->db, &st), st != DB_OK))
 		binlog_fallback(f, "cannot connect: %s", db_error(dump));

@@ -15,6 +15,7 @@
 
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 #include "handler.h"
 
 /* Where a statement parameter's value comes from. */
@@ -47,10 +48,10 @@ struct bound {
 	int			*column;	/* in the connection's layout */
 	struct value		*values;
 	/*
-	 * "EXECUTE rowq_done" when it can go in front of a claim
-	 * (worker_finish_text.c).
+	 * The statement as the session runs it in front of a claim
+	 * (worker_finish_text.c); NULL when it cannot go there.
 	 */
-	char			*text;
+	struct dialect_stmt	*text;
 	/* The next statement of a list (struct sql's next), or NULL. */
 	struct bound		*next;
 	/* Where the statement of the list that failed last was said. */
@@ -180,6 +181,16 @@ struct limit_keys {
  * The queue's limit:, this worker's side (worker_limit.c): what it holds
  * on its connection, and why it waits.
  */
+/* The take's statements, made the session's on each connection. */
+enum limit_stmt {
+	LIMIT_TAKE,		/* the rate's, up to a number of tokens */
+	LIMIT_TAKE_IF,		/* the rate's, some tokens or none */
+	LIMIT_GATE,		/* the throttle, what the take took, a slot */
+	LIMIT_CHECK,		/* the same without the slot */
+	LIMIT_LEASE,		/* lease mode: a slot's lease */
+	LIMIT_STMTS
+};
+
 struct worker_limit {
 	struct limit_ctx	 ctx;		/* this connection's database */
 	struct limit_scope	 scope;		/* the queue's */
@@ -210,6 +221,7 @@ struct worker_limit {
 	bool			 warned_local;
 	bool			 key_retry;	/* claim again at once: keys left out */
 	struct limit_keys	 keys;
+	struct dialect_stmt	 stmt[LIMIT_STMTS];	/* limit_prepare */
 };
 
 /* The server's clock as this worker last read it (worker_pickup.c). */
@@ -374,12 +386,7 @@ const char *row_traceparent(const struct worker *, const struct row *,
 /* worker_pickup.c */
 void	 pickup_clock_read(struct worker *);
 void	 pickup_note(struct worker *);
-/* worker_limit.c: the take's statements, prepared on each connection */
-#define LIMIT_TAKE_NAME		"rowq_limit_take"
-#define LIMIT_TAKE_IF_NAME	"rowq_limit_take_if"
-#define LIMIT_GATE_NAME		"rowq_limit_gate"
-#define LIMIT_CHECK_NAME	"rowq_limit_check"
-#define LIMIT_LEASE_NAME	"rowq_limit_lease"
+/* worker_limit.c: the take's statements, the session's on each connection */
 /* With a slot held and no rate, the throttle is looked at this often. */
 #define LIMIT_CHECK_MS		250
 

@@ -20,6 +20,8 @@ finish_unbind(struct bound *b)
 	free(b->source);
 	free(b->column);
 	free(b->values);
+	if (b->text != NULL)
+		dialect_stmt_free(b->text);
 	free(b->text);
 	memset(b, 0, sizeof(*b));
 }

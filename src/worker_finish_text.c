@@ -16,7 +16,9 @@
  * '?' itself.  Measured on MariaDB 10.11 (callgrind, server instructions
  * per row): the prepared `done` in a round trip of its own 311,700; the
  * `done` as plain text in front of the COMMIT 361,500 (the parse of the
- * UPDATE each time); EXECUTE in front of the COMMIT 324,100.
+ * UPDATE each time); EXECUTE in front of the COMMIT 324,100.  MySQL's
+ * EXECUTE takes user variables only: there the `done` goes as its text
+ * with the values in it (dialect.h), which still saves the round trip.
  *
  * The server runs nothing after a statement that fails, so the COMMIT
  * still follows only a `done` that succeeded; a `done` that failed leaves
@@ -27,9 +29,9 @@
  * empty fallback), worker_commit runs it prepared, as before.
  *
  * Only values that can be written exactly are written: integers as
- * digits, NULL, and the bytes of a binary column as X'hex', which MariaDB
- * reads as a binary string in every context, as it does the same bytes
- * bound as a BLOB (in a numeric one too: X'313233' + 0 is 123).  A row
+ * digits, NULL, and the bytes of a binary column as a binary string in
+ * every context (dialect_bytes), as the same bytes bound as a BLOB are
+ * (in a numeric one too: X'313233' + 0 is 123 on MariaDB).  A row
  * with a text value (a VARCHAR key; :error, :output and :lease are
  * refused at once) runs its `done` prepared, at once: as a literal, its
  * character set and collation would be the literal's, not the binding's.
@@ -66,12 +68,14 @@ finish_text_verb(const char *text)
 
 /*
  * After finish_bind: whether the statement can go in front of the claim,
- * and if so, prepare it by SQL on this connection.  When it cannot, or
- * the server refuses, the prepared `done` runs as before.
+ * and if so, make it the session's (dialect_stmt_init: prepared by SQL
+ * where the server can).  When it cannot, or the server refuses, the
+ * prepared `done` runs as before.
  */
 void
 finish_text_bind(struct worker *w, struct bound *b)
 {
+	struct dialect_stmt *s;
 	struct buf sql = { 0 };
 
 	if (b->stmt == NULL || b->next != NULL || w->q->lease.enabled ||
@@ -81,46 +85,37 @@ finish_text_bind(struct worker *w, struct bound *b)
 		if (b->source[i] == PARAM_ERROR ||
 		    b->source[i] == PARAM_OUTPUT || b->source[i] == PARAM_LEASE)
 			return;
-	buf_puts(&sql, "PREPARE " FINISH_TEXT_NAME " FROM ");
-	sql_hex(&sql, b->sql->positional, strlen(b->sql->positional));
-	if (db_run(w->db, sql.data) == DB_OK)
-		b->text = xstrdup("EXECUTE " FINISH_TEXT_NAME);
-	else
+	s = xcalloc(1, sizeof(*s));
+	if (dialect_stmt_init(s, db_dialect(w->db), FINISH_TEXT_NAME,
+	    b->sql->positional, &sql) == 0 &&
+	    (sql.len == 0 || db_run(w->db, sql.data) == DB_OK)) {
+		b->text = s;
+		s = NULL;
+	} else
 		log_debug("%s: runs in a round trip of its own: %s",
 		    b->sql->where, db_error(w->db));
+	if (s != NULL)
+		dialect_stmt_free(s);
+	free(s);
 	buf_free(&sql);
 }
 
-/* One value as a literal; false when it cannot be written exactly. */
+/*
+ * Whether a value can be written exactly (see above): a text value's
+ * character set and collation would be the literal's, not the binding's.
+ */
 static bool
-finish_text_value(struct buf *out, const struct value *v)
+finish_text_value(const struct value *v)
 {
-	switch (v->type) {
-	case VALUE_NULL:
-		buf_puts(out, "NULL");
-		return true;
-	case VALUE_INT:
-		if (v->is_unsigned)
-			buf_printf(out, "%llu", (unsigned long long)v->i);
-		else
-			buf_printf(out, "%lld", v->i);
-		return true;
-	case VALUE_BLOB:
-		if (v->len > FINISH_TEXT_BYTES_MAX)
-			return false;
-		sql_hex(out, v->s, v->len);
-		return true;
-	case VALUE_TEXT:
-		break;
-	}
-	return false;
+	return v->type != VALUE_TEXT &&
+	    (v->type != VALUE_BLOB || v->len <= FINISH_TEXT_BYTES_MAX);
 }
 
 /*
  * Batch 1, in transaction mode, a row whose handler said ok: write its
- * `done` (EXECUTE with the row's values) into the turn's held_sql.
- * Returns false when it cannot be (see above): the caller runs it
- * prepared, at once.
+ * `done` (EXECUTE with the row's values, or its text with them) into the
+ * turn's held_sql.  Returns false when it cannot be (see above): the
+ * caller runs it prepared, at once.
  */
 bool
 finish_text_hold(struct worker *w, const struct row *row, int attempt)
@@ -131,14 +126,11 @@ finish_text_hold(struct worker *w, const struct row *row, int attempt)
 	if (b->text == NULL)
 		return false;
 	finish_values(w, b, row, attempt, 0, b->values);
-	buf_reset(out);
-	buf_puts(out, b->text);
-	for (size_t i = 0; i < b->sql->nparams; i++) {
-		buf_puts(out, i == 0 ? " USING " : ", ");
-		if (!finish_text_value(out, &b->values[i]))
+	for (size_t i = 0; i < b->sql->nparams; i++)
+		if (!finish_text_value(&b->values[i]))
 			return false;
-	}
-	return true;
+	buf_reset(out);
+	return dialect_stmt_execute(b->text, out, b->values, b->sql->nparams);
 }
 
 /*

@@ -9,10 +9,9 @@
  *
  *	DO RELEASE_LOCK('rowq:H:2');		the last turn's slot
  *	UPDATE rowq_limit SET took = ...;	the token, refilled first
- *	SELECT took, ...;			what it took, @rowq_ok
  *	COMMIT;					the token, apart from the rows
- *	SELECT CASE WHEN <throttled> THEN -1 WHEN @rowq_ok = 0 THEN 0
- *	    WHEN GET_LOCK('rowq:H:2', 0) THEN 2 WHEN ... ELSE 0 END;
+ *	SELECT CASE WHEN <throttled> THEN -1 WHEN took = 0 THEN 0
+ *	    WHEN GET_LOCK('rowq:H:2', 0) THEN 2 WHEN ... ELSE 0 END, took;
  *	<the claim>
  *
  * so that the token is committed before its handler starts (a start is
@@ -95,25 +94,58 @@ limit_rows(struct worker *w)
 	return st;
 }
 
-/* PREPARE name FROM the statement in b (parsed once per connection). */
+/*
+ * The statement in b made the session's as which (dialect_stmt_init:
+ * PREPAREd where the server can, parsed once per connection).
+ */
 static enum db_status
-limit_prepare_one(struct worker *w, const char *name, struct buf *b)
+limit_prepare_one(struct worker *w, enum limit_stmt which, const char *name,
+    struct buf *b)
 {
 	struct buf sql = { 0 };
-	enum db_status st;
+	enum db_status st = DB_OK;
 
-	buf_printf(&sql, "PREPARE %s FROM ", name);
-	sql_hex(&sql, b->data, b->len);
-	st = db_run(w->db, sql.data);
+	/* rowq's own text: one it cannot read apart is a bug of rowq's. */
+	if (dialect_stmt_init(&w->limit.stmt[which], db_dialect(w->db), name,
+	    b->data, &sql) != 0)
+		fatalx("limit: cannot read statement %s apart", name);
+	if (sql.len > 0)
+		st = db_run(w->db, sql.data);
 	buf_free(&sql);
 	buf_reset(b);
 	return st;
 }
 
+/* The statements of the last connection, gone with it. */
+static void
+limit_stmts_free(struct worker_limit *l)
+{
+	for (int i = 0; i < LIMIT_STMTS; i++)
+		dialect_stmt_free(&l->stmt[i]);
+}
+
 /*
- * The take's statements, prepared by SQL on the connection, so that the
- * claim's round trip carries only their EXECUTEs: the server parses them
- * once (as for the done in front of it, worker_finish_text.c).
+ * Append statement which with these integer values and a ";\n" (as
+ * limit_take_sql sends it).
+ */
+static void
+limit_execute(struct worker *w, struct buf *b, enum limit_stmt which,
+    const long long *v, size_t n)
+{
+	struct value values[4];
+
+	for (size_t i = 0; i < n && i < 4; i++)
+		values[i] = (struct value){ .type = VALUE_INT, .i = v[i] };
+	if (!dialect_stmt_execute(&w->limit.stmt[which], b, values, n))
+		fatalx("limit: statement %d takes %zu values", (int)which, n);
+	buf_puts(b, ";\n");
+}
+
+/*
+ * The take's statements, prepared on the connection where the server
+ * can, so that the claim's round trip carries only their EXECUTEs: the
+ * server parses them once (as for the done in front of it,
+ * worker_finish_text.c).
  */
 static enum db_status
 limit_prepare(struct worker *w)
@@ -124,30 +156,32 @@ limit_prepare(struct worker *w)
 	struct buf b = { 0 };
 	enum db_status st = DB_OK;
 
+	limit_stmts_free(l);
 	if (p->rate.count > 0) {
 		limit_sql_rate_take(&b, &l->ctx, &l->scope, &p->rate, false);
-		st = limit_prepare_one(w, LIMIT_TAKE_NAME, &b);
+		st = limit_prepare_one(w, LIMIT_TAKE, "rowq_limit_take", &b);
 	}
 	if (st == DB_OK && p->rate.count > 0 && !lease) {
 		limit_sql_rate_take(&b, &l->ctx, &l->scope, &p->rate, true);
-		st = limit_prepare_one(w, LIMIT_TAKE_IF_NAME, &b);
+		st = limit_prepare_one(w, LIMIT_TAKE_IF, "rowq_limit_take_if",
+		    &b);
 	}
 	if (st == DB_OK && !lease && p->concurrency > 0) {
 		/* The gate without the slot, for a worker that holds one. */
 		limit_sql_gate(&b, &l->ctx, &l->scope, 0, 1,
 		    p->rate.count > 0 ? &p->rate : NULL);
-		st = limit_prepare_one(w, LIMIT_CHECK_NAME, &b);
+		st = limit_prepare_one(w, LIMIT_CHECK, "rowq_limit_check", &b);
 	}
 	if (st == DB_OK) {
 		limit_sql_gate(&b, &l->ctx, &l->scope, lease ? 0 :
 		    p->concurrency, (w->args->number - 1) %
 		    (p->concurrency > 0 ? p->concurrency : 1) + 1,
 		    p->rate.count > 0 ? &p->rate : NULL);
-		st = limit_prepare_one(w, LIMIT_GATE_NAME, &b);
+		st = limit_prepare_one(w, LIMIT_GATE, "rowq_limit_gate", &b);
 	}
 	if (st == DB_OK && lease && p->concurrency > 0) {
 		limit_sql_lease_take(&b, &l->ctx, &l->scope, p->concurrency);
-		st = limit_prepare_one(w, LIMIT_LEASE_NAME, &b);
+		st = limit_prepare_one(w, LIMIT_LEASE, "rowq_limit_lease", &b);
 	}
 	buf_free(&b);
 	return st;
@@ -207,6 +241,7 @@ void
 limit_disconnect(struct worker *w)
 {
 	limit_keys_disconnect(w);
+	limit_stmts_free(&w->limit);
 	w->limit.slot = 0;
 	w->limit.lease_held = false;
 	w->limit.polled = false;
@@ -286,12 +321,12 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 		/* A token of the last take's, not yet used: no take. */
 	} else if (limit_has_rate(w) && !lease && !poll && !slot) {
 		/* Some tokens or none, as the rows it changes say. */
-		buf_printf(b, "EXECUTE " LIMIT_TAKE_IF_NAME " USING %d, %d;\n",
-		    l->refund, l->refund);
+		limit_execute(w, b, LIMIT_TAKE_IF, (long long[]){ l->refund,
+		    l->refund }, 2);
 		l->at_iff = l->nfront++;
 	} else if (limit_has_rate(w))
-		buf_printf(b, "EXECUTE " LIMIT_TAKE_NAME " USING %d, %d, %d;\n",
-		    want, lease ? 0 : l->refund, lease ? 0 : l->refund);
+		limit_execute(w, b, LIMIT_TAKE, (long long[]){ want,
+		    lease ? 0 : l->refund, lease ? 0 : l->refund }, 3);
 	if (limit_has_rate(w) && !reserved) {
 		if (l->at_iff < 0)
 			l->at_rate = l->nfront++;
@@ -302,12 +337,12 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 	if (!poll)
 		b = after;
 	if (gate && slot)
-		buf_printf(b, "EXECUTE " LIMIT_GATE_NAME " USING %d, %d, %d;\n",
-		    l->last_slot, l->last_slot, l->last_slot);
+		limit_execute(w, b, LIMIT_GATE, (long long[]){ l->last_slot,
+		    l->last_slot, l->last_slot }, 3);
 	else if (gate && !lease && p->concurrency > 0)
-		buf_puts(b, "EXECUTE " LIMIT_CHECK_NAME ";\n");
+		limit_execute(w, b, LIMIT_CHECK, NULL, 0);
 	else if (gate)
-		buf_puts(b, "EXECUTE " LIMIT_GATE_NAME ";\n");
+		limit_execute(w, b, LIMIT_GATE, NULL, 0);
 	if (gate)
 		l->at_gate = l->nfront++;
 	if (poll && !lease) {
@@ -317,8 +352,11 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 		l->nfront += 2;
 	}
 	if (lease && p->concurrency > 0) {
-		buf_printf(b, "EXECUTE " LIMIT_LEASE_NAME " USING '%s';\n",
-		    l->token.hex);
+		struct value token = { .type = VALUE_BLOB, .s = l->token.hex,
+		    .len = strlen(l->token.hex) };
+		if (!dialect_stmt_execute(&l->stmt[LIMIT_LEASE], b, &token, 1))
+			fatalx("limit: the lease statement takes no token");
+		buf_puts(b, ";\n");
 		l->at_lease = l->nfront++;
 	}
 	return poll ? l->nfront : nbefore;

@@ -111,8 +111,8 @@ key_expire(struct worker *w, int64_t now)
 
 /*
  * A key's value in the claim's text: an integer column's as its digits
- * (cursor_key_valid), anything else as X'..', which MariaDB compares as
- * the same bytes.  False when it cannot be written (the row is then
+ * (cursor_key_valid), anything else as bytes (dialect_bytes), which the
+ * server compares as the same bytes.  False when it cannot be written (the row is then
  * tried, and its slot's statement decides).
  */
 static bool
@@ -125,7 +125,7 @@ key_literal(const struct worker *w, struct buf *b, const struct limit_key *k)
 			return false;
 		buf_append(b, k->value, k->len);
 	} else
-		sql_hex(b, k->value, k->len);
+		dialect_bytes(db_dialect(w->db), b, k->value, k->len);
 	return true;
 }
 

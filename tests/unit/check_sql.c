@@ -1,5 +1,6 @@
 /* Unit tests for sql.c: named parameters, the select rules, the claim. */
 #include "rowq.h"
+#include "dialect.h"
 
 #include <check.h>
 #include "unit.h"
@@ -140,7 +141,7 @@ plan_reads(const char *select, unsigned long version, const char *want)
 {
 	struct buf b = { 0 };
 
-	check_plan_describe(select, version, &b);
+	check_plan_describe(select, dialect_mariadb(), version, &b);
 	ck_assert_msg(strcmp(b.data, want) == 0, "%s\n  read as: %s\n  "
 	    "expected: %s", select, b.data, want);
 	buf_free(&b);
@@ -187,12 +188,12 @@ START_TEST(test_tokenize_server)
 	ck_assert_uint_eq(n, 5);
 	ck_assert_int_eq(t[1].kind, SQL_TOKEN_EXEC_COMMENT);
 	free(t);
-	ck_assert_int_eq(sql_tokenize_server(text, 101100, &t, &n, err,
+	ck_assert_int_eq(sql_tokenize_server(text, 101100, true, &t, &n, err,
 	    sizeof(err)), 0);
 	ck_assert_uint_eq(n, 5);
 	ck_assert(sql_token_is(text, &t[1], "SQL_NO_CACHE"));
 	free(t);
-	ck_assert_int_eq(sql_tokenize_server("SELECT /*! 1", 101100, &t, &n,
+	ck_assert_int_eq(sql_tokenize_server("SELECT /*! 1", 101100, true, &t, &n,
 	    err, sizeof(err)), -1);
 }
 END_TEST
