@@ -128,7 +128,7 @@ CREATE TABLE job (
     customer_id INT NOT NULL,
     status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
     done_count INT NOT NULL DEFAULT 0,
-    INDEX (status, id),
+    INDEX waiting (status, id),
     INDEX (customer_id)
 ) ENGINE=InnoDB"
 # Four customers, each with runs of three rows in a row: 1 1 1 2 2 2 ...,
@@ -142,8 +142,9 @@ cat >>cust.yaml <<YAML
   job:
     workers: 3
     select: |
-      SELECT job.id, job.customer_id FROM job
-      STRAIGHT_JOIN customer ON customer.id = job.customer_id
+      SELECT job.id, job.customer_id FROM job FORCE INDEX (waiting)
+      STRAIGHT_JOIN customer FORCE INDEX (PRIMARY)
+        ON customer.id = job.customer_id
       WHERE job.status = 'waiting'
       ORDER BY job.id
     exec: [$WORK, $ROWQ_TEST_TMP/cust.log, "0.1", "customer={customer_id}"]
