@@ -84,7 +84,8 @@ figure "hostile values passed without a shell (argv, stdin, pipe, :error, :outpu
 
 # ---- 2. the password ----
 secret="S3cr3t-$RANDOM$RANDOM-pw"
-sql "CREATE OR REPLACE USER rowqsec@localhost IDENTIFIED BY '$secret';
+sql "DROP USER IF EXISTS rowqsec@localhost;
+    CREATE USER rowqsec@localhost IDENTIFIED BY '$secret';
     GRANT ALL ON \`$ROWQ_TEST_DB\`.* TO rowqsec@localhost"
 printf '%s\n' "$secret" >"$ROWQ_TEST_TMP/pw"
 chmod 600 "$ROWQ_TEST_TMP/pw"
