@@ -90,7 +90,7 @@ sql "DROP USER IF EXISTS rowqsec@localhost;
 printf '%s\n' "$secret" >"$ROWQ_TEST_TMP/pw"
 chmod 600 "$ROWQ_TEST_TMP/pw"
 sql "DELETE FROM email"
-sql "INSERT INTO email (recipient, subject, body) SELECT 'r', 's', 'b' FROM seq_1_to_200"
+sql "INSERT INTO email (recipient, subject, body) SELECT 'r', 's', 'b' FROM $(seq_rows 200)"
 email_config pw.yaml "[$HANDLERS/fake, env, $ROWQ_TEST_TMP/env.out]"
 sed -i "s|^  user: root|  user: rowqsec\n  password_file: $ROWQ_TEST_TMP/pw|" pw.yaml
 grep -q password_file pw.yaml || fail "pw.yaml: edit did not apply"
