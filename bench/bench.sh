@@ -371,7 +371,7 @@ residue_drain()
 	lo=$(sql_value "SELECT COALESCE(MAX(id), 0) FROM email")
 	sql "INSERT INTO email (recipient, subject, body)
 	    SELECT CONCAT('user', seq, '@example.com'), 'new', 'body'
-	    FROM seq_1_to_$RESIDUE_WAITING"
+	    FROM $(seq_rows "$RESIDUE_WAITING")"
 	t0=$(now_us)
 	if [ "$limit" -gt 0 ]; then
 		timeout -s TERM "$limit" "$ROWQ" -c "$cfg" drain email \

@@ -115,7 +115,7 @@ drain()
 	local t0
 	t0=$(now_us)
 	sql "INSERT INTO email (recipient, subject, body)
-	    SELECT CONCAT('user', seq, '@example.com'), 's', 'b' FROM seq_1_to_$ROWS"
+	    SELECT CONCAT('user', seq, '@example.com'), 's', 'b' FROM $(seq_rows "$ROWS")"
 	wait_until 300 '[ "$(sql_value "SELECT COUNT(*) FROM email WHERE status = '"'sent'"'")" = "$ROWS" ]' ||
 	    fail "the drain did not finish"
 	DRAIN_US=$(($(now_us) - t0))

@@ -41,7 +41,7 @@ fill_magento()
 	    ('product_action_attribute.update'), ('export');
 	    INSERT INTO queue_message (topic_name, body)
 	    SELECT 'product_action_attribute.update',
-	    CONCAT('{\"product_ids\":[', seq, ']}') FROM seq_1_to_$ROWS;
+	    CONCAT('{\"product_ids\":[', seq, ']}') FROM $(seq_rows "$ROWS");
 	    INSERT INTO queue_message_status (queue_id, message_id, status)
 	    SELECT 2, id, 2 FROM queue_message"
 }
@@ -59,7 +59,7 @@ fill_action_scheduler()
 	    SELECT 'woocommerce_run_product_attribute_lookup_update', 'pending',
 	    UTC_TIMESTAMP() - INTERVAL seq SECOND, NOW() - INTERVAL seq SECOND,
 	    IF(seq % 10 = 0, 5, 10), CONCAT('{\"product_id\":', seq, '}'), 1
-	    FROM seq_1_to_$ROWS"
+	    FROM $(seq_rows "$ROWS")"
 }
 rewrite_action_scheduler()
 {
@@ -73,7 +73,7 @@ fill_drupal()
 {
 	sql "TRUNCATE queue; INSERT INTO queue (name, data, created)
 	    SELECT 'aggregator_feeds', CONCAT('a:1:{s:3:\"fid\";i:', seq, ';}'),
-	    UNIX_TIMESTAMP() - $ROWS + seq FROM seq_1_to_$ROWS"
+	    UNIX_TIMESTAMP() - $ROWS + seq FROM $(seq_rows "$ROWS")"
 }
 rewrite_drupal()
 {
@@ -88,7 +88,7 @@ fill_laravel()
 	    INSERT INTO jobs (queue, payload, attempts, available_at, created_at)
 	    SELECT 'default', JSON_OBJECT('uuid', UUID(), 'displayName',
 	    'App\\\\Jobs\\\\ProcessPodcast', 'maxTries', 3), 0,
-	    UNIX_TIMESTAMP() - 10, UNIX_TIMESTAMP() - 10 FROM seq_1_to_$ROWS"
+	    UNIX_TIMESTAMP() - 10, UNIX_TIMESTAMP() - 10 FROM $(seq_rows "$ROWS")"
 }
 # Laravel's own select is one table by its primary key: the best there is.
 rewrite_laravel() { echo ""; }
@@ -100,7 +100,7 @@ fill_symfony()
 	    created_at, available_at)
 	    SELECT CONCAT('O:36:\"Symfony\\\\Component\\\\Messenger\\\\Envelope\":', seq),
 	    '[]', 'default', NOW() - INTERVAL 1 HOUR,
-	    NOW() - INTERVAL $ROWS SECOND + INTERVAL seq SECOND FROM seq_1_to_$ROWS"
+	    NOW() - INTERVAL $ROWS SECOND + INTERVAL seq SECOND FROM $(seq_rows "$ROWS")"
 }
 rewrite_symfony()
 {

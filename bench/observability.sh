@@ -69,7 +69,7 @@ run()
 	sql "TRUNCATE email"
 	sql "INSERT INTO email (trace) SELECT
 	    CONCAT('00-', LPAD(HEX(seq), 32, '0'), '-00f067aa0ba902b7-01')
-	    FROM seq_1_to_$ROWS"
+	    FROM $(seq_rows "$ROWS")"
 	t0=$(now_us)
 	"$1" -c "$2" drain email >drain.log 2>&1 || { cat drain.log >&2; exit 1; }
 	t1=$(now_us)

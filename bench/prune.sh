@@ -118,7 +118,7 @@ for ((a = 1; a <= RESIDUE; a += step)); do
 done
 sql "INSERT INTO email (recipient, subject, body, status, attempts, done_count, sent_at)
     SELECT CONCAT('user', seq, '@example.com'), 'recent', '', 'sent', 1, 1,
-    NOW() - INTERVAL 1 DAY FROM seq_1_to_$RECENT"
+    NOW() - INTERVAL 1 DAY FROM $(seq_rows "$RECENT")"
 sql "ANALYZE TABLE email" >/dev/null
 settle
 FILL_S=$(seconds_since "$t0")
@@ -163,7 +163,7 @@ drain()
 	lo=$(sql_value "SELECT COALESCE(MAX(id), 0) FROM email")
 	sql "INSERT INTO email (recipient, subject, body)
 	    SELECT CONCAT('user', seq, '@example.com'), 'new', 'body'
-	    FROM seq_1_to_$WAITING"
+	    FROM $(seq_rows "$WAITING")"
 	t0=$(now_us)
 	if [ "$limit" -gt 0 ]; then
 		timeout -s TERM "$limit" "$ROWQ" -c rowq.yaml drain email -w "$WORKERS" \
@@ -229,7 +229,7 @@ live_phase()
 	track_pid "$app"
 	sql "INSERT INTO email (recipient, subject, body)
 	    SELECT CONCAT('user', seq, '@example.com'), 'live', 'body'
-	    FROM seq_1_to_$LIVE"
+	    FROM $(seq_rows "$LIVE")"
 	hi=$(sql_value "SELECT MAX(id) FROM email WHERE subject = 'live'")
 	t0=$(now_us)
 	if [ -n "$prune" ]; then

@@ -18,7 +18,7 @@ sql "CREATE TABLE email (
 start=$(now_us)
 sql "INSERT INTO email (status, created_at)
     SELECT IF(seq % 100 = 0, 'waiting', IF(seq % 1000 = 1, 'failed', 'sent')),
-    NOW() - INTERVAL (1000000 - seq) SECOND FROM seq_1_to_1000000"
+    NOW() - INTERVAL (1000000 - seq) SECOND FROM $(seq_rows 1000000)"
 sql "ANALYZE TABLE email" >/dev/null
 fill=$(( ($(now_us) - start) / 1000 ))
 

@@ -68,7 +68,7 @@ sql "INSERT INTO email (recipient, subject, body)
 	WHEN 26 THEN 'ida@shop.invalid'
 	ELSE CONCAT('customer', seq, '@example.com') END,
     CONCAT('Your order #', 1000 + seq), 'Thank you for your order.'
-    FROM seq_1_to_30"
+    FROM $(seq_rows 30)"
 table "SELECT status, COUNT(*) AS emails FROM email GROUP BY status"
 
 step "The demo configuration: config/rowq.yaml with these changes"

@@ -31,7 +31,7 @@ email_table()
 	if [ "$1" -gt 0 ]; then
 		sql "INSERT INTO email (recipient, subject, body)
 		    SELECT CONCAT('user', seq, '@example.com'),
-		    CONCAT('hello ', seq), 'body' FROM seq_1_to_$1"
+		    CONCAT('hello ', seq), 'body' FROM $(seq_rows "$1")"
 	fi
 }
 

@@ -11,6 +11,14 @@
 # same file runs alone (`bash tests/integration/x.sh`, with its own server)
 # or under run-integration.sh (one shared server, one database per test).
 #
+# ROWQ_TEST_SERVER picks the server the tests run against:
+#     mariadb        the host's MariaDB (Debian 12's 10.11), the default
+#     mariadb-11.8   MariaDB 11.8 (Debian 13's), in a chroot
+#     mysql-9.7      MySQL 9.7 (Debian sid's), in a chroot
+# tests/chroot-server.sh builds a chroot the first time it is needed.  A
+# test that must know asks server_family (mariadb or mysql) or
+# server_version, and skips where it cannot hold with skip_on_server.
+#
 # Tests must not replace the EXIT/INT/TERM traps; use on_exit instead.
 
 set -eu -o pipefail
@@ -32,6 +40,20 @@ _lib_db_dir=
 # How long tracked processes get between TERM and KILL at exit.
 _lib_kill_wait=3
 
+ROWQ_TEST_SERVER=${ROWQ_TEST_SERVER:-mariadb}
+case $ROWQ_TEST_SERVER in
+mariadb) _lib_family=mariadb _lib_server_bin=mariadbd ;;
+mariadb-11.8) _lib_family=mariadb _lib_server_bin=mariadbd ;;
+mysql-9.7) _lib_family=mysql _lib_server_bin=mysqld ;;
+*)
+	echo "lib.sh: ROWQ_TEST_SERVER=$ROWQ_TEST_SERVER: not one of mariadb, mariadb-11.8, mysql-9.7" >&2
+	exit 2
+	;;
+esac
+export ROWQ_TEST_SERVER
+# The chroot of a server that is not the host's (_lib_server_root).
+_lib_root=
+
 if [ -z "${ROWQ_TEST_TMP:-}" ]; then
 	# Keep it short: the server's socket lives here, and sun_path has
 	# room for 107 bytes only.
@@ -41,7 +63,9 @@ fi
 export ROWQ_TEST_TMP
 
 # Options for a disposable server: small, fast, and room for many workers.
-# Durability does not matter, and no binary log is needed.
+# Durability does not matter, and no binary log is needed.  They are
+# MariaDB's; _lib_server_args says them to MySQL and adds each family's
+# own.
 DB_SERVER_OPTS=(
 	--innodb-buffer-pool-size=128M
 	--innodb-log-file-size=64M
@@ -279,16 +303,179 @@ report_test()
 
 # ---- the database server ----------------------------------------------
 
+# server_family: mariadb or mysql, the family of ROWQ_TEST_SERVER.
+server_family()
+{
+	echo "$_lib_family"
+}
+
+# server_version: the version of the server at $ROWQ_TEST_SOCKET (after
+# db_start), its numbers only: 10.11.6, 11.8.3, 9.7.4.
+server_version()
+{
+	local v
+	v=$(mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot -N -B \
+	    -e 'SELECT VERSION()') || fail "no server at $ROWQ_TEST_SOCKET"
+	echo "${v%%-*}"
+}
+
+# skip_on_server KIND-OR-FAMILY 'WHY': end the test as skipped (77), WHY
+# its last line (the runner shows it), when ROWQ_TEST_SERVER is KIND
+# (mysql-9.7, mariadb-11.8, mariadb) or of FAMILY (mysql, mariadb).  Only
+# for what cannot hold on that server; where rowq refuses a setting there
+# with a message, the test should assert the message instead.
+skip_on_server()
+{
+	[ "$1" = "$ROWQ_TEST_SERVER" ] || [ "$1" = "$_lib_family" ] ||
+	    return 0
+	echo "skipped on $ROWQ_TEST_SERVER: $2" >&2
+	exit 77
+}
+
+# seq_rows N: a derived table of one column, seq, the numbers 1 to N in
+# that order, for either family (MariaDB's seq_1_to_N tables are its
+# own): INSERT INTO t (id) SELECT seq FROM $(seq_rows 100).  Its recursive
+# query goes N deep, which the servers lib.sh and servers.sh start allow
+# (a server of the user's own may stop it at 1,000 and say so).
+seq_rows()
+{
+	echo "(WITH RECURSIVE seq_rows (seq) AS (SELECT CAST(1 AS SIGNED)" \
+	    "FROM DUAL WHERE 1 <= $1 UNION ALL SELECT seq + 1 FROM seq_rows" \
+	    "WHERE seq < $1) SELECT seq FROM seq_rows) AS seq_rows"
+}
+
 _lib_ping()
 {
 	mariadb-admin --no-defaults -S "$1" -uroot ping >/dev/null 2>&1
+}
+
+# _lib_server_root: make sure the chroot of ROWQ_TEST_SERVER is built (a
+# minute the first time) and set _lib_root to it; nothing for the host's.
+_lib_server_root()
+{
+	[ "$ROWQ_TEST_SERVER" != mariadb ] && [ -z "$_lib_root" ] || return 0
+	_lib_root=$(bash "$TESTS_DIR/chroot-server.sh" "$ROWQ_TEST_SERVER") ||
+	    fail "no chroot for $ROWQ_TEST_SERVER (tests/chroot-server.sh)"
+}
+
+# _lib_server_exec NETNS PROGRAM ARG...: exec PROGRAM (the server, or the
+# tool that makes its data directory) of ROWQ_TEST_SERVER in a session of
+# its own, in network namespace NETNS unless that is empty.  A chroot's
+# program runs in a mount namespace of its own where the host's /tmp is
+# the chroot's /tmp: paths under /tmp, the socket's among them, are the
+# same for it as for the host's clients.  Every step execs, so that the
+# pid of `_lib_server_exec ... &` is the server's.
+_lib_server_exec()
+{
+	local ns=() root=()
+	[ -z "$1" ] || ns=(ip netns exec "$1")
+	shift
+	if [ -n "$_lib_root" ]; then
+		# shellcheck disable=SC2016 # for sh -c, which gets them as $0 and $@
+		root=(unshare --mount --propagation private sh -c
+		    'mount --bind /tmp "$0/tmp" && mount -t proc proc "$0/proc" &&
+			exec chroot "$0" "$@"' "$_lib_root")
+	fi
+	exec setsid "${ns[@]}" "${root[@]}" "$@"
+}
+
+# _lib_server_args OPTION...: _lib_args, the server's options: its
+# family's own, DB_SERVER_OPTS, then OPTIONs (which win), in its family's
+# words (MySQL's redo log is one size, innodb_redo_log_capacity).
+# The recursive queries of seq_rows may go deep; MySQL is told where its
+# files may be written (its default directory is not in the chroot), and
+# not to listen for its X protocol.
+_lib_server_args()
+{
+	local o
+	_lib_args=()
+	case $_lib_family in
+	mariadb) _lib_args=(--max-recursive-iterations=4294967295) ;;
+	mysql) _lib_args=(--cte-max-recursion-depth=4294967295 --mysqlx=OFF
+	    --secure-file-priv=) ;;
+	esac
+	for o in "${DB_SERVER_OPTS[@]}" "$@"; do
+		case $_lib_family:$o in
+		mysql:--innodb-log-file-size=*)
+			o=--innodb-redo-log-capacity=${o#*=} ;;
+		esac
+		_lib_args+=("$o")
+	done
+}
+
+# _lib_server_init DIR: a data directory DIR/data for ROWQ_TEST_SERVER,
+# root without a password on the socket; what it said in DIR/install.log.
+_lib_server_init()
+{
+	local dir=$1 user=()
+	[ "$(id -u)" -ne 0 ] || user=(--user=root)
+	_lib_server_root
+	[ -z "$_lib_root" ] || [[ $dir == /tmp/* ]] ||
+	    fail "a server in a chroot keeps its files under /tmp, not in $dir"
+	_lib_server_args
+	if [ "$_lib_family" = mysql ]; then
+		(_lib_server_exec "" mysqld --no-defaults --initialize-insecure \
+		    --datadir="$dir/data" "${user[@]}" --tmpdir="$dir" \
+		    "${_lib_args[@]}")
+	else
+		(_lib_server_exec "" mariadb-install-db --no-defaults \
+		    --datadir="$dir/data" "${user[@]}" \
+		    --auth-root-authentication-method=normal --skip-test-db \
+		    --tmpdir="$dir" "${_lib_args[@]}")
+	fi </dev/null >"$dir/install.log" 2>&1 || {
+		tail -n 30 "$dir/install.log" >&2
+		fail "could not make a $ROWQ_TEST_SERVER data directory in $dir/data; the end of its log is above"
+	}
+}
+
+# _lib_server_run NETNS DIR SOCKET PIDFILE OPTION...: exec the server on
+# DIR/data, its error log DIR/error.log, with _lib_server_args OPTIONs;
+# for `_lib_server_run ... &`, whose $! is then the server itself.
+_lib_server_run()
+{
+	local netns=$1 dir=$2 sock=$3 pidfile=$4 user=()
+	shift 4
+	[ "$(id -u)" -ne 0 ] || user=(--user=root)
+	_lib_server_root
+	_lib_server_args "$@"
+	_lib_server_exec "$netns" "$_lib_server_bin" --no-defaults \
+	    --datadir="$dir/data" --socket="$sock" --pid-file="$pidfile" \
+	    --log-error="$dir/error.log" --tmpdir="$dir" "${user[@]}" \
+	    "${_lib_args[@]}" </dev/null >/dev/null 2>&1
+}
+
+# _lib_server_up PID SOCKET ERRORLOG WHAT: wait (SERVER_START_WAIT s,
+# default 120) until the server PID answers on SOCKET; if it dies or
+# does not answer, fail with the end of its log.
+_lib_server_up()
+{
+	local pid=$1 sock=$2
+	if ! wait_until "${SERVER_START_WAIT:-120}" \
+	    '_lib_ping "$sock" || ! _lib_alive "$pid"' ||
+	    ! _lib_ping "$sock"; then
+		tail -n 30 "$3" >&2 2>/dev/null || true
+		fail "$4 did not start; the end of its log is above"
+	fi
+}
+
+# _lib_server_shutdown SOCKET PID WHAT: shut the server down with SQL's
+# SHUTDOWN (MySQL has no COM_SHUTDOWN for mariadb-admin), wait until PID
+# is gone, SIGKILL it after 30 s.
+_lib_server_shutdown()
+{
+	local pid=$2
+	mariadb --no-defaults -S "$1" -uroot -e SHUTDOWN >/dev/null 2>&1 || true
+	if ! wait_until 30 '! _lib_alive "$pid"'; then
+		echo "$ROWQ_TEST_NAME: $3 ($pid) ignored shutdown; killing it" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
 }
 
 # db_start: reuse the server at $ROWQ_TEST_SOCKET if it answers, or start a
 # private one in $ROWQ_TEST_TMP/db that db_stop (or exit) shuts down.
 db_start()
 {
-	local dir sock user=()
+	local dir sock
 
 	if [ -n "${ROWQ_TEST_SOCKET:-}" ] && _lib_ping "$ROWQ_TEST_SOCKET"; then
 		export ROWQ_TEST_SOCKET
@@ -299,34 +486,16 @@ db_start()
 	[ "${#sock}" -lt 108 ] ||
 	    fail "socket path too long for a unix socket: $sock"
 	mkdir -p "$dir"
-	# mariadbd refuses to run as root unless told to.
-	[ "$(id -u)" -ne 0 ] || user=(--user=root)
+	_lib_server_init "$dir"
 
-	if ! mariadb-install-db --no-defaults --datadir="$dir/data" \
-	    "${user[@]}" --auth-root-authentication-method=normal \
-	    --skip-test-db --tmpdir="$dir" "${DB_SERVER_OPTS[@]}" \
-	    >"$dir/install.log" 2>&1; then
-		cat "$dir/install.log" >&2
-		fail "mariadb-install-db failed"
-	fi
-
-	# setsid: a Ctrl-C at the terminal must not reach the server before
-	# the clean-up has shut it down properly.
-	setsid mariadbd --no-defaults --datadir="$dir/data" --socket="$sock" \
-	    --pid-file="$dir/mariadbd.pid" --log-error="$dir/error.log" \
-	    --tmpdir="$dir" --skip-networking "${user[@]}" \
-	    "${DB_SERVER_OPTS[@]}" </dev/null >/dev/null 2>&1 &
-	# setsid execs without forking here (a background job does not lead
-	# its group), so $! is the server itself: stoppable even if it never
-	# writes its pid file.
+	# setsid (in _lib_server_exec): a Ctrl-C at the terminal must not
+	# reach the server before the clean-up has shut it down properly.
+	_lib_server_run "" "$dir" "$sock" "$dir/mariadbd.pid" \
+	    --skip-networking &
 	_lib_db_pid=$!
 	_lib_db_dir=$dir
-
-	if ! wait_until 60 '_lib_ping "$sock" || ! _lib_alive "$_lib_db_pid"' ||
-	    ! _lib_ping "$sock"; then
-		tail -n 30 "$dir/error.log" >&2 2>/dev/null || true
-		fail "MariaDB server did not start; the end of its log is above"
-	fi
+	_lib_server_up "$_lib_db_pid" "$sock" "$dir/error.log" \
+	    "the $ROWQ_TEST_SERVER server"
 	[ "$(cat "$dir/mariadbd.pid")" = "$_lib_db_pid" ] ||
 	    fail "pid file $dir/mariadbd.pid does not name $_lib_db_pid"
 	ROWQ_TEST_SOCKET=$sock
@@ -338,12 +507,8 @@ db_start()
 db_stop()
 {
 	[ -n "$_lib_db_pid" ] || return 0
-	mariadb-admin --no-defaults -S "$_lib_db_dir/mysqld.sock" -uroot \
-	    --shutdown-timeout=30 shutdown >/dev/null 2>&1 || true
-	if ! wait_until 30 '! _lib_alive "$_lib_db_pid"'; then
-		echo "$ROWQ_TEST_NAME: MariaDB $_lib_db_pid ignored shutdown; killing it" >&2
-		kill -KILL "$_lib_db_pid" 2>/dev/null || true
-	fi
+	_lib_server_shutdown "$_lib_db_dir/mysqld.sock" "$_lib_db_pid" \
+	    "the $ROWQ_TEST_SERVER server"
 	_lib_db_pid=
 	if [ "${ROWQ_TEST_SOCKET:-}" = "$_lib_db_dir/mysqld.sock" ]; then
 		unset ROWQ_TEST_SOCKET

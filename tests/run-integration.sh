@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Run the integration tests against one MariaDB server started for the run.
+# Run the integration tests against one database server started for the
+# run, of ROWQ_TEST_SERVER's kind (lib.sh: mariadb, the default,
+# mariadb-11.8 or mysql-9.7).
 #
 #   tests/run-integration.sh              every tests/integration/*.sh, sorted
 #   tests/run-integration.sh NAME...      only these (NAME, NAME.sh or a path)
@@ -46,6 +48,7 @@ else
 fi
 
 db_start
+echo "integration: $ROWQ_TEST_SERVER server, $(server_family) $(server_version)"
 
 # Tests run ROWQ_TEST_JOBS at a time (default 3): most of their time is
 # spent waiting for a timeout or a poll (on 2 CPUs, the sum of the

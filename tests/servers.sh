@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# More MariaDB servers than the run's shared one, for tests that need a
-# server of their own settings (a binary log, TLS, replication, Galera) or
-# several of them.  Sourced after lib.sh:
+# More servers than the run's shared one, for tests that need a server of
+# their own settings (a binary log, TLS, replication, Galera) or several
+# of them, each of ROWQ_TEST_SERVER's kind (lib.sh).  Sourced after lib.sh:
 #
 #     . "$TESTS_DIR/servers.sh"
 #     server_start a --log-bin --binlog-format=ROW
@@ -9,10 +9,14 @@
 #
 # Each server lives in $ROWQ_TEST_TMP/srv-NAME (data, socket, error log),
 # answers root on its unix socket ($(server_sock NAME)), and is shut down
-# at exit however the test ends.  Options after NAME go to mariadbd after
-# DB_SERVER_OPTS, so they win (--log-bin undoes --skip-log-bin).  A server
-# listens on TCP only when given --bind-address and --port; SERVER_NETNS
-# set to a namespace's name (tests/netns.sh) starts it inside that one.
+# at exit however the test ends.  Options after NAME go to the server after
+# DB_SERVER_OPTS, so they win (--log-bin undoes --skip-log-bin); they are
+# MariaDB's, said to MySQL in its words where they differ (lib.sh's
+# _lib_server_args).  A server listens on TCP only when given
+# --bind-address and --port; SERVER_NETNS set to a namespace's name
+# (tests/netns.sh) starts it inside that one.  A MySQL server given a
+# --server-id, one of a replication's pair, has GTIDs on, by which
+# server_replicate replicates.
 
 declare -A _srv_pid=() _srv_opts=() _srv_ns=()
 
@@ -56,28 +60,23 @@ server_value()
 	one_value "$out" "server $1: $2"
 }
 
-# server_start NAME [MARIADBD-OPTION...]: create a data directory (a copy
+# server_start NAME [SERVER-OPTION...]: create a data directory (a copy
 # of SERVER_DATA_FROM when set) and start a server on it; wait until it
 # answers.
 server_start()
 {
-	local name=$1 dir user=()
+	local name=$1 dir
 	shift
 	dir=$(_srv_dir "$name")
 	[ "${#dir}" -lt 100 ] || fail "server dir too long for a socket: $dir"
 	mkdir -p "$dir"
-	[ "$(id -u)" -ne 0 ] || user=(--user=root)
 	if [ -n "${SERVER_DATA_FROM:-}" ]; then
 		cp -a "$SERVER_DATA_FROM" "$dir/data"
 		# For a Galera joiner's rsync daemon, which runs as nobody.
 		chmod o+x "$ROWQ_TEST_TMP" "$dir"
 		chmod o+rwx "$dir/data"
-	elif ! mariadb-install-db --no-defaults --datadir="$dir/data" \
-	    "${user[@]}" --auth-root-authentication-method=normal \
-	    --skip-test-db --tmpdir="$dir" "${DB_SERVER_OPTS[@]}" \
-	    >"$dir/install.log" 2>&1; then
-		cat "$dir/install.log" >&2
-		fail "mariadb-install-db failed for server $name"
+	else
+		_lib_server_init "$dir"
 	fi
 	_srv_opts[$name]=
 	[ $# -eq 0 ] || _srv_opts[$name]="$(printf '%q ' "$@")"
@@ -89,48 +88,80 @@ server_start()
 # options it was first started with (after server_kill9 or server_stop).
 server_restart()
 {
-	local name=$1 dir user=() opts ns=() networking=(--skip-networking)
+	local name=$1 dir opts networking=(--skip-networking)
 	dir=$(_srv_dir "$name")
-	[ "$(id -u)" -ne 0 ] || user=(--user=root)
 	eval "opts=(${_srv_opts[$name]})"
 	[[ " ${opts[*]} " != *" --port"* ]] || networking=()
-	[ -z "${_srv_ns[$name]}" ] || ns=(ip netns exec "${_srv_ns[$name]}")
-	# setsid and `ip netns exec` exec, so $! is mariadbd itself.
-	setsid "${ns[@]}" mariadbd --no-defaults --datadir="$dir/data" \
-	    --socket="$dir/s.sock" --pid-file="$dir/mariadbd.pid" \
-	    --log-error="$dir/error.log" --tmpdir="$dir" "${user[@]}" \
-	    "${DB_SERVER_OPTS[@]}" "${networking[@]}" "${opts[@]}" \
-	    </dev/null >/dev/null 2>&1 &
-	_srv_pid[$name]=$!
-	if ! wait_until 120 '_lib_ping "$dir/s.sock" || ! _lib_alive "${_srv_pid[$name]}"' ||
-	    ! _lib_ping "$dir/s.sock"; then
-		tail -n 30 "$dir/error.log" >&2 2>/dev/null || true
-		fail "MariaDB server $name did not start; the end of its log is above"
+	if [ "$(server_family)" = mysql ] &&
+	    [[ " ${opts[*]} " == *" --server-id="* ]]; then
+		networking+=(--gtid-mode=ON --enforce-gtid-consistency=ON)
 	fi
+	_lib_server_root
+	_lib_server_run "${_srv_ns[$name]}" "$dir" "$dir/s.sock" \
+	    "$dir/mariadbd.pid" "${networking[@]}" "${opts[@]}" &
+	_srv_pid[$name]=$!
+	_lib_server_up "${_srv_pid[$name]}" "$dir/s.sock" "$dir/error.log" \
+	    "$ROWQ_TEST_SERVER server $name"
 }
 
 # server_replicate REPLICA PRIMARY PORT: REPLICA (started with a
-# --server-id of its own) replicates PRIMARY (started with --log-bin and
-# listening on 127.0.0.1:PORT) over TCP, by GTID, from the start of
-# PRIMARY's binary log, as user repl.
+# --server-id of its own) replicates PRIMARY (started with --log-bin, a
+# --server-id and listening on 127.0.0.1:PORT) over TCP, by GTID, from the
+# start of PRIMARY's binary log, as user repl.  MySQL's replica asks for
+# the primary's RSA key: caching_sha2_password's first login over TCP
+# without TLS needs it.
 server_replicate()
 {
 	local replica=$1 primary=$2 port=$3
 	server_sql "$primary" "CREATE USER IF NOT EXISTS repl@'%'
 	    IDENTIFIED BY 'repl-pw'; GRANT REPLICATION SLAVE ON *.* TO repl@'%'"
-	server_sql "$replica" "CHANGE MASTER TO MASTER_HOST = '127.0.0.1',
-	    MASTER_PORT = $port, MASTER_USER = 'repl',
-	    MASTER_PASSWORD = 'repl-pw', MASTER_CONNECT_RETRY = 1,
-	    MASTER_USE_GTID = slave_pos; START SLAVE"
+	if [ "$(server_family)" = mysql ]; then
+		server_sql "$replica" "CHANGE REPLICATION SOURCE TO
+		    SOURCE_HOST = '127.0.0.1', SOURCE_PORT = $port,
+		    SOURCE_USER = 'repl', SOURCE_PASSWORD = 'repl-pw',
+		    SOURCE_CONNECT_RETRY = 1, SOURCE_AUTO_POSITION = 1,
+		    GET_SOURCE_PUBLIC_KEY = 1; START REPLICA"
+	else
+		server_sql "$replica" "CHANGE MASTER TO MASTER_HOST = '127.0.0.1',
+		    MASTER_PORT = $port, MASTER_USER = 'repl',
+		    MASTER_PASSWORD = 'repl-pw', MASTER_CONNECT_RETRY = 1,
+		    MASTER_USE_GTID = slave_pos; START SLAVE"
+	fi
+}
+
+# server_replica_delay REPLICA SECONDS: REPLICA applies what it receives
+# SECONDS after the primary wrote it.
+server_replica_delay()
+{
+	if [ "$(server_family)" = mysql ]; then
+		server_sql "$1" "STOP REPLICA; CHANGE REPLICATION SOURCE TO
+		    SOURCE_DELAY = $2; START REPLICA"
+	else
+		server_sql "$1" "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = $2;
+		    START SLAVE"
+	fi
+}
+
+# server_promote REPLICA: REPLICA stops replicating and takes writes
+# (read_only off): the failover of a dead or demoted primary.
+server_promote()
+{
+	server_sql "$1" "STOP REPLICA; SET GLOBAL read_only = 0"
 }
 
 # server_caught_up REPLICA PRIMARY: wait (30 s at most) until REPLICA has
 # applied all that PRIMARY has written.
 server_caught_up()
 {
-	local pos
-	pos=$(server_value "$2" 'SELECT @@gtid_binlog_pos')
-	[ "$(server_value "$1" "SELECT MASTER_GTID_WAIT('$pos', 30)")" = 0 ] ||
+	local pos wait
+	if [ "$(server_family)" = mysql ]; then
+		pos=$(server_value "$2" "SELECT REPLACE(@@GLOBAL.gtid_executed, '\n', '')")
+		wait="SELECT WAIT_FOR_EXECUTED_GTID_SET('$pos', 30)"
+	else
+		pos=$(server_value "$2" 'SELECT @@gtid_binlog_pos')
+		wait="SELECT MASTER_GTID_WAIT('$pos', 30)"
+	fi
+	[ "$(server_value "$1" "$wait")" = 0 ] ||
 	    fail "server $1 did not catch up with $2 ($pos) in 30 s"
 }
 
@@ -139,12 +170,7 @@ server_stop()
 {
 	local name=$1 pid=${_srv_pid[$1]:-}
 	[ -n "$pid" ] || return 0
-	mariadb-admin --no-defaults -S "$(server_sock "$name")" -uroot \
-	    --shutdown-timeout=30 shutdown >/dev/null 2>&1 || true
-	if ! wait_until 30 '! _lib_alive "$pid"'; then
-		echo "$ROWQ_TEST_NAME: server $name ($pid) ignored shutdown; killing it" >&2
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
+	_lib_server_shutdown "$(server_sock "$name")" "$pid" "server $name"
 	_srv_pid[$name]=
 }
 
@@ -191,9 +217,13 @@ on_exit _srv_stop_all
 GALERA_PROVIDER=${GALERA_PROVIDER:-/usr/lib/galera/libgalera_smm.so}
 _galera_base=
 
-# galera_require: skip the test (77) where the provider is missing.
+# galera_require: skip the test (77) on a server of a chroot (the
+# provider is the host's, for the host's MariaDB), and where the provider
+# is missing.
 galera_require()
 {
+	skip_on_server mysql "Galera is MariaDB's"
+	skip_on_server mariadb-11.8 "the Galera provider is the host's galera-4, for the host's MariaDB 10.11"
 	if [ ! -r "$GALERA_PROVIDER" ]; then
 		echo "no Galera provider at $GALERA_PROVIDER (Debian: galera-4)" >&2
 		exit 77
@@ -229,7 +259,7 @@ _galera_pick_base()
 	fail "no free block of ports for the Galera nodes"
 }
 
-# galera_node_start N NODES [MARIADBD-OPTION...]: start node N (server
+# galera_node_start N NODES [SERVER-OPTION...]: start node N (server
 # gN) of a cluster of NODES and wait until it is synced; node 1
 # bootstraps the cluster (--wsrep-new-cluster).
 galera_node_start()
@@ -265,7 +295,7 @@ galera_wait_synced()
 	}
 }
 
-# galera_cluster_start NODES [MARIADBD-OPTION...]: nodes g1 to gNODES,
+# galera_cluster_start NODES [SERVER-OPTION...]: nodes g1 to gNODES,
 # all synced, in a cluster of their own.
 galera_cluster_start()
 {

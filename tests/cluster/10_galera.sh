@@ -83,7 +83,7 @@ fill()
 	    done_count INT NOT NULL DEFAULT 0,
 	    INDEX (status, id)
 	) ENGINE=InnoDB;
-	INSERT INTO job (id) SELECT seq FROM seq_1_to_$rows"
+	INSERT INTO job (id) SELECT seq FROM $(seq_rows "$rows")"
 	# The rows are on node 2 before any daemon claims there.
 	wait_until 30 '[ "$(node_value 2 "SELECT COUNT(*) FROM job")" = "$rows" ]' ||
 	    fail "the rows did not reach node 2"

@@ -8,7 +8,7 @@ db_start
 db_create
 
 # The design article's email table, with the index the claim needs.
-sql <<'SQL'
+sql <<SQL
 CREATE TABLE email (
     id        BIGINT NOT NULL AUTO_INCREMENT,
     recipient VARCHAR(250) NOT NULL,
@@ -22,7 +22,7 @@ CREATE TABLE email (
 ) ENGINE=InnoDB;
 INSERT INTO email (recipient, subject, body)
     SELECT CONCAT('user', seq, '@example.com'), CONCAT('subject ', seq), 'body'
-    FROM seq_1_to_100;
+    FROM $(seq_rows 100);
 SQL
 assert_eq 100 "$(sql_value "SELECT COUNT(*) FROM email WHERE status = 'waiting'")" \
     "rows inserted"

@@ -67,17 +67,17 @@ assert_eq "" "$(head -n -1 <<<"$out" | grep -v 'claim plan: .* reads only the ro
 # example table needs rows here too, or its plan means nothing.
 sql "INSERT INTO email (recipient, subject, body, status)
     SELECT CONCAT('u', seq, '@example.com'), 's', 'b',
-    IF(seq % 10 = 0, 'waiting', 'sent') FROM seq_1_to_5000"
+    IF(seq % 10 = 0, 'waiting', 'sent') FROM $(seq_rows 5000)"
 sql "INSERT INTO webhooks (url, payload, state, next_try_at)
     SELECT 'https://example.com/hook', '{}',
     IF(seq % 10 = 0, 'pending', 'delivered'),
-    NOW() - INTERVAL seq SECOND FROM seq_1_to_5000"
+    NOW() - INTERVAL seq SECOND FROM $(seq_rows 5000)"
 sql "INSERT INTO images (width, status)
     SELECT 100 + seq % 900, IF(seq % 10 = 0, 'waiting', 'done')
-    FROM seq_1_to_5000"
+    FROM $(seq_rows 5000)"
 sql "INSERT INTO video (source, status)
     SELECT CONCAT('/srv/video/', seq, '.mov'),
-    IF(seq % 10 = 0, 'waiting', 'rendered') FROM seq_1_to_5000"
+    IF(seq % 10 = 0, 'waiting', 'rendered') FROM $(seq_rows 5000)"
 sql "ANALYZE TABLE email, webhooks, images, video" >/dev/null
 
 # The literal block after "select: |", to the first line indented less.

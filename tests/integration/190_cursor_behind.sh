@@ -14,7 +14,7 @@ email_table 0
 # commits late.  Row 5 waits for a retry due 1 s after the start.
 sql "INSERT INTO email (id, recipient, subject, body)
     SELECT seq, CONCAT('user', seq, '@example.com'), 's', 'b'
-    FROM seq_1_to_80 WHERE seq <> 31"
+    FROM $(seq_rows 80) WHERE seq <> 31"
 log=$ROWQ_TEST_TMP/handled
 cfg=$ROWQ_TEST_TMP/rowq.yaml
 # 2 workers, 150 ms a row: about 13 rows a second, 6 s for the queue.

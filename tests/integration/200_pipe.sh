@@ -32,7 +32,7 @@ misbehave()
 {
 	local name=$1 handler=$2
 	sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
-	    SELECT seq, CONCAT('u', seq, '@example.com'), 's', '' FROM seq_1_to_10"
+	    SELECT seq, CONCAT('u', seq, '@example.com'), 's', '' FROM $(seq_rows 10)"
 	TIMEOUT=1s MAX_ATTEMPTS=3 pipe_config "$name.yaml" "$handler"
 	rowq_start "$name.yaml" "$name.rowq"
 	wait_until 30 '[ "$(sql_value "SELECT COUNT(*) FROM email WHERE status <> '"'waiting'"'")" = 10 ]' ||
@@ -58,7 +58,7 @@ assert_match "stderr: started" "$(cat garbage.rowq)" "handler stderr logged"
 # An answer too many is never taken for the next row's: every row done
 # was seen by the handler, and the handler was restarted.
 sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
-    SELECT seq, CONCAT('u', seq, '@example.com'), 's', '' FROM seq_1_to_10"
+    SELECT seq, CONCAT('u', seq, '@example.com'), 's', '' FROM $(seq_rows 10)"
 WORKERS=1 pipe_config double.yaml "[$PIPE, double-on, \"5\", $ROWQ_TEST_TMP/double.log]"
 "$ROWQ" -c double.yaml drain email >/dev/null 2>double.err || fail "drain: $(cat double.err)"
 # When both answers arrive in one read, row 5's own answer is out of
@@ -82,7 +82,7 @@ assert_ge "$(cut -d' ' -f2 double.log | sort -u | wc -l)" 2 "double: handler pro
 
 # ---- a handler that exits at start-up: restarts spaced out ----
 sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
-    SELECT seq, CONCAT('u', seq, '@example.com'), 's', '' FROM seq_1_to_10"
+    SELECT seq, CONCAT('u', seq, '@example.com'), 's', '' FROM $(seq_rows 10)"
 WORKERS=1 MAX_ATTEMPTS=100 pipe_config dead.yaml "[$PIPE, exit-at-start]"
 rowq_start dead.yaml dead.rowq
 sleep 8

@@ -17,7 +17,7 @@ email_table 20
 # The marker table is not transactional: the failed statement's rollback
 # leaves its row, so each row's done fails once only.
 sql <<'SQL'
-CREATE TABLE victim (id BIGINT PRIMARY KEY) ENGINE=Aria;
+CREATE TABLE victim (id BIGINT PRIMARY KEY) ENGINE=MyISAM;
 DELIMITER //
 CREATE TRIGGER email_deadlock BEFORE UPDATE ON email FOR EACH ROW
 BEGIN

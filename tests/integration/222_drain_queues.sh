@@ -14,7 +14,7 @@ sql "CREATE TABLE parcel (
     shipped_count INT NOT NULL DEFAULT 0,
     INDEX (state, id)
 ) ENGINE=InnoDB;
-INSERT INTO parcel (state) SELECT 'staged' FROM seq_1_to_40"
+INSERT INTO parcel (state) SELECT 'staged' FROM $(seq_rows 40)"
 cat >q.yaml <<YAML
 database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
 queues:
@@ -61,7 +61,7 @@ queues:
 YAML
 slowest=0
 for round in 1 2 3 4 5 6; do
-	sql "INSERT INTO quick (status) SELECT 'waiting' FROM seq_1_to_500"
+	sql "INSERT INTO quick (status) SELECT 'waiting' FROM $(seq_rows 500)"
 	t0=$(now_us)
 	timeout 60 "$ROWQ" -c quick.yaml drain quick >drain.out 2>drain.err ||
 	    fail "drain $round: exit status $? ($(cat drain.err))"

@@ -82,7 +82,7 @@ queue "SELECT id FROM job WHERE state = 'waiting' AND claimed_until < UNIX_TIMES
     "  claim: UPDATE job SET claim_id = :lease_int, claimed_until = UNIX_TIMESTAMP() + :duration WHERE id = :id" \
     "  duration: 30s"
 sed -i "s/^    done: .*/    done: UPDATE job SET state = 'done' WHERE id = :id AND claim_id = :lease_int/" q.yaml
-sql "INSERT INTO job (state) SELECT 'waiting' FROM seq_1_to_30;
+sql "INSERT INTO job (state) SELECT 'waiting' FROM $(seq_rows 30);
     CREATE TRIGGER job_token AFTER UPDATE ON job FOR EACH ROW
         INSERT INTO token VALUES (NEW.id, NEW.claim_id)"
 check --strict

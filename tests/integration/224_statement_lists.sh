@@ -86,7 +86,7 @@ run()
 {
 	rm -f tried.*
 	sql "TRUNCATE job; TRUNCATE job_log;
-	    INSERT INTO job (state) SELECT 'waiting' FROM seq_1_to_$1"
+	    INSERT INTO job (state) SELECT 'waiting' FROM $(seq_rows "$1")"
 	"$ROWQ" -c q.yaml check --strict >check.out 2>&1 ||
 	    fail "check: $(cat check.out)"
 	timeout 60 "$ROWQ" -c q.yaml drain job >drain.out 2>drain.err ||
@@ -124,7 +124,7 @@ done
 config 1 "$done_list" "$failed_list" "$retry_list"
 rm -f tried.*
 sql "TRUNCATE job; TRUNCATE job_log;
-    INSERT INTO job (state) SELECT 'waiting' FROM seq_1_to_10;
+    INSERT INTO job (state) SELECT 'waiting' FROM $(seq_rows 10);
     INSERT INTO job_log (job_id, message) VALUES (7, 'second')"
 "$ROWQ" -c q.yaml drain job >drain.out 2>drain.err || true
 assert_eq "failed 0" "$(sql_value "SELECT CONCAT(state, ' ', tries) FROM job WHERE id = 7")" "row 7: failed, its done undone"

@@ -20,7 +20,7 @@ sql "INSERT INTO queue (name) VALUES ('async.operations.all'),
 INSERT INTO queue_message (topic_name, body)
     SELECT 'product_action_attribute.update', CONCAT('{\"product_ids\":[', seq,
     '],\"note\":\"', CASE seq WHEN 1 THEN 'hold' WHEN 7 THEN 'retry'
-    WHEN 9 THEN 'fail' ELSE 'ok' END, '\"}') FROM seq_1_to_40;
+    WHEN 9 THEN 'fail' ELSE 'ok' END, '\"}') FROM $(seq_rows 40);
 INSERT INTO queue_message_status (queue_id, message_id, status)
     SELECT 2, id, 2 FROM queue_message;
 INSERT INTO queue_message (topic_name, body) VALUES ('export', '{\"file\":1}');

@@ -13,7 +13,7 @@ cd "$ROWQ_TEST_TMP"
 email_table 0 "status, id"
 sql "INSERT INTO email (recipient, subject, body, status)
     SELECT CONCAT('user', seq, '@example.com'), CONCAT('hello ', seq), 'body',
-    IF(seq <= 2000, 'sent', 'waiting') FROM seq_1_to_4000;
+    IF(seq <= 2000, 'sent', 'waiting') FROM $(seq_rows 4000);
     ANALYZE TABLE email" >/dev/null
 email_config q.yaml "[/bin/true]"
 sed -i 's/FROM email$/FROM email AS e IGNORE INDEX (status)/' q.yaml

@@ -15,7 +15,7 @@ db_create
 cd "$ROWQ_TEST_TMP"
 
 app_schema action_scheduler
-sql <<'SQL'
+sql <<SQL
 SET SESSION sql_mode = '';
 INSERT INTO wp_actionscheduler_groups (slug) VALUES ('woocommerce-db-updates'), ('wc-admin-data');
 -- 30 due pending actions, a few more urgent (priority 5), some tried before.
@@ -29,7 +29,7 @@ SELECT IF(seq % 3, 'woocommerce_run_product_attribute_lookup_update',
         ELSE CONCAT('{"product_id":', seq, '}') END,
     'O:30:"ActionScheduler_SimpleSchedule":2:{s:22:"\0*\0scheduled_timestamp";i:1700000000;s:41:"\0ActionScheduler_SimpleSchedule\0timestamp";i:1700000000;}',
     1 + seq % 2, seq % 2
-FROM seq_1_to_30;
+FROM $(seq_rows 30);
 -- Not for rowq: due later, canceled, complete, claimed by another runner.
 INSERT INTO wp_actionscheduler_actions (hook, status, scheduled_date_gmt, args, claim_id) VALUES
     ('woocommerce_cleanup_draft_orders', 'pending', UTC_TIMESTAMP() + INTERVAL 1 DAY, '[]', 0),

@@ -41,7 +41,7 @@ app_schema drupal
 sql "INSERT INTO queue (name, data, created)
     SELECT 'aggregator_feeds', CONCAT('a:2:{s:3:\"fid\";i:', seq, ';s:4:\"note\";s:5:\"',
     CASE seq WHEN 2 THEN 'hold' WHEN 5 THEN 'flaky' ELSE 'fetch' END, '\";}'),
-    UNIX_TIMESTAMP() - 100 + seq FROM seq_1_to_20;
+    UNIX_TIMESTAMP() - 100 + seq FROM $(seq_rows 20);
     INSERT INTO queue (name, data, created) VALUES ('locale_translation', 'a:0:{}', 1)"
 app_config drupal drupal.yaml
 # The flaky item's next try within the drain.
@@ -63,7 +63,7 @@ sql "INSERT INTO jobs (queue, payload, attempts, available_at, created_at)
     'Illuminate\\\\Queue\\\\CallQueuedHandler@call', 'maxTries', 3,
     'data', JSON_OBJECT('note', CASE seq WHEN 3 THEN 'hold' WHEN 6 THEN 'flaky'
     WHEN 9 THEN 'retry' WHEN 12 THEN 'fail' ELSE 'podcast' END)),
-    0, UNIX_TIMESTAMP() - 10, UNIX_TIMESTAMP() - 10 FROM seq_1_to_25"
+    0, UNIX_TIMESTAMP() - 10, UNIX_TIMESTAMP() - 10 FROM $(seq_rows 25)"
 uuid9=$(sql_value "SELECT JSON_VALUE(payload, '$.uuid') FROM jobs WHERE id = 9")
 app_config laravel laravel.yaml
 run laravel default "UPDATE jobs SET payload = payload WHERE id = 24"
@@ -77,7 +77,7 @@ sql "INSERT INTO messenger_messages (body, headers, queue_name, created_at, avai
     SELECT CONCAT('O:36:\"Symfony\\\\Component\\\\Messenger\\\\Envelope\":2:{s:4:\"note\";s:4:\"',
     CASE seq WHEN 2 THEN 'hold' WHEN 4 THEN 'flaky' WHEN 6 THEN 'fail' ELSE 'mail' END, '\";}'),
     '{\"type\":\"App\\\\\\\\Message\\\\\\\\SendNewsletter\"}', IF(seq = 20, 'async_priority_low', 'default'),
-    NOW() - INTERVAL 1 HOUR, NOW() - INTERVAL (60 - seq) SECOND FROM seq_1_to_20"
+    NOW() - INTERVAL 1 HOUR, NOW() - INTERVAL (60 - seq) SECOND FROM $(seq_rows 20)"
 app_config symfony symfony.yaml
 status=0
 out=$("$ROWQ" -c symfony.yaml check --strict 2>&1) || status=$?

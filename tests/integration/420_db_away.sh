@@ -59,7 +59,7 @@ phase()
 {
 	local name=$1 before after start events budget
 	sql "INSERT INTO email (recipient, subject, body)
-	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM seq_1_to_$rows"
+	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM $(seq_rows "$rows")"
 	total=$((total + rows))
 	wait_until 60 '[ "$(email_count "status = '"'sent'"'")" -ge $((total - rows * 3 / 4)) ]' ||
 		fail "$name: rows are not being done"

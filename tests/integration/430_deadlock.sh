@@ -31,7 +31,7 @@ email_table 0
 sql "CREATE TABLE tally (bucket INT PRIMARY KEY, n INT NOT NULL DEFAULT 0);
     INSERT INTO tally (bucket) VALUES (0), (1), (2), (3);
     CREATE TABLE ballast (id INT PRIMARY KEY, v INT NOT NULL DEFAULT 0);
-    INSERT INTO ballast (id) SELECT seq FROM seq_1_to_200;
+    INSERT INTO ballast (id) SELECT seq FROM $(seq_rows 200);
     CREATE TRIGGER email_tally AFTER UPDATE ON email FOR EACH ROW
         UPDATE tally SET n = n + (NEW.done_count - OLD.done_count)
         WHERE bucket = NEW.id % 4"
@@ -43,7 +43,7 @@ on_exit '[ $? -eq 0 ] || tail -n 40 "$ROWQ_TEST_TMP/rowq.log"'
 add_rows()
 {
 	sql "INSERT INTO email (recipient, subject, body)
-	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM seq_1_to_$1"
+	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM $(seq_rows "$1")"
 }
 
 # ---- deadlocks ----

@@ -161,10 +161,10 @@ grep -q "SELECT \* FROM email" alter.yaml || fail "alter.yaml: edit did not appl
 rowq_start alter.yaml alter.log
 wait_until 20 '[ "$(email_count "status = '"'sent'"'")" = 10 ]' || fail "alter: first rows not done: $(cat alter.log)"
 sql "ALTER TABLE email ADD COLUMN extra INT NOT NULL DEFAULT 7"
-sql "INSERT INTO email (recipient, subject, body) SELECT CONCAT('a', seq), 's', 'b' FROM seq_1_to_5"
+sql "INSERT INTO email (recipient, subject, body) SELECT CONCAT('a', seq), 's', 'b' FROM $(seq_rows 5)"
 wait_until 20 '[ "$(email_count "status = '"'sent'"'")" = 15 ]' || fail "alter: rows after ADD COLUMN not done: $(cat alter.log)"
 sql "ALTER TABLE email RENAME COLUMN body TO content"
-sql "INSERT INTO email (recipient, subject, content) SELECT CONCAT('r', seq), 's', 'b' FROM seq_1_to_5"
+sql "INSERT INTO email (recipient, subject, content) SELECT CONCAT('r', seq), 's', 'b' FROM $(seq_rows 5)"
 wait_until 20 '[ "$(email_count "status = '"'sent'"'")" = 20 ]' || fail "alter: rows after RENAME COLUMN not done: $(cat alter.log)"
 kill -0 "$ROWQ_PID" || fail "alter: rowq died: $(tail -5 alter.log)"
 stop_rowq "$ROWQ_PID"

@@ -41,7 +41,7 @@ setup()
 		made=1
 	fi
 	sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
-	    SELECT seq, CONCAT('u', seq, '@example.com'), 's', REPEAT('b', ${2:-4}) FROM seq_1_to_$1"
+	    SELECT seq, CONCAT('u', seq, '@example.com'), 's', REPEAT('b', ${2:-4}) FROM $(seq_rows "$1")"
 }
 
 # conf NAME MODE HANDLER: a config, one worker, one try, the row's output

@@ -84,12 +84,13 @@ figure "hostile values passed without a shell (argv, stdin, pipe, :error, :outpu
 
 # ---- 2. the password ----
 secret="S3cr3t-$RANDOM$RANDOM-pw"
-sql "CREATE OR REPLACE USER rowqsec@localhost IDENTIFIED BY '$secret';
+sql "DROP USER IF EXISTS rowqsec@localhost;
+    CREATE USER rowqsec@localhost IDENTIFIED BY '$secret';
     GRANT ALL ON \`$ROWQ_TEST_DB\`.* TO rowqsec@localhost"
 printf '%s\n' "$secret" >"$ROWQ_TEST_TMP/pw"
 chmod 600 "$ROWQ_TEST_TMP/pw"
 sql "DELETE FROM email"
-sql "INSERT INTO email (recipient, subject, body) SELECT 'r', 's', 'b' FROM seq_1_to_200"
+sql "INSERT INTO email (recipient, subject, body) SELECT 'r', 's', 'b' FROM $(seq_rows 200)"
 email_config pw.yaml "[$HANDLERS/fake, env, $ROWQ_TEST_TMP/env.out]"
 sed -i "s|^  user: root|  user: rowqsec\n  password_file: $ROWQ_TEST_TMP/pw|" pw.yaml
 grep -q password_file pw.yaml || fail "pw.yaml: edit did not apply"

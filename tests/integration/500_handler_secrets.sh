@@ -62,7 +62,8 @@ ROWQ=$T/bin/rowq
 HANDLERS=$T/bin
 
 secret="Hunt-$RANDOM$RANDOM-pw"
-sql "CREATE OR REPLACE USER rowqhsec@localhost IDENTIFIED BY '$secret';
+sql "DROP USER IF EXISTS rowqhsec@localhost;
+    CREATE USER rowqhsec@localhost IDENTIFIED BY '$secret';
     GRANT ALL ON \`$ROWQ_TEST_DB\`.* TO rowqhsec@localhost"
 # The oracle: what the hunter looks for (the test's file, not rowq's).
 printf '%s\n' "$secret" >oracle

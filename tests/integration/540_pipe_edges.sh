@@ -42,7 +42,7 @@ assert_match "more lines not logged" "$(grep 'stderr: [0-9]* more lines' flood.r
 sql "ALTER TABLE email MODIFY body MEDIUMTEXT NOT NULL;
     DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
     SELECT seq, CONCAT('u', seq, '@example.com'), 's',
-    IF(seq = 2, REPEAT('x', 300000), 'small') FROM seq_1_to_4"
+    IF(seq = 2, REPEAT('x', 300000), 'small') FROM $(seq_rows 4)"
 : >"$log"
 odd_config early.yaml "[$ODD, early, $log]"
 "$ROWQ" -c early.yaml drain email >early.out 2>early.err || fail "drain: $(cat early.err)"

@@ -59,7 +59,7 @@ for k in $keys; do
 	sql "INSERT INTO bin (k, delta) VALUES (UNHEX('$k'), -3)"
 done
 # And 20 plain ones, for the count of executes.
-sql "INSERT INTO bin (k, delta) SELECT UNHEX(HEX(seq + 1000)), -3 FROM seq_1_to_20"
+sql "INSERT INTO bin (k, delta) SELECT UNHEX(HEX(seq + 1000)), -3 FROM $(seq_rows 20)"
 # Bystanders a wrong literal could hit: a prefix of '; DROP, and 'b'.
 sql "INSERT INTO bin (k, delta, status) VALUES (UNHEX('273b'), -3, 'done'),
     (UNHEX('62'), -3, 'done')"

@@ -17,8 +17,8 @@ cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/trace
 : >"$log"
 job_table
-sql "INSERT INTO job (id, customer_id) SELECT seq, 1 FROM seq_1_to_40;
-INSERT INTO job (id, customer_id) SELECT 40 + seq, 2 + (seq - 1) % 19 FROM seq_1_to_57"
+sql "INSERT INTO job (id, customer_id) SELECT seq, 1 FROM $(seq_rows 40);
+INSERT INTO job (id, customer_id) SELECT 40 + seq, 2 + (seq - 1) % 19 FROM $(seq_rows 57)"
 for d in a b; do
 	job_config $d.yaml 3 "[$HANDLERS/trace, $log, \"200\"]" \
 	    "{per_key: {column: customer_id, concurrency: 1}}"

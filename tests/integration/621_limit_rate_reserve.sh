@@ -55,7 +55,7 @@ phase()
 	: >"$log"
 	sql "UPDATE bucket_updates SET n = 0; TRUNCATE email;
 	    INSERT INTO email (recipient, subject, body)
-	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM seq_1_to_$rows"
+	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM $(seq_rows "$rows")"
 	for d in a b; do
 		WORKERS=2 email_config $d.yaml "[x]" "limit: {$1}"
 		sed -i "s|^    exec: .*|    pipe: [$HANDLERS/pipefake, timed, $log]|" $d.yaml

@@ -14,7 +14,7 @@ cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/trace
 : >"$log"
 job_table
-sql "INSERT INTO job (id, customer_id) SELECT seq, 1 + seq % 4 FROM seq_1_to_48"
+sql "INSERT INTO job (id, customer_id) SELECT seq, 1 + seq % 4 FROM $(seq_rows 48)"
 for d in a b; do
 	job_config $d.yaml 3 "[$HANDLERS/trace, $log, \"0\"]" \
 	    "{per_key: {column: customer_id, rate: 5/1s}}"

@@ -14,7 +14,7 @@ cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/trace
 : >"$log"
 job_table
-sql "INSERT INTO job (id, customer_id) SELECT seq, 1 + seq % 4 FROM seq_1_to_120"
+sql "INSERT INTO job (id, customer_id) SELECT seq, 1 + seq % 4 FROM $(seq_rows 120)"
 cat >handler <<SH
 #!/bin/sh
 echo "start \$1 \$\$ 0 \$ROWQ_KEY \$(date +%s%6N)" >>$log

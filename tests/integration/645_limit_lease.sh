@@ -25,7 +25,7 @@ sql "CREATE TABLE video (
     done_count INT NOT NULL DEFAULT 0,
     INDEX (status, id)
 ) ENGINE=InnoDB;
-INSERT INTO video (id) SELECT seq FROM seq_1_to_$rows"
+INSERT INTO video (id) SELECT seq FROM $(seq_rows "$rows")"
 for d in a b; do
 	cat >$d.yaml <<YAML
 database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }

@@ -15,7 +15,7 @@ sql "CREATE TABLE job (
     status ENUM('waiting', 'done') NOT NULL DEFAULT 'waiting',
     INDEX (status, id)
 ) ENGINE=InnoDB;
-INSERT INTO job (id) SELECT seq FROM seq_1_to_2000;
+INSERT INTO job (id) SELECT seq FROM $(seq_rows 2000);
 CREATE TABLE rowq_pause (
   queue VARCHAR(191) NOT NULL PRIMARY KEY,
   since TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,

@@ -22,7 +22,7 @@ wait_until 10 '[ "$(workers)" = 1 ]' || fail "not 1 worker at the start: $(worke
 sleep 1
 assert_eq 1 "$(workers)" "workers with nothing to do"
 sql "INSERT INTO email (recipient, subject, body)
-    SELECT CONCAT('u', seq, '@example.com'), 's', '' FROM seq_1_to_80"
+    SELECT CONCAT('u', seq, '@example.com'), 's', '' FROM $(seq_rows 80)"
 wait_until 10 '[ "$(workers)" = 4 ]' || fail "never 4 workers: $(workers)"
 "$ROWQ" -c rowq.yaml status >status.out 2>&1 || true
 assert_match 'email workers: 4 \(from 1 to 4\), last [0-9] -> 4: [0-9]+\+? rows wait and the [0-9] workers? (is|are) busy, [0-9]+(ms|s) ago' \

@@ -15,9 +15,9 @@ sql "ALTER TABLE email ADD COLUMN created_at DATETIME NOT NULL DEFAULT NOW()"
 # 10 waiting rows, the oldest queued 2 hours ago; 3 failed.
 sql "INSERT INTO email (id, recipient, subject, body, created_at)
     SELECT seq, CONCAT('u', seq, '@example.com'), 's', '',
-    NOW() - INTERVAL (11 - seq) * 12 MINUTE FROM seq_1_to_10"
+    NOW() - INTERVAL (11 - seq) * 12 MINUTE FROM $(seq_rows 10)"
 sql "INSERT INTO email (id, recipient, subject, body, status)
-    SELECT 100 + seq, 'x@example.com', 's', '', 'failed' FROM seq_1_to_3"
+    SELECT 100 + seq, 'x@example.com', 's', '', 'failed' FROM $(seq_rows 3)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$ROWQ_TEST_TMP/handled
 email_config rowq.yaml "[$HANDLERS/fake, append, $log]" \

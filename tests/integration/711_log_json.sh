@@ -15,7 +15,7 @@ sql "ALTER TABLE email ADD COLUMN trace VARCHAR(64) NULL"
 sql "INSERT INTO email (id, recipient, subject, body, trace)
     SELECT seq, 'r', 's', '', IF(seq = 3,
     '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', NULL)
-    FROM seq_1_to_6"
+    FROM $(seq_rows 6)"
 cat >handle <<'SH'
 #!/bin/bash
 cat >/dev/null

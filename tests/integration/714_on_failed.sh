@@ -12,7 +12,7 @@ db_create
 cd "$ROWQ_TEST_TMP"
 email_table 0
 sql "INSERT INTO email (id, recipient, subject, body)
-    SELECT seq, CONCAT('u', seq, '@x'), 's', '' FROM seq_1_to_12"
+    SELECT seq, CONCAT('u', seq, '@x'), 's', '' FROM $(seq_rows 12)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 # The handler, by key: 1-4 can never work (65), 5-6 fail every try, 7
@@ -75,7 +75,7 @@ kill -TERM "$ROWQ_PID"; wait "$ROWQ_PID" || true; untrack_pid "$ROWQ_PID"
 sed -i 's|^    on_failed_timeout: 1s|    on_failed_timeout: 1s\n    on_failed_rate: 3|' rowq.yaml
 : >hooks.log
 sql "INSERT INTO email (id, recipient, subject, body)
-    SELECT 100 + seq, 'x', 's', '' FROM seq_1_to_6"
+    SELECT 100 + seq, 'x', 's', '' FROM $(seq_rows 6)"
 sed -i 's/^1|2|3|4)/1|2|3|4|10[1-6])/' handle
 rowq_start rowq.yaml rowq2.log
 wait_until 30 final || fail "rows still waiting after the second start"

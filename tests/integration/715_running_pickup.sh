@@ -16,7 +16,7 @@ cd "$ROWQ_TEST_TMP"
 email_table 0
 sql "ALTER TABLE email ADD COLUMN created_at DATETIME NOT NULL DEFAULT NOW()"
 sql "INSERT INTO email (id, recipient, subject, body, created_at)
-    SELECT seq, 'r', 's', '', NOW() - INTERVAL 30 SECOND FROM seq_1_to_6"
+    SELECT seq, 'r', 's', '', NOW() - INTERVAL 30 SECOND FROM $(seq_rows 6)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >handle <<'SH'
 #!/bin/bash

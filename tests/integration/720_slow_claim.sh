@@ -19,7 +19,7 @@ on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/rowq.log"'
 add_rows()
 {
 	sql "INSERT INTO email (recipient, subject, body)
-	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM seq_1_to_$1"
+	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM $(seq_rows "$1")"
 }
 add_rows 40	# some 40 fast claims: the usual
 wait_until 20 '[ "$(sql_value "SELECT COUNT(*) FROM email WHERE status = '"'sent'"'")" = 40 ]' ||

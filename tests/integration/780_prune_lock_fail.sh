@@ -15,7 +15,7 @@ email_table 0
 sql "ALTER TABLE email ADD COLUMN sent_at DATETIME NULL, ADD INDEX (sent_at)"
 sql "INSERT INTO email (recipient, subject, body, status, sent_at)
     SELECT 'old@example.com', 's', '', 'sent', NOW() - INTERVAL 30 DAY
-    FROM seq_1_to_$old"
+    FROM $(seq_rows "$old")"
 sql "CREATE TABLE deleted_by (conn BIGINT NOT NULL, at DATETIME(6) NOT NULL)"
 sql "CREATE TABLE fail_at (id BIGINT NOT NULL)"
 sql <<'SQL'
@@ -60,14 +60,14 @@ untrack_pid "$pid2"
 # A chunk that fails: the third chunk meets the row the trigger refuses.
 sql "INSERT INTO email (recipient, subject, body, status, sent_at)
     SELECT 'old@example.com', 's', '', 'sent', NOW() - INTERVAL 30 DAY
-    FROM seq_1_to_500"
+    FROM $(seq_rows 500)"
 sql "INSERT INTO fail_at SELECT MIN(id) + 250 FROM email"
 wait_until 10 'grep -q "prune stopped after 200 rows in 2 chunks: chunk 3: row kept by the test.*; next round in 1s" daemon1.log' ||
 	fail "no failed run in the log"
 assert_match "rowq1.yaml:[0-9]*: queues.email.prune.delete: prune stopped" \
     "$(grep -m1 "prune stopped" daemon1.log)" "the failure names the key"
 # The daemon and its workers go on: new rows are done meanwhile.
-sql "INSERT INTO email (recipient, subject, body) SELECT 'new@example.com', 's', '' FROM seq_1_to_20"
+sql "INSERT INTO email (recipient, subject, body) SELECT 'new@example.com', 's', '' FROM $(seq_rows 20)"
 wait_until 10 '[ "$(sql_value "SELECT COUNT(*) FROM email WHERE status = '"'waiting'"'")" = 0 ]' ||
 	fail "the workers stopped"
 # Failing again each round, once a round: not in a loop.

@@ -16,10 +16,10 @@ email_table $waiting
 sql "ALTER TABLE email ADD COLUMN sent_at DATETIME NULL, ADD INDEX (sent_at)"
 sql "INSERT INTO email (recipient, subject, body, status, done_count, sent_at)
     SELECT 'old@example.com', 's', '', 'sent', 1, NOW() - INTERVAL 30 DAY
-    FROM seq_1_to_$old"
+    FROM $(seq_rows "$old")"
 sql "INSERT INTO email (recipient, subject, body, status, done_count, sent_at)
     SELECT 'recent@example.com', 's', '', 'sent', 1, NOW()
-    FROM seq_1_to_$recent"
+    FROM $(seq_rows "$recent")"
 log=$ROWQ_TEST_TMP/handled
 WORKERS=4 email_config rowq.yaml "[$HANDLERS/fake, append, $log]" \
     "prune:" \
@@ -49,7 +49,7 @@ on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/daemon.log"'
 # The application goes on inserting while the prune runs.
 for i in $(seq 1 10); do
 	sql "INSERT INTO email (recipient, subject, body)
-	    SELECT 'new@example.com', 's', '' FROM seq_1_to_$((inserted / 10))"
+	    SELECT 'new@example.com', 's', '' FROM $(seq_rows $((inserted / 10)))"
 	sleep 0.2
 done
 wait_until 20 'grep -q "pruned [0-9]* rows" daemon.log' || fail "no prune in the log"

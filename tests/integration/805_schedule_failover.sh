@@ -16,7 +16,7 @@ db_start
 db_create
 
 tcp_pair 0
-server_sql r "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 3; START SLAVE"
+server_replica_delay r 3
 server_sql p "CREATE TABLE tick (
     id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
     slot_unix BIGINT NOT NULL,
@@ -53,7 +53,7 @@ server_kill9 p
 killed=$(date +%s)
 at_kill=$(slots r)
 sleep 2
-server_sql r "STOP SLAVE; SET GLOBAL read_only = 0"
+server_promote r
 wait_until 25 '[ "$(server_value r "SELECT MAX(slot_unix) FROM tick" "$ROWQ_TEST_DB")" -ge $((killed + 4)) ]' ||
     fail "no slot on r after the failover"
 for p in $A $B; do

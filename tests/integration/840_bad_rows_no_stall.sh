@@ -73,7 +73,7 @@ phase()
 	on_exit '[ $? -eq 0 ] || { echo "--- '"$name"'.log"; cat "$ROWQ_TEST_TMP/'"$name"'.log"; }'
 	wait_until 10 '[ "$(workers_of "$ROWQ_PID" | wc -l)" = 1 ]' || fail "$name: no worker"
 	sql "$bad"
-	sql "INSERT INTO q (jkey) SELECT CONCAT('k', seq) FROM seq_1_to_$good"
+	sql "INSERT INTO q (jkey) SELECT CONCAT('k', seq) FROM $(seq_rows "$good")"
 	wait_until 10 '[ "$(sql_value "SELECT COUNT(*) FROM q WHERE status = '"'done'"'")" = '"$good"' ]' ||
 		fail "$name: good rows stalled behind the bad ones: $(sql_value "SELECT COUNT(*) FROM q WHERE status = 'done'") of $good done"
 	assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM q WHERE jkey LIKE 'k%' AND done_count <> 1")" \
@@ -97,5 +97,5 @@ assert_match "blocked" "$(cat lease_claim.log)" "lease_claim: the row lease.clai
 assert_le "$(lines lease_claim.log 'blocked')" 2 "lease_claim: lines about it"
 
 config null_keys.yaml jkey
-phase null_keys null_keys.yaml "INSERT INTO q (jkey) SELECT NULL FROM seq_1_to_20" 5
+phase null_keys null_keys.yaml "INSERT INTO q (jkey) SELECT NULL FROM $(seq_rows 20)" 5
 assert_le "$(wc -l <null_keys.log)" 30 "null_keys: log lines"

@@ -15,7 +15,7 @@ sql "CREATE TABLE job (
     status ENUM('waiting', 'done') NOT NULL DEFAULT 'waiting',
     INDEX (status, id)
 ) ENGINE=InnoDB;
-INSERT INTO job (id) SELECT seq FROM seq_1_to_600"
+INSERT INTO job (id) SELECT seq FROM $(seq_rows 600)"
 
 # config FILE USER SOCKET
 config()

@@ -16,7 +16,7 @@ email_table 0
 sql "INSERT INTO email (id, recipient, subject, body, status, attempts, last_error)
     SELECT seq, CONCAT('u', seq, '@x'), 's', '', 'failed', 3,
     IF(seq % 2, 'exit status 75: smtp down', 'exit status 65: 50%_off is no address')
-    FROM seq_1_to_2500"
+    FROM $(seq_rows 2500)"
 sql "INSERT INTO email (id, recipient, subject, body, status, attempts, last_error)
     VALUES (2501, 'w@x', 's', '', 'failed', 3, 'exit status 65: 50xyoff')"
 FAILED_KEYS=(

@@ -12,7 +12,7 @@ cd "$ROWQ_TEST_TMP"
 email_table 0
 sql "INSERT INTO email (id, recipient, subject, body, status, attempts, last_error)
     SELECT seq, CONCAT('u', seq, '@x'), 's', '', 'failed', 3,
-    IF(seq % 2, 'smtp down', 'no such address') FROM seq_1_to_1500"
+    IF(seq % 2, 'smtp down', 'no such address') FROM $(seq_rows 1500)"
 sql "INSERT INTO email (id, recipient, subject, body) VALUES (1501, 'w@x', 's', '')"
 email_config rowq.yaml "[/bin/true]" \
 	"failed_select: SELECT id, recipient, last_error FROM email WHERE status = 'failed' ORDER BY id DESC" \

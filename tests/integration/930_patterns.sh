@@ -73,7 +73,7 @@ sql "CREATE TABLE task (
 ) ENGINE=InnoDB"
 # Ids against urgency: 1-6 least urgent (9), 13-18 most (0).
 sql "INSERT INTO task (urgency) SELECT CASE WHEN seq <= 6 THEN 9
-    WHEN seq <= 12 THEN 5 ELSE 0 END FROM seq_1_to_18"
+    WHEN seq <= 12 THEN 5 ELSE 0 END FROM $(seq_rows 18)"
 config prio.yaml
 cat >>prio.yaml <<YAML
   task:
@@ -134,9 +134,9 @@ CREATE TABLE job (
 # Four customers, each with runs of three rows in a row: 1 1 1 2 2 2 ...,
 # so that three workers claiming by id alone would run one customer's
 # rows together.
-sql "INSERT INTO customer SELECT seq, CONCAT('customer ', seq) FROM seq_1_to_4;
+sql "INSERT INTO customer SELECT seq, CONCAT('customer ', seq) FROM $(seq_rows 4);
     INSERT INTO job (customer_id) SELECT 1 + (seq - 1) DIV 3 % 4
-    FROM seq_1_to_24"
+    FROM $(seq_rows 24)"
 config cust.yaml
 cat >>cust.yaml <<YAML
   job:
@@ -215,7 +215,7 @@ sed 's/^status_socket: .*/status_socket: b.sock/' a.yaml >b.yaml
 plan_clean a.yaml reminder schedule
 # 1-3 are due, 4-6 due in 2 s; 6 is cancelled before its time.
 sql "INSERT INTO reminder (run_at) SELECT IF(seq <= 3, NOW(),
-    NOW() + INTERVAL 2 SECOND) FROM seq_1_to_6;
+    NOW() + INTERVAL 2 SECOND) FROM $(seq_rows 6);
     INSERT INTO schedule VALUES ('tick', 1, NOW(), NULL)"
 assert_eq 1 "$(sql_value "UPDATE reminder SET status = 'cancelled'
     WHERE id = 6 AND status = 'waiting'; SELECT ROW_COUNT()")" "cancel of a waiting row"

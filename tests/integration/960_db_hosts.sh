@@ -53,7 +53,7 @@ server_sql p "SET GLOBAL read_only = 1"
 server_caught_up r p
 # Nothing is written to p any more: the workers' writes fail with 1290.
 sleep 1
-server_sql r "STOP SLAVE; SET GLOBAL read_only = 0"
+server_promote r
 before=$(tcp_done p)
 wait_until 25 '[ "$(tcp_done r)" = $rows ]' ||
     fail "only $(tcp_done r) of $rows rows done on r"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Failover: a primary p and its replica r (real replication over TCP, by
 # GTID); a daemon with host: [p, r] works the queue; p is killed (-9)
-# mid-run and r promoted (STOP SLAVE; read_only = 0).  The daemon moves
-# to r by itself and finishes every row.  Rows whose completion had not
-# reached r when p died run again: at-least-once, counted and printed.
+# mid-run and r promoted (it stops replicating; read_only = 0).  The
+# daemon moves to r by itself and finishes every row.  Rows whose
+# completion had not reached r when p died run again: at-least-once,
+# counted and printed.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/servers.sh"
@@ -28,7 +29,7 @@ ran_on_p=$(cut -d" " -f1 "$log" | sort -u | wc -l)
 replicated=$(tcp_done r)
 # A while with no writable host at all: the workers wait with backoff.
 sleep 2
-server_sql r "STOP SLAVE; SET GLOBAL read_only = 0"
+server_promote r
 wait_until 25 '[ "$(tcp_done r)" = $rows ]' ||
     fail "only $(tcp_done r) of $rows rows done on r"
 

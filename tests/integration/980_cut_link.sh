@@ -87,7 +87,7 @@ sleep "${ROWQ_CUT_EXTRA_S:-0}"
 net_restore h1
 restored_at=$(now_us)
 sql "INSERT INTO email (recipient, subject, body)
-    SELECT CONCAT('late', seq, '@example.com'), 'late', '' FROM seq_1_to_4"
+    SELECT CONCAT('late', seq, '@example.com'), 'late', '' FROM $(seq_rows 4)"
 wait_all_final 60 || fail "h1 did not come back within 60 s: $(email_count "status = 'waiting'") rows waiting"
 figure "seconds from the restore until h1 had done 4 new rows" \
     "$((($(now_us) - restored_at) / 1000000))"

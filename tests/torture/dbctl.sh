@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Doing things to the test's own MariaDB server: kill it, start it again on
+# Doing things to the test's own database server: kill it, start it again on
 # the same data directory and socket, freeze and thaw it.  Sourced after
 # lib.sh by a test that started a private server:
 #
@@ -31,21 +31,16 @@ dbctl_kill9()
 # answers (InnoDB recovers what the kill left first).
 dbctl_start()
 {
-	local dir=$_lib_db_dir user=()
+	local dir=$_lib_db_dir extra=()
 	dbctl_own
 	! _lib_alive "$_lib_db_pid" || fail "dbctl: server $_lib_db_pid still runs"
-	[ "$(id -u)" -ne 0 ] || user=(--user=root)
-	setsid mariadbd --no-defaults --datadir="$dir/data" \
-	    --socket="$dir/mysqld.sock" --pid-file="$dir/mariadbd.pid" \
-	    --log-error="$dir/error.log" --tmpdir="$dir" --skip-networking \
-	    "${user[@]}" "${DB_SERVER_OPTS[@]}" ${DBCTL_EXTRA_OPTS:-} \
-	    </dev/null >/dev/null 2>&1 &
+	# shellcheck disable=SC2206 # options, one word each
+	extra=(${DBCTL_EXTRA_OPTS:-})
+	_lib_server_run "" "$dir" "$dir/mysqld.sock" "$dir/mariadbd.pid" \
+	    --skip-networking "${extra[@]}" &
 	_lib_db_pid=$!
-	if ! wait_until 120 '_lib_ping "$dir/mysqld.sock" || ! _lib_alive "$_lib_db_pid"' ||
-	    ! _lib_ping "$dir/mysqld.sock"; then
-		tail -n 30 "$dir/error.log" >&2 2>/dev/null || true
-		fail "dbctl: the server did not start again"
-	fi
+	_lib_server_up "$_lib_db_pid" "$dir/mysqld.sock" "$dir/error.log" \
+	    "dbctl: the server, started again,"
 }
 
 # dbctl_freeze / dbctl_thaw: SIGSTOP and SIGCONT.
