@@ -781,10 +781,11 @@ db_stmt_changed(struct db_stmt *s)
  * A CALL's procedure may return result sets, one for each SELECT it
  * runs, before the status of the CALL itself: all are read and dropped,
  * or the connection is out of sync (2014) for the next statement.
- * *affected adds what each changed.
+ * *affected adds what each changed; *rows says whether any was a result
+ * set.
  */
 static enum db_status
-db_stmt_rest(struct db_stmt *s, unsigned long long *affected)
+db_stmt_rest(struct db_stmt *s, unsigned long long *affected, bool *rows)
 {
 	while (mysql_stmt_more_results(s->stmt)) {
 		int r = mysql_stmt_next_result(s->stmt);
@@ -793,25 +794,41 @@ db_stmt_rest(struct db_stmt *s, unsigned long long *affected)
 		if (r < 0)
 			break;
 		*affected += db_stmt_changed(s);
-		if (mysql_stmt_field_count(s->stmt) > 0)
+		if (mysql_stmt_field_count(s->stmt) > 0) {
+			*rows = true;
 			mysql_stmt_free_result(s->stmt);
+		}
 	}
 	return DB_OK;
 }
 
+/*
+ * Run a prepared statement with these values; *affected is the rows it
+ * changed.  A CALL's count is what the server says of it: on MariaDB
+ * what its statements changed, on MySQL what its last one did
+ * (dialect.h), which for a procedure that ends with a SELECT is
+ * nothing: there a CALL that returned a result set counts as having
+ * changed a row, since the server does not say.
+ */
 enum db_status
 db_stmt_exec(struct db_stmt *s, const struct value *v, size_t n,
     unsigned long long *affected)
 {
 	unsigned long long changed;
+	bool rows = false;
 	enum db_status st;
 
 	if ((st = db_stmt_execute(s, v, n)) != DB_OK)
 		return st;
 	changed = db_stmt_changed(s);
-	if (s->ncols > 0 || mysql_stmt_field_count(s->stmt) > 0)
+	if (s->ncols > 0 || mysql_stmt_field_count(s->stmt) > 0) {
+		rows = true;
 		mysql_stmt_free_result(s->stmt);
-	st = db_stmt_rest(s, &changed);
+	}
+	st = db_stmt_rest(s, &changed, &rows);
+	if (changed == 0 && rows && s->ncols == 0 &&
+	    db_dialect(s->db)->call_counts_last)
+		changed = 1;
 	if (affected)
 		*affected = changed;
 	return st;

@@ -33,6 +33,7 @@ static const struct dialect mariadb = {
 	.bulk_execute = true,
 	.galera = true,
 	.upsert_alias = false,
+	.call_counts_last = false,
 };
 
 /*
@@ -52,6 +53,7 @@ static const struct dialect mysql = {
 	.bulk_execute = false,
 	.galera = false,
 	.upsert_alias = true,
+	.call_counts_last = true,
 };
 
 const struct dialect *

@@ -22,6 +22,7 @@
  *	errors of its own		(the shared ones)	4031 idle, 3024, 3169
  *	Galera				possible		no
  *	an upsert's new values		VALUES(col)		an alias: rowq_new.col
+ *	the rows a CALL changed		all its statements'	its last statement's
  */
 #ifndef DIALECT_H
 #define DIALECT_H
@@ -42,6 +43,7 @@ struct dialect {
 	bool		 bulk_execute;		/* array binding, if offered */
 	bool		 galera;		/* may be a Galera node */
 	bool		 upsert_alias;		/* INSERT .. AS new ON DUPLICATE */
+	bool		 call_counts_last;	/* a CALL's rows: its last statement's */
 };
 
 /*
