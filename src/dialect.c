@@ -166,7 +166,8 @@ dialect_value(const struct dialect *d, struct buf *out, const struct value *v)
 }
 
 /*
- * Append the statement with these values (one statement, no ';').  False
+ * Append the statement with these values (one statement, no ';'; as
+ * text, a newline after it).  False
  * when a value cannot be written exactly or their number is not the
  * statement's: nothing is appended then.
  */
@@ -193,7 +194,10 @@ dialect_stmt_execute(const struct dialect_stmt *s, struct buf *out,
 			goto refused;
 		at = s->holes[i] + 1;
 	}
+	/* A newline last: text that ends in a -- comment would take in
+	 * the ';' and the statements that follow it. */
 	buf_puts(out, s->text + at);
+	buf_putc(out, '\n');
 	return true;
 refused:
 	out->len = start;

@@ -486,14 +486,18 @@ limit_throttle(struct db *db, const struct limit_ctx *c,
 	sql_hex(&sql, s->bytes, s->len);
 	buf_printf(&sql, ", 0, %d, " NOW6 ", " NOW6 " + INTERVAL ? "
 	    "MICROSECOND, ?)", c->q->limit.burst);
+	/* The row's own columns named with the table's name: beside an
+	 * alias of the new row (dialect_upsert_alias), a bare name is
+	 * ambiguous. */
 	dialect_upsert_alias(d, &sql);
-	buf_puts(&sql, " ON DUPLICATE KEY UPDATE reason = IF(throttled_until "
-	    "IS NULL OR throttled_until < ");
+	buf_printf(&sql, " ON DUPLICATE KEY UPDATE reason = IF(%s."
+	    "throttled_until IS NULL OR %s.throttled_until < ", c->table,
+	    c->table);
 	dialect_upsert_value(d, &sql, "throttled_until");
 	buf_puts(&sql, ", ");
 	dialect_upsert_value(d, &sql, "reason");
-	buf_puts(&sql, ", reason), throttled_until = GREATEST(COALESCE("
-	    "throttled_until, ");
+	buf_printf(&sql, ", %s.reason), throttled_until = GREATEST(COALESCE("
+	    "%s.throttled_until, ", c->table, c->table);
 	dialect_upsert_value(d, &sql, "throttled_until");
 	buf_puts(&sql, "), ");
 	dialect_upsert_value(d, &sql, "throttled_until");

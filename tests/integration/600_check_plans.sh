@@ -44,8 +44,9 @@ assert_match "FORCE INDEX \(status_id\)" "$out" "article: when to force"
 sql "ALTER TABLE email DROP INDEX status, ADD INDEX status_id (status, id);
     ANALYZE TABLE email" >/dev/null
 check_ok fixed
-assert_eq "$where claim plan: range on index status_id, reads only the rows it returns
-q.yaml: ok, 1 queue" "$(sed 's/^rowq: //' <<<"$out")" "fixed: the plan, and ok"
+# A range on MariaDB, a ref on MySQL: the same rows read either way.
+assert_match "^$where claim plan: (range|ref) on index status_id, reads only the rows it returns
+q.yaml: ok, 1 queue\$" "$(sed 's/^rowq: //' <<<"$out")" "fixed: the plan, and ok"
 
 # ...also when batch asks for many rows at once.
 email_config q.yaml "[/bin/true]" "batch: 100"

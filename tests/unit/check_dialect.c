@@ -68,7 +68,7 @@ START_TEST(test_stmt)
 	    "EXECUTE rowq_x USING -712, X'31007f'");
 	stmt_as(dialect_mysql(), text, v, 2, "",
 	    "UPDATE t SET s = '?' /* ? */ WHERE id = -712 AND k = "
-	    "CAST(X'31007f' AS BINARY)");
+	    "CAST(X'31007f' AS BINARY)\n");
 }
 END_TEST
 
@@ -84,10 +84,10 @@ START_TEST(test_stmt_values)
 	ck_assert_int_eq(dialect_stmt_init(&s, dialect_mysql(), "n",
 	    "SELECT ?", &prepare), 0);
 	ck_assert(dialect_stmt_execute(&s, &out, &null, 1));
-	ck_assert_str_eq(out.data, "SELECT NULL");
+	ck_assert_str_eq(out.data, "SELECT NULL\n");
 	buf_reset(&out);
 	ck_assert(dialect_stmt_execute(&s, &out, &big, 1));
-	ck_assert_str_eq(out.data, "SELECT 18446744073709551615");
+	ck_assert_str_eq(out.data, "SELECT 18446744073709551615\n");
 	/* Text is never written as a literal: refused, nothing left. */
 	buf_reset(&out);
 	buf_puts(&out, "kept;");
