@@ -110,8 +110,14 @@ for batch in 1 5; do
 		assert_match "failed|retry" "$(sql_value "SELECT status FROM email WHERE id = 3")" "failing done, batch $batch: the bad row's state"
 		assert_eq 1 "$tries" "failing done, batch $batch: handler runs of the bad row"
 	fi
-	[ "$batch" = 1 ] || assert_match "done for 5 rows at once: .*Data too long.*one by one" \
-	    "$(cat $f.log)" "failing done, batch $batch: the bulk done's failure"
+	# MySQL has no bulk execution: a row at a time from the start.
+	if [ "$batch" != 1 ] && [ "$(server_family)" = mariadb ]; then
+		assert_match "done for 5 rows at once: .*Data too long.*one by one" \
+		    "$(cat $f.log)" "failing done, batch $batch: the bulk done's failure"
+	elif [ "$batch" != 1 ]; then
+		assert_match "done for key 3: Data too long.*marking the row failed instead" \
+		    "$(cat $f.log)" "failing done, batch $batch: the done's failure"
+	fi
 	sql "DROP TABLE email"
 done
 
@@ -148,7 +154,9 @@ PY
 grep -q "done: CALL fin(:id)" call.yaml || fail "call.yaml: edit did not apply"
 rowq_for call.yaml call.log 3
 assert_eq 12 "$(email_count "status = 'sent' AND done_count = 1")" "CALL as done: rows done once"
-assert_eq 1 "$(lines call.log 'at once: .*one by one')" "CALL as done: lines about the bulk execute"
+# MySQL runs every batch row by row: nothing to say.
+[ "$(server_family)" = mysql ] ||
+	assert_eq 1 "$(lines call.log 'at once: .*one by one')" "CALL as done: lines about the bulk execute"
 sql "DROP TABLE email; DROP PROCEDURE fin"
 
 # ---- 3d. the table changes under a running worker ----

@@ -3,10 +3,11 @@
 # holds a row (SIGSTOP on its supervisor, worker and handler) gives the
 # row back within the queue's need (timeout 1s + 2s kill grace + 5s
 # margin), not the server's wait_timeout (8 h), and another daemon does
-# it.  (b) A server whose global idle_transaction_timeout is shorter
-# than a handler does not kill the worker's transaction mid-handler (a
-# second worker would run the row at the same time), and `rowq check`
-# warns about that global, naming it, its value and the queue.
+# it.  (b) A server whose global idle_transaction_timeout (MySQL:
+# wait_timeout) is shorter than a handler does not kill the worker's
+# transaction mid-handler (a second worker would run the row at the same
+# time), and `rowq check` warns about that global, naming it, its value
+# and the queue.
 # serial: sets server-wide idle limits (SET GLOBAL) that would cut other tests' sessions.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
@@ -58,21 +59,26 @@ kill -TERM "$ROWQ_PID" "$a_pid"
 wait "$ROWQ_PID" "$a_pid" || true
 untrack_pid "$ROWQ_PID" "$a_pid"
 
-# ---- (b) a global idle_transaction_timeout shorter than a handler ----
+# ---- (b) a global idle limit shorter than a handler ----
+# MariaDB's idle transaction limits; on MySQL, which has none,
+# wait_timeout, the one that ends an idle transaction there.
 rm -rf first-* && : >"$log"
-globals="idle_transaction_timeout idle_write_transaction_timeout idle_readonly_transaction_timeout"
+case $(server_family) in
+mariadb) globals="idle_transaction_timeout idle_write_transaction_timeout idle_readonly_transaction_timeout" ;;
+mysql) globals="wait_timeout" ;;
+esac
 for g in $globals; do
 	v=$(sql_value "SELECT @@GLOBAL.$g")
 	# The server is shared with the other tests: put it back whatever happens.
 	on_exit "sql 'SET GLOBAL $g = $v'"
+	sql "SET GLOBAL $g = 1"
 done
-sql "SET GLOBAL idle_transaction_timeout = 1, idle_write_transaction_timeout = 1,
-    idle_readonly_transaction_timeout = 1"
+first=${globals%% *}
 sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
     VALUES (1, 'a@example.com', 's', '')"
 WORKERS=2 TIMEOUT=10s email_config b.yaml "[$ROWQ_TEST_TMP/handler]"
 "$ROWQ" -c b.yaml check >check.out 2>&1 || fail "(b): check: $(cat check.out)"
-assert_match "queues.email: the server's global idle_transaction_timeout is 1s, below the 17s this queue needs" \
+assert_match "queues.email: the server's global $first is 1s, below the 17s this queue needs" \
     "$(cat check.out)" "(b): check warns about the global"
 echo 3 >hold_s
 rowq_start b.yaml b2.rowq
