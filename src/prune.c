@@ -39,7 +39,8 @@ prune_end_name(int end)
  * The queue's prune lock, per database and queue, so that two daemons of
  * one database never prune a queue at once while queues of the same name
  * in other databases do not wait for each other.  The name is a hash
- * because a lock's name may be 64 characters at most.  Held until the
+ * because a lock's name may be 64 characters at most (MySQL), SHA2's
+ * because MySQL 9 has no SHA1() or MD5() any more.  Held until the
  * session ends.  1: ours; 0: held by another session; -1: error.
  */
 static int
@@ -53,7 +54,8 @@ prune_lock(struct db *db, const struct queue *q)
 
 	/* Queue names are letters, digits, _ and -: nothing to escape. */
 	buf_printf(&sql, "SELECT GET_LOCK(CONCAT('rowq-prune-', "
-	    "SHA1(CONCAT(IFNULL(DATABASE(), ''), '.', '%s'))), 0)", q->name);
+	    "LEFT(SHA2(CONCAT(IFNULL(DATABASE(), ''), '.', '%s'), 256), 40)), "
+	    "0)", q->name);
 	if (db_query(db, sql.data, &rs, &cols, &ncols) == DB_OK &&
 	    rs.nrows == 1 && ncols == 1 && rs.rows[0].value[0] != NULL)
 		got = strcmp(rs.rows[0].value[0], "1") == 0 ? 1 : 0;

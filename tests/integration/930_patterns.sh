@@ -56,7 +56,8 @@ plan_clean()
 	shift
 	out=$("$ROWQ" -c "$file" check 2>&1) || fail "check of $file: $out"
 	for q in "$@"; do
-		assert_match "queues.$q.select: claim plan: (range|ref) on index [a-z_]+, reads only the rows it returns" "$out" "$q: its claim's plan"
+		# MySQL scans the index whole on an empty table, and says so.
+		assert_match "queues.$q.select: claim plan: ((range|ref) on index [a-z_]+, reads only the rows it returns|index on index [a-z_]+, on a table of ~0 rows)" "$out" "$q: its claim's plan"
 	done
 }
 
