@@ -12,6 +12,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "dialect.h"
 #include "schedule.h"
 
 #include <ctype.h>
@@ -301,20 +302,44 @@ check_table_missing(struct db *db, const char *sql)
 	return s == NULL && db_no_such_table(db);
 }
 
-/* Prepare one statement of the limit's, as a check: 1 when refused. */
+/*
+ * Prepare one statement of the limit's, as a check, and make it the
+ * session's the way a worker does (dialect_stmt_init: by SQL where the
+ * server can), so that what the server refuses there is found here:
+ * 1 when refused.
+ */
 static int
 check_limit_statement(struct db *db, const struct queue *q, struct buf *b)
 {
 	enum db_status st;
 	struct db_stmt *s = db_prepare(db, b->data, &st);
+	struct dialect_stmt ds;
+	struct buf prepare = { 0 };
+	int rc = 0;
 
-	buf_reset(b);
 	if (s == NULL) {
 		log_error("%s: %s", q->limit.where, db_error(db));
+		buf_reset(b);
 		return 1;
 	}
 	db_stmt_free(s);
-	return 0;
+	if (dialect_stmt_init(&ds, db_dialect(db), "rowq_check", b->data,
+	    &prepare) != 0) {
+		log_error("%s: rowq cannot read its own statement apart: %s",
+		    q->limit.where, b->data);
+		rc = 1;
+	} else {
+		if (prepare.len > 0 && db_run(db, prepare.data) != DB_OK) {
+			log_error("%s: %s: %s", q->limit.where,
+			    db_dialect(db)->name, db_error(db));
+			rc = 1;
+		} else if (prepare.len > 0)
+			(void)db_run(db, "DEALLOCATE PREPARE rowq_check");
+		dialect_stmt_free(&ds);
+	}
+	buf_free(&prepare);
+	buf_reset(b);
+	return rc;
 }
 
 /*
@@ -389,9 +414,10 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 		problems += check_limit_statement(db, q, &b);
 	}
 	if (explain && problems == 0) {
-		buf_printf(&b, "%s: what a claim takes, as EXECUTEs of "
-		    "statements prepared once per connection, in %s:",
-		    l->where, q->lease.enabled ? "its transaction" :
+		buf_printf(&b, "%s: what a claim takes, %s, in %s:", l->where,
+		    db_dialect(db)->prepares_by_sql ? "as EXECUTEs of "
+		    "statements prepared once per connection" : "as statements "
+		    "sent with it", q->lease.enabled ? "its transaction" :
 		    "its round trip");
 		if (l->rate.count > 0)
 			buf_printf(&b, " the rate's token (an UPDATE of one row, "
