@@ -9,6 +9,7 @@
 # already, whose purge would not be its to do.  The package's rowq check
 # talks to a throwaway MariaDB server of the test's own.
 . "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/servers.sh"
 
 deb=${1:?usage: check-deb.sh PACKAGE.deb}
 [ -f "$deb" ] || fail "no package $deb"
@@ -162,6 +163,35 @@ assert_eq 0 "$status" "rowq check with the handlers and queues.d in place"
 for q in email webhooks images video; do
 	assert_match "queues\.$q\." "$out" "rowq check names queue $q"
 done
+
+# ---- metrics, with the library the package recommends ------------------
+
+# rowq loads libmicrohttpd.so.12 to serve the metrics and the console: the
+# package that has it on this system is one that Recommends names
+# (libmicrohttpd12 on Debian 12, libmicrohttpd12t64 on 13), and with it
+# the installed rowq serves /metrics.
+owner=$(dpkg -S '*/libmicrohttpd.so.12' 2>/dev/null | sed 's/[:,].*//' | sort -u)
+[ -n "$owner" ] || fail "no package has libmicrohttpd.so.12 here"
+assert_match "(^|\| )$owner( \||$)" "$(dpkg-deb -f "$deb" Recommends)" \
+    "Recommends names $owner, whose libmicrohttpd.so.12 rowq loads"
+port=$(free_port)
+sed -e "s|^#metrics: 127.0.0.1:9464$|metrics: 127.0.0.1:$port|" \
+    -e "s|^#status_socket: /run/rowq/rowq.sock$|status_socket: $PWD/rowq.sock|" \
+    etc/rowq.yaml >etc/metrics.yaml
+assert_eq 2 "$(diff etc/rowq.yaml etc/metrics.yaml | grep -c '^>')" \
+    "lines changed in the copy of rowq.yaml that serves metrics"
+setsid /usr/bin/rowq -c etc/metrics.yaml run </dev/null >run.log 2>&1 &
+pid=$!
+track_pid "$pid"
+wait_until 20 'curl -fsS "http://127.0.0.1:$port/metrics" >metrics.txt 2>/dev/null' ||
+    fail "rowq run serves no /metrics on 127.0.0.1:$port: $(cat run.log)"
+assert_match 'rowq_workers\{queue="email"\} [0-9]' "$(cat metrics.txt)" \
+    "/metrics of rowq run"
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+untrack_pid "$pid"
+assert_eq 0 "$status" "rowq run's exit status after SIGTERM"
 
 # ---- purge ---------------------------------------------------------------
 
