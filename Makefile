@@ -282,12 +282,22 @@ deb:
 	@sh tests/deb.sh
 
 # Build the package, install it on this machine (as root), check what it
-# installed and that it works, and purge it: a few minutes, run by CI after
-# make check, not part of it.
+# installed and that it works, and purge it; then the same on Debian 13
+# (check-deb-trixie): a few minutes, run by CI after make check, not part
+# of it.
 check-deb: deb
 	@bash tests/check-deb.sh build/deb/rowq_$$(dpkg-parsechangelog -l debian/changelog -S Version)_$$(dpkg-architecture -qDEB_HOST_ARCH).deb
+	@$(MAKE) --no-print-directory check-deb-trixie
 
-.PHONY: deb check-deb
+# The package built, linted, installed, checked and purged in a Debian 13
+# chroot that tests/chroot-server.sh builds once under
+# /var/tmp/rowq-servers (a few minutes more the first time; debootstrap),
+# on an overlay of it: build/deb-trixie/.
+check-deb-trixie:
+	@sh tests/deps.sh dpkg-dev debootstrap
+	@bash tests/check-deb-trixie.sh
+
+.PHONY: deb check-deb check-deb-trixie
 .SECONDARY:
 
 # The fault suite (tests/TORTURE.md): the fault tests at full size, the

@@ -15,7 +15,9 @@
 #     mariadb        the host's MariaDB (Debian 12's 10.11), the default
 #     mariadb-11.8   MariaDB 11.8 (Debian 13's), in a chroot
 #     mysql-9.7      MySQL 9.7 (Debian sid's), in a chroot
-# tests/chroot-server.sh builds a chroot the first time it is needed.  A
+# tests/chroot-server.sh builds a chroot the first time it is needed
+# (ROWQ_TEST_SERVER_ROOT, when set, names another chroot to run that kind
+# from, with the same server: check-deb-trixie.sh's Debian 13).  A
 # test that must know asks server_family (mariadb or mysql) or
 # server_version, and skips where it cannot hold with skip_on_server.
 #
@@ -350,10 +352,13 @@ _lib_ping()
 }
 
 # _lib_server_root: make sure the chroot of ROWQ_TEST_SERVER is built (a
-# minute the first time) and set _lib_root to it; nothing for the host's.
+# minute the first time) and set _lib_root to it, or to
+# ROWQ_TEST_SERVER_ROOT; nothing for the host's.
 _lib_server_root()
 {
 	[ "$ROWQ_TEST_SERVER" != mariadb ] && [ -z "$_lib_root" ] || return 0
+	_lib_root=${ROWQ_TEST_SERVER_ROOT:-}
+	[ -z "$_lib_root" ] || return 0
 	_lib_root=$(bash "$TESTS_DIR/chroot-server.sh" "$ROWQ_TEST_SERVER") ||
 	    fail "no chroot for $ROWQ_TEST_SERVER (tests/chroot-server.sh)"
 }
