@@ -140,6 +140,17 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 		check_cursor_line(q, "fallback, then", &b);
 	} else if (check_keyed(db, q, k)) {
 		by_key = true;
+	} else if (explain && q->lease.enabled) {
+		/*
+		 * In lease mode the claim commits at once: what it read and
+		 * rejected is locked for that moment only, and no transaction
+		 * holds purge back while handlers run.  A note, not a warning.
+		 */
+		log_info("%s: the claim does not scan the primary key from a "
+		    "cursor (the select %s): it reads through the index that "
+		    "serves the WHERE; in lease mode the rows it reads and "
+		    "rejects are locked only until the claim commits, at once",
+		    q->select.where, c.reason);
 	} else if (explain) {
 		/*
 		 * A warning, measured: Drupal's and Symfony's selects claimed so

@@ -540,13 +540,38 @@ plan_indexes(struct db *db, const struct plan_shape *sh, struct plan_index *ix,
  * alias alone.
  */
 static const char *
-plan_from(const struct plan_shape *sh, char *buf, size_t len)
+plan_from(const struct plan_shape *sh, struct buf *b)
 {
-	if (strcmp(sh->alias, sh->table) == 0)
-		snprintf(buf, len, "%s", sh->table);
-	else
-		snprintf(buf, len, "%s AS %s", sh->table, sh->alias);
-	return buf;
+	buf_reset(b);
+	sql_ident(b, sh->table);
+	if (strcmp(sh->alias, sh->table) != 0) {
+		buf_puts(b, " AS ");
+		sql_ident(b, sh->alias);
+	}
+	return b->data;
+}
+
+/* "FORCE INDEX (name)", quoted as SQL needs it. */
+static const char *
+plan_force(const char *index, struct buf *b)
+{
+	buf_reset(b);
+	buf_puts(b, "FORCE INDEX (");
+	sql_ident(b, index);
+	buf_putc(b, ')');
+	return b->data;
+}
+
+/* "ALTER TABLE t ADD INDEX name (a, b)", to paste. */
+static void
+plan_alter(struct buf *b, const struct plan_shape *sh, const char *name,
+    const char *cols)
+{
+	buf_puts(b, "ALTER TABLE ");
+	sql_ident(b, sh->table);
+	buf_puts(b, " ADD INDEX ");
+	sql_ident(b, name);
+	buf_printf(b, " %s", cols);
 }
 
 /* "(a, b)" for an index as declared. */
@@ -576,14 +601,16 @@ plan_ideal(struct buf *b, struct buf *name, const struct plan_shape *sh)
 	buf_putc(b, '(');
 	for (size_t i = 0; i < sh->neq; i++) {
 		buf_printf(name, "%s%s", n ? "_" : "", sh->eq[i]);
-		buf_printf(b, "%s%s", n++ ? ", " : "", sh->eq[i]);
+		buf_puts(b, n++ ? ", " : "");
+		sql_ident(b, sh->eq[i]);
 	}
 	for (size_t k = 0; k < sh->norder; k++) {
 		if (plan_in_eq(sh, sh->order[k]))
 			continue;
 		buf_printf(name, "%s%s", n ? "_" : "", sh->order[k]);
-		buf_printf(b, "%s%s%s", n++ ? ", " : "", sh->order[k],
-		    mixed && sh->desc[k] ? " DESC" : "");
+		buf_puts(b, n++ ? ", " : "");
+		sql_ident(b, sh->order[k]);
+		buf_puts(b, mixed && sh->desc[k] ? " DESC" : "");
 	}
 	buf_putc(b, ')');
 	if (name->len > 64)
@@ -771,13 +798,16 @@ plan_rewrite(struct buf *b, const struct plan_shape *sh,
     const struct plan_index *ix, size_t nix, const char *pk)
 {
 	struct plan_shape *alt = xcalloc(1, sizeof(*alt));
-	const char *qual = sh->join ? sh->table : "";
+	const char *qual = sh->join ? sh->alias : "";
 	struct buf name = { 0 }, ideal = { 0 };
 
-	if (!sh->join && pk != NULL)
-		buf_printf(b, "write ORDER BY %s, which rowq claims from a "
-		    "cursor, reading only the rows it returns (rows in the "
-		    "order they were added); or ", pk);
+	if (!sh->join && pk != NULL) {
+		buf_puts(b, "write ORDER BY ");
+		sql_ident(b, pk);
+		buf_puts(b, ", which rowq claims from a cursor, reading only "
+		    "the rows it returns (rows in the order they were added); "
+		    "or ");
+	}
 
 	for (size_t s = 1; sh->order_known && s < sh->norder; s++) {
 		*alt = *sh;
@@ -790,10 +820,15 @@ plan_rewrite(struct buf *b, const struct plan_shape *sh,
 			if (plan_serves(alt, &ix[i]) != 2)
 				continue;
 			buf_puts(b, b->len ? "ORDER BY " : "write ORDER BY ");
-			for (size_t k = 0; k < alt->norder; k++)
-				buf_printf(b, "%s%s%s%s%s", k ? ", " : "", qual,
-				    qual[0] ? "." : "", alt->order[k],
-				    alt->desc[k] ? " DESC" : "");
+			for (size_t k = 0; k < alt->norder; k++) {
+				buf_puts(b, k ? ", " : "");
+				if (qual[0] != '\0') {
+					sql_ident(b, qual);
+					buf_putc(b, '.');
+				}
+				sql_ident(b, alt->order[k]);
+				buf_puts(b, alt->desc[k] ? " DESC" : "");
+			}
 			buf_printf(b, ", which index %s ", ix[i].name);
 			plan_index_cols(b, &ix[i]);
 			buf_puts(b, " serves: the list then reads only the rows "
@@ -808,8 +843,8 @@ plan_rewrite(struct buf *b, const struct plan_shape *sh,
 	free(alt);
 	plan_ideal(&ideal, &name, sh);
 	buf_printf(b, "give %s the index that serves the WHERE and the ORDER "
-	    "BY: ALTER TABLE %s ADD INDEX %s %s", sh->table, sh->table,
-	    name.data, ideal.data);
+	    "BY: ", sh->table);
+	plan_alter(b, sh, name.data, ideal.data);
 	buf_free(&name);
 	buf_free(&ideal);
 }
@@ -874,7 +909,8 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 	struct plan_row mainrow = { "", "", "", "", "" };
 	const struct plan_index *serving = NULL, *where_only = NULL;
 	long long table_rows = -1;
-	char engine[32] = "", from[2 * PLAN_NAME_MAX + 8];
+	struct buf from = { 0 }, force = { 0 };
+	char engine[32] = "";
 	char *claim;
 	bool bad = false, analysable;
 	enum db_status st;
@@ -960,13 +996,14 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 			buf_printf(&fix, " has the WHERE's columns but not the "
 			    "ORDER BY's right after them)");
 		}
-		buf_printf(&fix, ": ALTER TABLE %s ADD INDEX %s %s; if EXPLAIN "
-		    "still shows a scan or a sort once the table is large and "
-		    "partly drained, write FROM %s FORCE INDEX (%s) in the "
-		    "select: the optimizer's statistics assume the waiting rows "
-		    "are spread evenly, but in a queue they are bunched at the "
-		    "end", sh.table, name.data, ideal.data,
-		    plan_from(&sh, from, sizeof(from)), name.data);
+		buf_puts(&fix, ": ");
+		plan_alter(&fix, &sh, name.data, ideal.data);
+		buf_printf(&fix, "; if EXPLAIN still shows a scan or a sort once "
+		    "the table is large and partly drained, write FROM %s %s in "
+		    "the select: the optimizer's statistics assume the waiting "
+		    "rows are spread evenly, but in a queue they are bunched at "
+		    "the end", plan_from(&sh, &from), plan_force(name.data,
+		    &force));
 		if (bad)
 			say("%s: the claim reads rows it will not return: "
 			    "%s", q->select.where, why.data);
@@ -982,9 +1019,10 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 			say("%s: index %s serves the WHERE and the ORDER BY "
 			    "but the optimizer does not use it (its statistics "
 			    "assume the waiting rows are spread evenly, but in a "
-			    "queue they are bunched): write FROM %s FORCE INDEX "
-			    "(%s) in the select", q->select.where, serving->name,
-			    plan_from(&sh, from, sizeof(from)), serving->name);
+			    "queue they are bunched): write FROM %s %s in the "
+			    "select", q->select.where, serving->name,
+			    plan_from(&sh, &from), plan_force(serving->name,
+			    &force));
 		}
 	} else if (bad && uses_serving && table_rows >= 0 &&
 	    table_rows < PLAN_SMALL_ROWS) {
@@ -1023,6 +1061,8 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 	buf_free(&fix);
 	buf_free(&ideal);
 	buf_free(&name);
+	buf_free(&from);
+	buf_free(&force);
 	free(ix);
 	return 0;
 }

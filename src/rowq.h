@@ -147,6 +147,7 @@ int	 sql_check_select(const char *text, char *err, size_t errlen);
 int	 sql_check_no_rows(const char *text, char *err, size_t errlen);
 char	*sql_claim(const char *select, int batch);	/* caller frees */
 void	 sql_hex(struct buf *, const void *, size_t);	/* X'..' */
+void	 sql_ident(struct buf *, const char *name);	/* `..` if need be */
 void	 sql_free(struct sql *);
 
 /* A statement as tokens, for code that reads its structure. */

@@ -323,6 +323,94 @@ sql_hex(struct buf *out, const void *bytes, size_t len)
 	buf_putc(out, '\'');
 }
 
+/*
+ * The words MariaDB or MySQL reserve (either's, as of MariaDB 11.8 and
+ * MySQL 9.7), which a name must be quoted to be: a column named Key or a
+ * table named Set.  Sorted, for bsearch.
+ */
+static const char *const sql_reserved[] = {
+	"ACCESSIBLE", "ADD", "ALL", "ALTER", "ANALYZE", "AND", "AS", "ASC",
+	"ASENSITIVE", "BEFORE", "BETWEEN", "BIGINT", "BINARY", "BLOB", "BOTH",
+	"BY", "CALL", "CASCADE", "CASE", "CHANGE", "CHAR", "CHARACTER",
+	"CHECK", "COLLATE", "COLUMN", "CONDITION", "CONSTRAINT", "CONTINUE",
+	"CONVERT", "CREATE", "CROSS", "CUBE", "CUME_DIST", "CURRENT_DATE",
+	"CURRENT_ROLE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "CURRENT_USER",
+	"CURSOR", "DATABASE", "DATABASES", "DAY_HOUR", "DAY_MICROSECOND",
+	"DAY_MINUTE", "DAY_SECOND", "DEC", "DECIMAL", "DECLARE", "DEFAULT",
+	"DELAYED", "DELETE", "DENSE_RANK", "DESC", "DESCRIBE", "DETERMINISTIC",
+	"DISTINCT", "DISTINCTROW", "DIV", "DOUBLE", "DROP", "DUAL", "EACH",
+	"ELSE", "ELSEIF", "EMPTY", "ENCLOSED", "ESCAPED", "EXCEPT", "EXISTS",
+	"EXIT", "EXPLAIN", "FALSE", "FETCH", "FIRST_VALUE", "FLOAT", "FLOAT4",
+	"FLOAT8", "FOR", "FORCE", "FOREIGN", "FROM", "FULLTEXT", "FUNCTION",
+	"GENERAL", "GENERATED", "GET", "GRANT", "GROUP", "GROUPING", "GROUPS",
+	"HAVING", "HIGH_PRIORITY", "HOUR_MICROSECOND", "HOUR_MINUTE",
+	"HOUR_SECOND", "IF", "IGNORE", "IN", "INDEX", "INFILE", "INNER",
+	"INOUT", "INSENSITIVE", "INSERT", "INT", "INT1", "INT2", "INT3",
+	"INT4", "INT8", "INTEGER", "INTERSECT", "INTERVAL", "INTO", "IS",
+	"ITERATE", "JOIN", "JSON_TABLE", "KEY", "KEYS", "KILL", "LAG",
+	"LAST_VALUE", "LATERAL", "LEAD", "LEADING", "LEAVE", "LEFT", "LIKE",
+	"LIMIT", "LINEAR", "LINES", "LOAD", "LOCALTIME", "LOCALTIMESTAMP",
+	"LOCK", "LONG", "LONGBLOB", "LONGTEXT", "LOOP", "LOW_PRIORITY",
+	"MATCH", "MAXVALUE", "MEDIUMBLOB", "MEDIUMINT", "MEDIUMTEXT",
+	"MIDDLEINT", "MINUTE_MICROSECOND", "MINUTE_SECOND", "MOD", "MODIFIES",
+	"NATURAL", "NO_WRITE_TO_BINLOG", "NOT", "NTH_VALUE", "NTILE", "NULL",
+	"NUMERIC", "OF", "OFFSET", "ON", "OPTIMIZE", "OPTION", "OPTIONALLY",
+	"OR", "ORDER", "OUT", "OUTER", "OUTFILE", "OVER", "PARTITION",
+	"PERCENT_RANK", "POSITION", "PRECISION", "PRIMARY", "PROCEDURE",
+	"PURGE", "RANGE", "RANK", "READ", "READ_WRITE", "READS", "REAL",
+	"RECURSIVE", "REFERENCES", "REGEXP", "RELEASE", "RENAME", "REPEAT",
+	"REPLACE", "REQUIRE", "RESIGNAL", "RESTRICT", "RETURN", "RETURNING",
+	"REVOKE", "RIGHT", "RLIKE", "ROW", "ROW_NUMBER", "ROWNUM", "ROWS",
+	"SCHEMA", "SCHEMAS", "SECOND_MICROSECOND", "SELECT", "SENSITIVE",
+	"SEPARATOR", "SET", "SHOW", "SIGNAL", "SLOW", "SMALLINT", "SPATIAL",
+	"SPECIFIC", "SQL", "SQL_BIG_RESULT", "SQL_CALC_FOUND_ROWS",
+	"SQL_SMALL_RESULT", "SQLEXCEPTION", "SQLSTATE", "SQLWARNING", "SSL",
+	"STARTING", "STORED", "STRAIGHT_JOIN", "SYSTEM", "TABLE", "TERMINATED",
+	"THEN", "TINYBLOB", "TINYINT", "TINYTEXT", "TO", "TRAILING", "TRIGGER",
+	"TRUE", "UNDO", "UNION", "UNIQUE", "UNLOCK", "UNSIGNED", "UPDATE",
+	"USAGE", "USE", "USING", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP",
+	"VALUES", "VARBINARY", "VARCHAR", "VARCHARACTER", "VARYING", "VIRTUAL",
+	"WHEN", "WHERE", "WHILE", "WINDOW", "WITH", "WRITE", "XOR",
+	"YEAR_MONTH", "ZEROFILL",
+};
+
+static int
+sql_reserved_cmp(const void *a, const void *b)
+{
+	return strcasecmp(a, *(const char *const *)b);
+}
+
+/*
+ * A name for SQL to paste: as it is when the server reads it so (a word
+ * of letters, digits, _ and $, not all digits, not a reserved word), in
+ * backquotes otherwise, a backquote in it doubled.
+ */
+void
+sql_ident(struct buf *out, const char *name)
+{
+	bool plain = name[0] != '\0', digits = true;
+
+	for (const char *p = name; *p != '\0'; p++) {
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '$')
+			plain = false;
+		if (!isdigit((unsigned char)*p))
+			digits = false;
+	}
+	if (plain && !digits && bsearch(name, sql_reserved,
+	    sizeof(sql_reserved) / sizeof(sql_reserved[0]),
+	    sizeof(sql_reserved[0]), sql_reserved_cmp) == NULL) {
+		buf_puts(out, name);
+		return;
+	}
+	buf_putc(out, '`');
+	for (const char *p = name; *p != '\0'; p++) {
+		if (*p == '`')
+			buf_putc(out, '`');
+		buf_putc(out, *p);
+	}
+	buf_putc(out, '`');
+}
+
 /* A newline first, so that a select ending in a -- comment still works. */
 char *
 sql_claim(const char *select, int batch)
