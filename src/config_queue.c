@@ -439,6 +439,27 @@ config_field_wake(struct load *ld, const struct config_item *it, void *dst,
 	q->wake_where = config_where(ld, it->key->line, it->path);
 }
 
+/*
+ * time_zone: server (the default) or UTC: the zone the select's
+ * DATETIME columns of age: and ready_at: are kept in.
+ */
+static void
+config_field_time_zone(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "server or UTC");
+	char shown[CONFIG_SHOW_MAX + 8];
+
+	(void)f;
+	if (s == NULL)
+		return;
+	if (strcmp(s, "server") == 0 || strcmp(s, "UTC") == 0)
+		*(bool *)dst = strcmp(s, "UTC") == 0;
+	else
+		config_error(ld, it->value->line, it->path, "expected server "
+		    "or UTC, not %s", config_show(s, shown, sizeof(shown)));
+}
+
 /* To add a queue key: a field here, a member in struct queue, a default. */
 static const struct config_field queue_fields[] = {
 	WHOLE("workers", workers),
@@ -459,6 +480,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "lease", lease, lease, 0, 0),
 	FIELD(struct queue, "age", column, age, 0, 0),
 	FIELD(struct queue, "ready_at", column, ready_at, 0, 0),
+	FIELD(struct queue, "time_zone", time_zone, times_utc, 0, 0),
 	FIELD(struct queue, "traceparent_column", column, traceparent, 0, 0),
 	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
 	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),

@@ -352,6 +352,7 @@ struct queue {
 	struct lease_policy lease;
 	struct column_ref age;		/* status: since when a row waits */
 	struct column_ref ready_at;	/* since when a row is ready: pickup delay */
+	bool		 times_utc;	/* time_zone: UTC: age:, ready_at: in UTC */
 	struct column_ref traceparent;	/* a W3C traceparent for the handler */
 	struct sql	 failed_count;	/* status: SELECT COUNT(*) ... */
 	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */

@@ -30,7 +30,11 @@ status_fetch(struct db *db, const char *sql, const char *where,
 /*
  * The age of the oldest waiting row among the first STATUS_CAP in the
  * select's order: the age column holds a time (DATETIME, TIMESTAMP) or
- * Unix seconds, and the server does the arithmetic, in its own time zone.
+ * Unix seconds, and the server does the arithmetic, in the session's
+ * time zone, or in UTC with time_zone: UTC (a DATETIME kept in UTC, as
+ * many frameworks keep theirs).  A TIMESTAMP reads in the session's
+ * zone whatever time_zone: says, as it is stored in UTC and shown in
+ * that zone: leave time_zone: out for one.
  */
 static int
 status_oldest(struct db *db, const struct queue *q, const struct column *cols,
@@ -63,6 +67,7 @@ status_oldest(struct db *db, const struct queue *q, const struct column *cols,
 	if (min == NULL)
 		return 0;
 	s = db_prepare(db, numeric ? "SELECT UNIX_TIMESTAMP() - ?" :
+	    q->times_utc ? "SELECT TIMESTAMPDIFF(SECOND, ?, UTC_TIMESTAMP())" :
 	    "SELECT TIMESTAMPDIFF(SECOND, ?, NOW())", &st);
 	v.s = min;
 	v.len = strlen(min);

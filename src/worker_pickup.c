@@ -104,7 +104,7 @@ pickup_note(struct worker *w)
 	for (size_t k = 0; k < t->rows.nrows; k++) {
 		const struct row *r = &t->rows.rows[k];
 		int64_t ready = pickup_ready_us(r->value[i], r->len[i],
-		    w->clock.tz_offset_s);
+		    w->q->times_utc ? 0 : w->clock.tz_offset_s);
 		if (ready >= 0)
 			histogram_add(&w->args->stats->pickup,
 			    server_now > ready ? server_now - ready : 0);

@@ -660,6 +660,25 @@ START_TEST(test_wake)
 }
 END_TEST
 
+START_TEST(test_time_zone)
+{
+	struct config *cfg = accepted("queues:\n" SMALL_QUEUE("a")
+	    "    time_zone: UTC\n" SMALL_QUEUE("b") "    time_zone: server\n"
+	    SMALL_QUEUE("c"));
+
+	ck_assert(cfg->queues[0].times_utc);
+	ck_assert(!cfg->queues[1].times_utc);
+	ck_assert(!cfg->queues[2].times_utc);
+	config_free(cfg);
+	refused("queues:\n" SMALL_QUEUE("a") "    time_zone: Europe/Paris\n",
+	    "rowq.yaml:7: queues.a.time_zone: expected server or UTC, not "
+	    "\"Europe/Paris\"\n");
+	refused("queues:\n" SMALL_QUEUE("a") "    time_zone: [UTC]\n",
+	    "rowq.yaml:7: queues.a.time_zone: expected server or UTC, not a "
+	    "sequence\n");
+}
+END_TEST
+
 START_TEST(test_duration_ranges)
 {
 	static const char yaml[] =
@@ -1597,6 +1616,7 @@ config_suite(void)
 	tcase_add_test(tc, test_bad_duration);
 	tcase_add_test(tc, test_duration_ranges);
 	tcase_add_test(tc, test_wake);
+	tcase_add_test(tc, test_time_zone);
 	tcase_add_test(tc, test_lease);
 	tcase_add_test(tc, test_select_limit);
 	tcase_add_test(tc, test_select_for_update);
