@@ -10,6 +10,11 @@
 #                            line each in results.tsv (in the current
 #                            directory)
 #   median, ratio, table     what results.tsv says
+#
+# BENCH_DIR is bench/, BIN where the helper programs are built.
+
+BENCH_DIR=$REPO_ROOT/bench
+BIN=$REPO_ROOT/build/bench
 
 # settle: have the server write out what a bulk change left dirty (at most
 # 20 s), so that background flushing does not compete with the
