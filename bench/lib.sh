@@ -94,8 +94,6 @@ status()
 	    "SHOW GLOBAL STATUS WHERE Variable_name IN (${names%,})"
 }
 
-counter() { status "$1" | awk '{ print $2 }'; }
-
 # CPU time of the server so far, in clock ticks.
 server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
 CLK_TCK=$(getconf CLK_TCK)
@@ -235,12 +233,15 @@ hold_stop()
 # a line to results.tsv: contender workers run rows seconds rows/s
 # questions/row client-cpu-us/row server-cpu-us/row.  TAG "_held" holds
 # purge back during the run; LIMIT (s) stops the run then, and rows/s is
-# the rows done over the time taken.
+# the rows done over the time taken.  With MEASURE_COUNTERS (names of
+# global status counters), a line per counter to counters.tsv too:
+# contender workers run name per-row.
 measure()
 {
 	local c=$1 n=$2 run=$3 rows=$4 tag=${5:-} limit=${6:-0}
 	local q0 q1 s0 s1 t0 t1 cpu secs spid=$SERVER_PID done_rows=$rows
-	local status=0
+	# shellcheck disable=SC2206 # a list of names, split where it is blank
+	local status=0 counters=(Questions ${MEASURE_COUNTERS:-})
 	if [ "$c" = bean ]; then
 		bean_start
 		BEAN_JOBS=$rows
@@ -251,7 +252,10 @@ measure()
 		email_table "$rows"
 	fi
 	[ "$tag" != _held ] || hold_start
-	q0=$(counter Questions)
+	# One statement reads them all, before and after: it is the one
+	# Questions counts that the contender did not send.
+	status "${counters[@]}" >status.0
+	q0=$(awk '$1 == "Questions" { print $2 }' status.0)
 	s0=$(awk '{ print $14 + $15 }' "/proc/$spid/stat")
 	t0=$(now_us)
 	TIMEFORMAT='%3U %3S'
@@ -266,7 +270,8 @@ measure()
 	fi
 	t1=$(now_us)
 	s1=$(awk '{ print $14 + $15 }' "/proc/$spid/stat")
-	q1=$(counter Questions)
+	status "${counters[@]}" >status.1
+	q1=$(awk '$1 == "Questions" { print $2 }' status.1)
 	[ "$tag" != _held ] || hold_stop
 	cpu=$(tail -1 time.out)
 	if [ "$c" = bean ]; then
@@ -288,6 +293,11 @@ measure()
 		    rows, secs, rows / secs, q / rows,
 		    (u[1] + u[2]) * 1e6 / rows, st / hz * 1e6 / rows
 	    }' >>results.tsv
+	[ -z "${MEASURE_COUNTERS:-}" ] ||
+	    awk -v c="$c$tag" -v n="$n" -v r="$run" -v rows="$done_rows" '
+		FNR == NR { v[$1] = $2; next }
+		$1 != "Questions" { printf "%s\t%d\t%d\t%s\t%.2f\n", c, n, r,
+		    $1, ($2 - v[$1]) / rows }' status.0 status.1 >>counters.tsv
 	say "$(tail -1 results.tsv | awk -F'\t' '{ printf "  %-11s %d workers, run %d: %8.0f rows/s (%.2f statements/row)", $1, $2, $3, $6, $7 }')"
 }
 
@@ -327,15 +337,34 @@ median()
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
+# table: rows/s of each of CONTENDERS at each count of WORKERS_LIST,
+# medians, each with its ratio to its baseline of the same run.
+# table_head COLUMN and table_rows CELL make one with a first column
+# COLUMN, CELL in its first row, to put together several runs' in one.
 table()
 {
-	local c n m b
-	printf '| contender |'
+	table_head
+	table_rows
+}
+
+# shellcheck disable=SC2120 # bench/servers.sh names the column
+table_head()
+{
+	local n
+	printf '|%s contender |' "${1:+ $1 |}"
 	for n in $WORKERS_LIST; do printf ' %s worker%s |' "$n" "$([ "$n" = 1 ] || echo s)"; done
-	printf '\n|---|'
+	printf '\n|%s---|' "${1:+---|}"
 	for n in $WORKERS_LIST; do printf -- '---:|'; done
 	printf '\n'
+}
+
+# shellcheck disable=SC2120 # bench/servers.sh gives the cell
+table_rows()
+{
+	local c n m b first=$# cell=${1:-}
 	for c in $CONTENDERS; do
+		[ "$first" = 0 ] || printf '| %s ' "$cell"
+		cell=
 		printf '| %s |' "$(label "$c")"
 		b=$(baseline "$c")
 		for n in $WORKERS_LIST; do
