@@ -273,7 +273,18 @@ bench:
 	@$(MAKE) --no-print-directory rowq
 	@bash bench/bench.sh
 
-.PHONY: all check check-run check-cluster check-cluster-run demo install clean bench
+# Throughput per server (bench/servers.sh): bench's contenders on MariaDB
+# 10.11, MariaDB 11.8 and MySQL 9.7 in turn, in one run; about half an
+# hour, BENCH_QUICK=1 for a quick try.  debootstrap: the chroots of the
+# two servers Debian 12 does not package, built the first time
+# (tests/chroot-server.sh).
+bench-servers:
+	@sh tests/deps.sh debootstrap
+	@$(MAKE) --no-print-directory rowq
+	@bash bench/servers.sh
+
+.PHONY: all check check-run check-cluster check-cluster-run demo install clean bench \
+	bench-servers
 
 # The Debian package (debian/), built with dpkg-buildpackage from a copy of
 # the tree: build/deb/rowq_VERSION_ARCH.deb, checked by lintian.

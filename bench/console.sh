@@ -20,8 +20,6 @@
 . "$TESTS_DIR/console.sh"
 . "$(dirname "$0")/lib.sh"
 
-BENCH_DIR=$REPO_ROOT/bench
-BIN=$REPO_ROOT/build/bench
 ROWS=${ROWS:-100000}
 RUNS=${RUNS:-3}
 CLIENTS=${CLIENTS:-50}

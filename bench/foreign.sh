@@ -16,8 +16,6 @@
 . "$(dirname "$0")/../tests/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
-BENCH_DIR=$REPO_ROOT/bench
-BIN=$REPO_ROOT/build/bench
 ROWS=${BENCH_ROWS:-20000}
 RUNS=${BENCH_RUNS:-3}
 APPS=${BENCH_APPS:-"magento action_scheduler drupal laravel symfony"}

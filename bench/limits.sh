@@ -31,8 +31,6 @@
 . "$TESTS_DIR/limit.sh"
 . "$(dirname "$0")/lib.sh"
 
-BENCH_DIR=$REPO_ROOT/bench
-BIN=$REPO_ROOT/build/bench
 QUICK=${BENCH_QUICK:-0}
 RUNS=${BENCH_RUNS:-$([ "$QUICK" = 1 ] && echo 1 || echo 3)}
 ROWS=${BENCH_ROWS:-$([ "$QUICK" = 1 ] && echo 5000 || echo 20000)}

@@ -15,7 +15,6 @@
 #     BENCH_ROWQ_BEFORE=/path/to/old/rowq bash bench/observability.sh
 . "$(dirname "$0")/../tests/lib.sh"
 . "$(dirname "$0")/lib.sh"
-BENCH_DIR=$REPO_ROOT/bench
 [ -x "${BENCH_ROWQ_BEFORE:-}" ] || { echo "set BENCH_ROWQ_BEFORE to a rowq build without it" >&2; exit 2; }
 ROUNDS=${ROUNDS:-5}
 MARK_BEGIN='<!-- bench/observability.sh: begin -->'

@@ -29,8 +29,6 @@
 . "$TESTS_DIR/email.sh"
 . "$(dirname "$0")/lib.sh"
 
-BENCH_DIR=$REPO_ROOT/bench
-BIN=$REPO_ROOT/build/bench
 QUICK=${BENCH_QUICK:-0}
 if [ "$QUICK" = 1 ]; then
 	RESIDUE=${BENCH_RESIDUE:-400000}

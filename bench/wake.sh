@@ -20,8 +20,6 @@
 . "$TESTS_DIR/email.sh"
 . "$(dirname "$0")/lib.sh"
 
-BENCH_DIR=$REPO_ROOT/bench
-BIN=$REPO_ROOT/build/bench
 SAMPLES=${BENCH_WAKE_SAMPLES:-200}
 MODES=${BENCH_WAKE_MODES:-"poll wake dgram binlog"}
 
