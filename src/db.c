@@ -209,6 +209,47 @@ db_link_closed(const struct db *db)
 }
 
 /*
+ * Whether the last error (a DB_FATAL) is the statement's own, the same
+ * whatever the row it runs for: its syntax, a name the server does not
+ * know, arguments that do not fit, a privilege, a JSON path that is no
+ * path.  The others are the row's (data too long, a duplicate key, a
+ * NULL where none may be): another row may well pass.
+ */
+bool
+db_error_in_statement(const struct db *db)
+{
+	int own = dialect_statement_error(db_dialect(db), db->errnum);
+
+	if (own >= 0)
+		return own == 1;
+	switch (db->errnum) {
+	case ER_PARSE_ERROR:
+	case ER_BAD_FIELD_ERROR:
+	case ER_NON_UNIQ_ERROR:
+	case ER_NO_SUCH_TABLE:
+	case ER_UNKNOWN_TABLE:
+	case ER_SP_DOES_NOT_EXIST:
+	case ER_FUNCTION_NOT_DEFINED:
+	case ER_SP_WRONG_NO_OF_ARGS:
+	case ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT:
+	case ER_WRONG_PARAMETERS_TO_NATIVE_FCT:
+	case ER_WRONG_PARAMETERS_TO_STORED_FCT:
+	case ER_WRONG_ARGUMENTS:
+	case ER_WRONG_VALUE_COUNT_ON_ROW:
+	case ER_OPERAND_COLUMNS:
+	case ER_UPDATE_TABLE_USED:
+	case ER_NON_UPDATABLE_TABLE:
+	case ER_VIEW_INVALID:
+	case ER_TABLEACCESS_DENIED_ERROR:
+	case ER_COLUMNACCESS_DENIED_ERROR:
+	case ER_PROCACCESS_DENIED_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
  * What the server's family says differently (dialect.h), as its greeting
  * said on connecting; MariaDB's before any connection.
  */

@@ -62,6 +62,7 @@ unsigned	 db_errno(const struct db *);
 bool		 db_no_such_table(const struct db *);
 bool		 db_no_such_column(const struct db *);
 bool		 db_denied(const struct db *);
+bool		 db_error_in_statement(const struct db *);
 enum db_status	 db_commit(struct db *);
 enum db_status	 db_rollback(struct db *);
 bool		 db_link_closed(const struct db *);

@@ -270,6 +270,35 @@ dialect_binlog_position(const struct dialect *d, unsigned long version)
 #define MYSQL_ER_SESSION_WAS_KILLED		3169
 #define MYSQL_ER_CLIENT_INTERACTION_TIMEOUT	4031
 
+/*
+ * Whether error err, of this family's own numbers, is the statement's
+ * and not its row's (db_error_in_statement): 1 or 0, -1 for a number it
+ * does not know.
+ */
+#define MARIADB_ER_JSON_PATH_EOS		4041	/* .. 4046 */
+#define MARIADB_ER_JSON_ONE_OR_ALL		4046
+#define MARIADB_ER_JSON_PATH_EMPTY		4051
+#define MYSQL_ER_INVALID_JSON_PATH		3143
+#define MYSQL_ER_INVALID_TYPE_FOR_JSON		3146
+#define MYSQL_ER_INVALID_JSON_PATH_WILDCARD	3149
+
+int
+dialect_statement_error(const struct dialect *d, unsigned err)
+{
+	if (d == &mariadb)
+		return (err >= MARIADB_ER_JSON_PATH_EOS &&
+		    err <= MARIADB_ER_JSON_ONE_OR_ALL) ||
+		    err == MARIADB_ER_JSON_PATH_EMPTY ? 1 : -1;
+	switch (err) {
+	case MYSQL_ER_INVALID_JSON_PATH:	/* JSON_SET(j, '$x', ..) */
+	case MYSQL_ER_INVALID_TYPE_FOR_JSON:	/* JSON_VALUE(?, ..) */
+	case MYSQL_ER_INVALID_JSON_PATH_WILDCARD:
+		return 1;
+	default:
+		return -1;
+	}
+}
+
 int
 dialect_error(const struct dialect *d, unsigned err)
 {

@@ -20,6 +20,7 @@
  *	the binary log's position	SHOW MASTER STATUS	SHOW BINARY LOG STATUS
  *	executable comments run		!NNNNN and M!		!NNNNN
  *	errors of its own		(the shared ones)	4031 idle, 3024, 3169
+ *	a JSON path that is wrong	4041-4046, 4051		3143, 3149
  *	Galera				possible		no
  *	an upsert's new values		VALUES(col)		an alias: rowq_new.col
  *	the rows a CALL changed		all its statements'	its last statement's
@@ -80,5 +81,6 @@ void	 dialect_upsert_value(const struct dialect *, struct buf *,
 const char *dialect_binlog_position(const struct dialect *,
 	    unsigned long version);
 int	 dialect_error(const struct dialect *, unsigned err);
+int	 dialect_statement_error(const struct dialect *, unsigned err);
 
 #endif /* DIALECT_H */

@@ -195,6 +195,10 @@ metrics_render(struct buf *b, const struct metrics_queue *q, size_t n)
 	    "Worker processes running.");
 	GAUGE(paused, "rowq_paused",
 	    "1 while the queue is paused (rowq pause), else 0.");
+	GAUGE(failing, "rowq_statement_failing_workers",
+	    "Workers that wait because a finishing statement of the queue "
+	    "fails whatever the row (its syntax, a name, a JSON path): no row "
+	    "is marked until the statement is fixed.");
 	GAUGE(binlog_lag_s, "rowq_wake_binlog_lag_seconds",
 	    "How far the binary log follower is behind the server (wake: "
 	    "binlog, while it follows).");

@@ -54,6 +54,19 @@ report_limit(struct supervisor *s, const struct queue *q, size_t i,
 		m->throttled = 1;
 }
 
+/* The queue's workers held back by a finishing statement that fails. */
+static int
+report_failing(const struct supervisor *s, const struct queue *q)
+{
+	int n = 0;
+
+	for (int k = 0; k < s->nslots; k++)
+		n += s->slots[k].pid != 0 &&
+		    strcmp(s->slots[k].queue->name, q->name) == 0 &&
+		    s->slots[k].stats->state == WORKER_FAILING;
+	return n;
+}
+
 /* Everything the metrics show, for the current generation's queues. */
 static void
 report_metrics(void *ctx, struct buf *b)
@@ -91,6 +104,7 @@ report_metrics(void *ctx, struct buf *b)
 		m[i].on_failed_failures = of.failures;
 		m[i].on_failed_dropped = of.dropped + t.on_failed_dropped;
 		report_limit(s, q, i, &t, &m[i]);
+		m[i].failing = report_failing(s, q);
 		m[i].ready = m[i].in_progress = -1;
 		m[i].oldest_age_s = m[i].failed_rows = -1;
 		if (fresh && i < p->nqueues && p->ok[i]) {

@@ -758,6 +758,7 @@ enum worker_state {
 	WORKER_STOPPING,
 	WORKER_BACKOFF,		/* a row came straight back round */
 	WORKER_LIMITED,		/* waits for the queue's limit: (worker_limit.c) */
+	WORKER_FAILING,		/* a finishing statement fails whatever the row */
 };
 
 /* Why a worker waits for its queue's limit: (metrics' reason label). */
@@ -1092,6 +1093,7 @@ struct metrics_queue {
 	uint64_t		 limit_waits[LIMIT_REASONS];
 	long			 limit_in_use;	/* slots this daemon's workers hold */
 	int			 throttled;	/* 1: throttled now, else 0 */
+	int			 failing;	/* workers in WORKER_FAILING */
 };
 
 /* One schedule's numbers, for the daemon that runs it. */

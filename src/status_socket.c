@@ -139,6 +139,7 @@ static const char *const state_names[] = {
 	[WORKER_STOPPING] = "stopping",
 	[WORKER_BACKOFF] = "paused",
 	[WORKER_LIMITED] = "limited",
+	[WORKER_FAILING] = "failing",
 };
 
 static void
@@ -165,7 +166,7 @@ status_worker_line(struct buf *b, const struct slot *sl, int64_t wall)
 	if (sl->pid == 0)
 		status_field(b, "state", "restarting");
 	else
-		status_field(b, "state", st >= 0 && st <= WORKER_LIMITED ?
+		status_field(b, "state", st >= 0 && st <= WORKER_FAILING ?
 		    state_names[st] : "unknown");
 	if (sl->pid != 0 && st == WORKER_LIMITED && w->limit_reason >= 0 &&
 	    w->limit_reason < LIMIT_REASONS)

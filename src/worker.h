@@ -277,6 +277,8 @@ struct worker {
 	int			 widen;		/* extra rows for the next claim */
 	bool			 only_unworkable; /* drain: nothing else left */
 	bool			 drain_failed;	/* drain: a row came straight back */
+	/* A finishing statement failed whatever the row (finish_stalled). */
+	bool			 statement_failing;
 	struct turn		 turn;
 	char			*path;
 	char		       **base_env;

@@ -330,6 +330,10 @@ static void
 finish_counted(struct worker *w, struct bound *b, unsigned long long affected,
     const char *key)
 {
+	if (w->statement_failing) {
+		log_info("%s runs again", b->sql->where);
+		w->statement_failing = false;
+	}
 	if (affected > 0) {
 		finish_count(w, b, 1);
 		return;
@@ -382,6 +386,38 @@ finish_failed_instead(struct worker *w, struct bound *b,
 	return finish_one(w, &w->failed, row, attempt, 0, key);
 }
 
+/*
+ * The finishing statement failed for a reason that is its own, not the
+ * row's (db_error_in_statement: its syntax, a name, a JSON path): it
+ * would fail for every row, so none is marked, failed or otherwise.  The
+ * turn is rolled back (its rows go back as they were; in lease mode they
+ * keep their lease until it runs out), the worker waits longer each time
+ * (worker_db_failed) in state WORKER_FAILING, which `rowq status` and
+ * the metrics show, and a drain ends, unsuccessful.  Said in full once
+ * per episode, with the statement; finish_counted ends it.
+ */
+static void
+finish_stalled(struct worker *w, const struct bound *b, const char *key)
+{
+	const char *where = finish_where(b);
+	const struct sql *sql = b->sql;
+
+	for (const struct bound *x = b; x != NULL; x = x->next)
+		if (x->sql->where == where)
+			sql = x->sql;
+	if (!w->statement_failing)
+		log_error("%s for key %s: %s: the statement fails whatever the "
+		    "row, so no row is marked: the rows go back as they were "
+		    "and %s; fix the statement and reload.  The statement: %s",
+		    where, key, db_error(w->db), w->args->drain ?
+		    "the drain ends" : "this worker tries again later, after "
+		    "longer each time (up to a minute)", sql->text);
+	w->statement_failing = true;
+	worker_set_state(w, WORKER_FAILING, where);
+	if (w->args->drain)
+		w->drain_failed = true;
+}
+
 /* Run a row's finishing statement, and settle what it came to. */
 enum db_status
 finish_row(struct worker *w, struct bound *b, const struct row *row,
@@ -419,6 +455,8 @@ finish_settle(struct worker *w, struct bound *b, const struct row *row,
 		    "transaction, so the turn's other rows go back to the "
 		    "queue", finish_where(b), key.data, db_error(w->db));
 		st = DB_RETRY;
+	} else if (st == DB_FATAL && db_error_in_statement(w->db)) {
+		finish_stalled(w, b, key.data);
 	} else if (st == DB_FATAL && b != &w->failed && w->failed.stmt != NULL) {
 		used = &w->failed;
 		st = finish_failed_instead(w, b, row, attempt, key.data);
