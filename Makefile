@@ -47,6 +47,7 @@ OBJS =	build/backoff.o \
 	build/console_http.o \
 	build/console_page.o \
 	build/console_session.o \
+	build/console_throttle.o \
 	build/cron.o \
 	build/cursor.o \
 	build/db.o \

@@ -182,6 +182,7 @@ console_child(const struct config *cfg, int generation,
 		_exit(ROWQ_EXIT_CONFIG);
 	}
 	buf_free(&why);
+	c.throttle = xcalloc(1, sizeof(*c.throttle));
 	console_sessions_recheck(sessions, &c.users);
 	c.http = console_http_start(&c);
 	if (c.http == NULL)

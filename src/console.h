@@ -2,9 +2,10 @@
  * console.h: the web console's files (console.c, the supervisor's part
  * and the child; console_http.c, requests; console_page.c and
  * console_html.c, the pages; console_chart.c, the charts;
- * console_auth.c, users and passwords; console_session.c, sessions and
- * logins), and the per-minute history the supervisor keeps for it
- * (history.c) and the daemons table (heartbeat.c).
+ * console_auth.c, users and passwords; console_session.c, sessions;
+ * console_throttle.c, failed logins), and the per-minute history the
+ * supervisor keeps for it (history.c) and the daemons table
+ * (heartbeat.c).
  */
 #ifndef CONSOLE_H
 #define CONSOLE_H
@@ -19,8 +20,15 @@
 #define CONSOLE_SESSIONS_MAX	256
 #define CONSOLE_SESSION_IDLE_MS	(30 * 60 * 1000)	/* unused this long: gone */
 #define CONSOLE_SESSION_MAX_MS	(12 * 3600 * 1000)	/* and at most this old */
-#define CONSOLE_THROTTLE_MAX	128	/* clients whose failures are kept */
+#define CONSOLE_THROTTLE_MAX	1024	/* (address, name)s and names kept */
 #define CONSOLE_THROTTLE_CAP_MS	60000	/* the longest wait after failures */
+#define CONSOLE_THROTTLE_CAP_FAILURES 64	/* counted at most */
+/* Failures this far apart are forgotten. */
+#define CONSOLE_THROTTLE_FORGET_MS (15 * CONSOLE_THROTTLE_CAP_MS)
+/* A name's failures from everywhere that cost no wait of the name's own. */
+#define CONSOLE_THROTTLE_NAME_FREE 10
+/* An address where the name logged in this lately skips the name's wait. */
+#define CONSOLE_THROTTLE_TRUST_MS CONSOLE_SESSION_MAX_MS
 
 enum console_role {
 	CONSOLE_VIEWER,		/* sees everything, changes nothing */
@@ -55,7 +63,7 @@ bool		 console_equal(const char *a, size_t alen, const char *b,
 int		 console_hash(const char *password, struct buf *out);
 int		 console_user_command(int argc, char **argv);
 
-/* ---- console_session.c: sessions, CSRF tokens, failed logins ---- */
+/* ---- console_session.c: sessions and CSRF tokens ---- */
 
 struct console_session {
 	bool		 used;
@@ -76,12 +84,18 @@ struct console_sessions {
 	struct console_session s[CONSOLE_SESSIONS_MAX];
 };
 
-/* Failed logins per client address: each doubles the wait before the next. */
+/*
+ * Failed logins of a name from an address, or of a name from everywhere
+ * (addr ""): each doubles the wait before the next (console_throttle.c).
+ */
 struct console_throttle_entry {
-	char		 addr[64];	/* "" : free */
+	bool		 used;
+	char		 addr[64];
+	char		 user[CONSOLE_NAME_MAX + 1];	/* the name tried */
 	int		 failures;
 	int64_t		 until_ms;	/* no try before (now_ms) */
-	int64_t		 last_ms;
+	int64_t		 last_ms;	/* the last failure */
+	int64_t		 passed_ms;	/* the last login that passed; 0: none */
 };
 
 struct console_throttle {
@@ -98,12 +112,15 @@ void		 console_sessions_recheck(struct console_sessions *,
 		    const struct console_users *);
 bool		 console_csrf_ok(const struct console_session *,
 		    const char *token);
+
+/* ---- console_throttle.c: the wait after failed logins ---- */
+
 int64_t		 console_throttle_wait(const struct console_throttle *,
-		    const char *addr, int64_t now);
+		    const char *addr, const char *user, int64_t now);
 void		 console_throttle_failed(struct console_throttle *,
-		    const char *addr, int64_t now);
+		    const char *addr, const char *user, int64_t now);
 void		 console_throttle_passed(struct console_throttle *,
-		    const char *addr);
+		    const char *addr, const char *user, int64_t now);
 
 /* ---- heartbeat.c: the daemons table ---- */
 
@@ -215,7 +232,7 @@ struct console {
 	struct console_sessions	*sessions;	/* shared with the supervisor */
 	const struct history	*history;	/* NULL: none yet */
 	struct console_users	 users;
-	struct console_throttle	 throttle;
+	struct console_throttle	*throttle;	/* failed logins */
 	struct console_http	*http;
 	struct db		*db;		/* NULL: not connected */
 	bool			 db_used;	/* by this request: end its transaction */
@@ -254,6 +271,7 @@ struct console_request {
 	char			 client[64];	/* the client's address */
 	bool			 authed;
 	bool			 throttled;	/* too many failed logins */
+	char			 tried[CONSOLE_NAME_MAX + 1];	/* Basic's name */
 	struct console_session	*session;	/* NULL: HTTP Basic, or none */
 	char			 user[CONSOLE_NAME_MAX + 1];
 	enum console_role	 role;

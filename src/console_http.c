@@ -264,15 +264,18 @@ console_basic(struct console_request *r, const char *header)
 
 	if (console_basic_parse(header, &user, &password) == -1)
 		return;
-	if (console_throttle_wait(&c->throttle, r->client, now_ms()) > 0) {
+	snprintf(r->tried, sizeof(r->tried), "%s", user);
+	if (console_throttle_wait(c->throttle, r->client, user,
+	    now_ms()) > 0) {
 		r->throttled = true;
 	} else if ((u = console_login(&c->users, user, password)) != NULL) {
 		r->authed = true;
 		snprintf(r->user, sizeof(r->user), "%s", u->name);
 		r->role = u->role;
-		console_throttle_passed(&c->throttle, r->client);
+		console_throttle_passed(c->throttle, r->client, user, now_ms());
 	} else {
-		console_throttle_failed(&c->throttle, r->client, now_ms());
+		console_throttle_failed(c->throttle, r->client, user,
+		    now_ms());
 		log_warnx("HTTP Basic login failed for %s from %s",
 		    console_user_known(&c->users, user) ? user :
 		    "an unknown name", r->client);
@@ -409,9 +412,10 @@ console_admit(struct console_request *r, struct console_upload *up,
 	console_who(r);
 	if (r->throttled) {
 		console_reply_text(rep, MHD_HTTP_TOO_MANY_REQUESTS, "too many "
-		    "failed logins from here: wait, then try again");
+		    "failed logins of this name: wait, then try again");
 		rep->retry_after_s = (long)(console_throttle_wait(
-		    &r->c->throttle, r->client, now_ms()) + 999) / 1000;
+		    r->c->throttle, r->client, r->tried, now_ms()) + 999) /
+		    1000;
 		return false;
 	}
 	if (!r->authed) {

@@ -157,29 +157,32 @@ console_login_post(struct console_request *r, struct console_reply *rep)
 	struct console *c = r->c;
 	const char *name = console_form_get(&r->form, "user");
 	const char *password = console_form_get(&r->form, "password");
-	int64_t wait = console_throttle_wait(&c->throttle, r->client, now_ms());
 	const struct console_user *u;
 	struct console_session *s;
+	int64_t wait;
 
+	if (name == NULL)
+		name = "";
+	wait = console_throttle_wait(c->throttle, r->client, name, now_ms());
 	if (wait > 0) {
 		rep->status = 429;
 		rep->retry_after_s = (long)(wait + 999) / 1000;
-		console_login_page(r, rep, "Too many failed logins from here: "
-		    "wait a little, then try again.");
+		console_login_page(r, rep, "Too many failed logins of this "
+		    "name: wait a little, then try again.");
 		return;
 	}
-	u = name != NULL && password != NULL ? console_login(&c->users, name,
-	    password) : NULL;
+	u = password != NULL ? console_login(&c->users, name, password) :
+	    NULL;
 	if (u == NULL) {
-		console_throttle_failed(&c->throttle, r->client, now_ms());
-		log_warnx("login failed for %s from %s", name != NULL &&
+		console_throttle_failed(c->throttle, r->client, name, now_ms());
+		log_warnx("login failed for %s from %s",
 		    console_user_known(&c->users, name) ? name :
 		    "an unknown name", r->client);
 		rep->status = 403;
 		console_login_page(r, rep, "Wrong user or password.");
 		return;
 	}
-	console_throttle_passed(&c->throttle, r->client);
+	console_throttle_passed(c->throttle, r->client, name, now_ms());
 	if ((s = console_session_new(c->sessions, u->name, u->role,
 	    wall_ms())) == NULL) {
 		console_reply_text(rep, 503, "no random bytes for a session");

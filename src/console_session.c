@@ -1,17 +1,12 @@
 /*
- * console_session.c: a login's session, its CSRF token, and the wait
- * that failed logins impose on the client that made them.
+ * console_session.c: a login's session and its CSRF token (the wait
+ * after failed logins is console_throttle.c's).
  *
  * A session is two random tokens: one in the cookie, one in every form
  * (the CSRF token, which a page of another site cannot read, so cannot
  * send).  A session unused for CONSOLE_SESSION_IDLE_MS, or older than
  * CONSOLE_SESSION_MAX_MS, is gone; when the table is full the least
  * recently used goes.  Tokens are compared in constant time.
- *
- * Each failed login doubles the wait before the client's next try (1 s,
- * 2 s, 4 s ... up to CONSOLE_THROTTLE_CAP_MS); a try within it is
- * refused without checking the password.  A login that passes forgets
- * the client's failures.
  */
 #include "console.h"
 
@@ -143,65 +138,4 @@ console_csrf_ok(const struct console_session *s, const char *token)
 {
 	return token != NULL && s->csrf[0] != '\0' &&
 	    console_equal(s->csrf, strlen(s->csrf), token, strlen(token));
-}
-
-static struct console_throttle_entry *
-console_throttle_entry(const struct console_throttle *t, const char *addr)
-{
-	for (size_t i = 0; i < CONSOLE_THROTTLE_MAX; i++)
-		if (t->e[i].addr[0] != '\0' && strcmp(t->e[i].addr, addr) == 0)
-			return (struct console_throttle_entry *)&t->e[i];
-	return NULL;
-}
-
-/* How long the client at addr must wait before its next try; 0: none. */
-int64_t
-console_throttle_wait(const struct console_throttle *t, const char *addr,
-    int64_t now)
-{
-	const struct console_throttle_entry *e = console_throttle_entry(t, addr);
-
-	return e != NULL && e->until_ms > now ? e->until_ms - now : 0;
-}
-
-void
-console_throttle_failed(struct console_throttle *t, const char *addr,
-    int64_t now)
-{
-	struct console_throttle_entry *e = console_throttle_entry(t, addr);
-	int64_t wait = 1000;
-
-	if (e == NULL) {
-		/* A free entry, or the one of the client quiet the longest. */
-		e = &t->e[0];
-		for (size_t i = 0; i < CONSOLE_THROTTLE_MAX; i++) {
-			if (t->e[i].addr[0] == '\0') {
-				e = &t->e[i];
-				break;
-			}
-			if (t->e[i].last_ms < e->last_ms)
-				e = &t->e[i];
-		}
-		memset(e, 0, sizeof(*e));
-		snprintf(e->addr, sizeof(e->addr), "%s", addr);
-	}
-	/* Failures long past are forgotten. */
-	if (now - e->last_ms > 15 * CONSOLE_THROTTLE_CAP_MS)
-		e->failures = 0;
-	e->failures++;
-	for (int i = 1; i < e->failures && wait < CONSOLE_THROTTLE_CAP_MS; i++)
-		wait *= 2;
-	if (wait > CONSOLE_THROTTLE_CAP_MS)
-		wait = CONSOLE_THROTTLE_CAP_MS;
-	e->until_ms = now + wait;
-	e->last_ms = now;
-}
-
-void
-console_throttle_passed(struct console_throttle *t, const char *addr)
-{
-	struct console_throttle_entry *e = console_throttle_entry(t, addr);
-
-	if (e != NULL)
-		memset(e, 0, sizeof(*e));
 }

@@ -197,28 +197,90 @@ END_TEST
 START_TEST(test_throttle)
 {
 	struct console_throttle *t = xcalloc(1, sizeof(*t));
+	const char *a = "10.0.0.1", *b = "10.0.0.2";
 	int64_t now = 100000;
 
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now), 0);
-	console_throttle_failed(t, "10.0.0.1", now);
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now), 1000);
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.2", now), 0);
-	console_throttle_failed(t, "10.0.0.1", now + 1000);
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 1000), 2000);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now), 0);
+	console_throttle_failed(t, a, "alice", now);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now), 1000);
+	/* Another address, another name at the same address: no wait. */
+	ck_assert_int_eq(console_throttle_wait(t, b, "alice", now), 0);
+	ck_assert_int_eq(console_throttle_wait(t, a, "victor", now), 0);
+	console_throttle_failed(t, a, "alice", now + 1000);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now + 1000),
+	    2000);
+	/* victor's login there clears victor's, not alice's. */
+	console_throttle_passed(t, a, "victor", now + 1500);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now + 1500),
+	    1500);
 	for (int i = 0; i < 20; i++)
-		console_throttle_failed(t, "10.0.0.1", now + 2000);
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 2000),
+		console_throttle_failed(t, a, "alice", now + 2000);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now + 2000),
 	    CONSOLE_THROTTLE_CAP_MS);
-	console_throttle_passed(t, "10.0.0.1");
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 2000), 0);
-	/* More clients than entries: the quietest is forgotten, none grows. */
-	for (int i = 0; i < 2 * CONSOLE_THROTTLE_MAX; i++) {
-		char a[32];
-		snprintf(a, sizeof(a), "10.1.%d.%d", i / 256, i % 256);
-		console_throttle_failed(t, a, now + i);
+	/* alice's name has failed 22 times: elsewhere too it waits... */
+	ck_assert_int_eq(console_throttle_wait(t, b, "alice", now + 2000),
+	    CONSOLE_THROTTLE_CAP_MS);
+	/* ...but not where alice logged in lately. */
+	console_throttle_passed(t, "10.0.0.3", "alice", now + 2000);
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.3", "alice",
+	    now + 2000), 0);
+	/* A login that passes clears its own pair only. */
+	console_throttle_passed(t, a, "alice", now + 2000);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now + 2000), 0);
+	ck_assert_int_gt(console_throttle_wait(t, b, "alice", now + 2000), 0);
+	/* Failures far apart are forgotten. */
+	now += CONSOLE_THROTTLE_FORGET_MS + 60000;
+	ck_assert_int_eq(console_throttle_wait(t, b, "alice", now), 0);
+	console_throttle_failed(t, b, "alice", now);
+	ck_assert_int_eq(console_throttle_wait(t, b, "alice", now), 1000);
+	free(t);
+}
+END_TEST
+
+/* A name's own wait begins past its free failures, from any address. */
+START_TEST(test_throttle_name)
+{
+	struct console_throttle *t = xcalloc(1, sizeof(*t));
+	int64_t now = 100000;
+	char addr[32];
+
+	for (int i = 0; i < CONSOLE_THROTTLE_NAME_FREE; i++) {
+		snprintf(addr, sizeof(addr), "10.2.0.%d", i);
+		console_throttle_failed(t, addr, "alice", now);
 	}
-	ck_assert_int_eq(console_throttle_wait(t, "10.1.0.0", now), 0);
-	ck_assert_int_gt(console_throttle_wait(t, "10.1.0.255", now + 255), 0);
+	ck_assert_int_eq(console_throttle_wait(t, "10.9.9.9", "alice", now), 0);
+	console_throttle_failed(t, "10.2.1.1", "alice", now);
+	ck_assert_int_eq(console_throttle_wait(t, "10.9.9.9", "alice", now),
+	    1000);
+	console_throttle_failed(t, "10.2.1.2", "alice", now);
+	ck_assert_int_eq(console_throttle_wait(t, "10.9.9.9", "alice", now),
+	    2000);
+	ck_assert_int_eq(console_throttle_wait(t, "10.9.9.9", "victor", now),
+	    0);
+	free(t);
+}
+END_TEST
+
+/*
+ * More keys than entries: a flood of names tried once does not push out
+ * a name's long wait, and the table never grows.
+ */
+START_TEST(test_throttle_full)
+{
+	struct console_throttle *t = xcalloc(1, sizeof(*t));
+	int64_t now = 100000;
+
+	for (int i = 0; i < 6; i++)
+		console_throttle_failed(t, "10.0.0.1", "alice", now);
+	for (int i = 0; i < 4 * CONSOLE_THROTTLE_MAX; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "junk%d", i);
+		console_throttle_failed(t, "10.0.0.1", name, now + 1);
+	}
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", "alice", now),
+	    32000);
+	ck_assert_int_gt(console_throttle_wait(t, "10.0.0.1", "junk4095",
+	    now + 1), 0);
 	free(t);
 }
 END_TEST
@@ -390,6 +452,8 @@ main(void)
 	tcase_add_test(tc, test_sessions_full);
 	tcase_add_test(tc, test_sessions_recheck);
 	tcase_add_test(tc, test_throttle);
+	tcase_add_test(tc, test_throttle_name);
+	tcase_add_test(tc, test_throttle_full);
 	tcase_add_test(tc, test_users_parse);
 	tcase_add_test(tc, test_users_refused);
 	tcase_add_test(tc, test_login);
