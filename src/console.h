@@ -17,6 +17,7 @@
 #define CONSOLE_USERS_FILE_MAX	(256 * 1024)
 #define CONSOLE_TOKEN_BYTES	32	/* random bytes of a session or CSRF token */
 #define CONSOLE_TOKEN_LEN	(2 * CONSOLE_TOKEN_BYTES)	/* as hex */
+#define CONSOLE_TAG_LEN		43	/* a hash's digest: SHA-256 in crypt's base 64 */
 #define CONSOLE_SESSIONS_MAX	256
 #define CONSOLE_SESSION_IDLE_MS	(30 * 60 * 1000)	/* unused this long: gone */
 #define CONSOLE_SESSION_MAX_MS	(12 * 3600 * 1000)	/* and at most this old */
@@ -40,6 +41,7 @@ enum console_role {
 struct console_user {
 	char		 name[CONSOLE_NAME_MAX + 1];
 	char		*hash;		/* crypt(3)'s, with its $id$ and salt */
+	char		 tag[CONSOLE_TAG_LEN + 1];	/* the hash's digest */
 	enum console_role role;
 };
 
@@ -70,6 +72,7 @@ struct console_session {
 	char		 token[CONSOLE_TOKEN_LEN + 1];	/* the cookie */
 	char		 csrf[CONSOLE_TOKEN_LEN + 1];	/* in every form */
 	char		 user[CONSOLE_NAME_MAX + 1];
+	char		 tag[CONSOLE_TAG_LEN + 1];	/* of the user's hash */
 	enum console_role role;
 	int64_t		 created_ms;	/* wall clock */
 	int64_t		 used_ms;
@@ -104,10 +107,12 @@ struct console_throttle {
 
 int		 console_random_hex(char *out, size_t nbytes);
 struct console_session *console_session_new(struct console_sessions *,
-		    const char *user, enum console_role, int64_t now);
+		    const struct console_user *, int64_t now);
 struct console_session *console_session_find(struct console_sessions *,
 		    const char *token, int64_t now);
 void		 console_session_end(struct console_session *);
+bool		 console_session_current(const struct console_session *,
+		    const struct console_users *);
 void		 console_sessions_recheck(struct console_sessions *,
 		    const struct console_users *);
 bool		 console_csrf_ok(const struct console_session *,

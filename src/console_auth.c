@@ -62,6 +62,32 @@ console_hash_ok(const char *s, size_t n)
 	return true;
 }
 
+/*
+ * The digest of a user's hash that its sessions keep (console_session.c):
+ * a new password has a new hash (and a new salt), so a new digest, and
+ * the sessions of the old one end.  SHA-256 by crypt(3)'s $5$ with a salt
+ * of its own: one-way, so that the sessions' memory, which the supervisor
+ * shares with the console, holds nothing of the hash itself.  0, or -1
+ * when libcrypt has no $5$.
+ */
+static int
+console_hash_tag(const char *hash, char *out, size_t len)
+{
+	struct crypt_data *cd = xcalloc(1, sizeof(*cd));
+	const char *h = crypt_rn(hash, "$5$rounds=1000$rowq.session$", cd,
+	    (int)sizeof(*cd));
+	const char *d = h != NULL && h[0] != '*' ? strrchr(h, '$') : NULL;
+	int rc = -1;
+
+	if (d != NULL && strlen(d + 1) < len) {
+		snprintf(out, len, "%s", d + 1);
+		rc = 0;
+	}
+	explicit_bzero(cd, sizeof(*cd));
+	free(cd);
+	return rc;
+}
+
 /* One line, "NAME:HASH:ROLE"; NULL, or what is wrong with it. */
 static const char *
 console_users_line(const char *l, size_t n, struct console_users *u)
@@ -95,6 +121,9 @@ console_users_line(const char *l, size_t n, struct console_users *u)
 	memcpy(e->name, l, (size_t)(c1 - l));
 	e->hash = xstrndup(c1 + 1, (size_t)(c2 - c1 - 1));
 	e->role = rn == 8 ? CONSOLE_OPERATOR : CONSOLE_VIEWER;
+	if (console_hash_tag(e->hash, e->tag, sizeof(e->tag)) == -1)
+		return "libcrypt has no SHA-256 ($5$) for the sessions' "
+		    "digest of the hash";
 	return NULL;
 }
 

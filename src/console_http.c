@@ -295,6 +295,14 @@ console_who(struct console_request *r)
 	    MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 
 	r->session = console_session_find(r->c->sessions, cookie, wall_ms());
+	/* The users file may have changed since the session began. */
+	if (r->session != NULL && !console_session_current(r->session,
+	    &r->c->users)) {
+		log_info("%s's session ends: no longer a user with that role "
+		    "and password", r->session->user);
+		console_session_end(r->session);
+		r->session = NULL;
+	}
 	if (r->session != NULL) {
 		r->authed = true;
 		snprintf(r->user, sizeof(r->user), "%s", r->session->user);

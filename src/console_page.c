@@ -183,8 +183,7 @@ console_login_post(struct console_request *r, struct console_reply *rep)
 		return;
 	}
 	console_throttle_passed(c->throttle, r->client, name, now_ms());
-	if ((s = console_session_new(c->sessions, u->name, u->role,
-	    wall_ms())) == NULL) {
+	if ((s = console_session_new(c->sessions, u, wall_ms())) == NULL) {
 		console_reply_text(rep, 503, "no random bytes for a session");
 		return;
 	}

@@ -45,10 +45,13 @@ console_session_live(const struct console_session *s, int64_t now)
 	    now - s->created_ms < CONSOLE_SESSION_MAX_MS && now >= s->created_ms;
 }
 
-/* A new session for user; NULL when no random bytes could be had. */
+/*
+ * A new session for user, bound to its role and its hash's digest; NULL
+ * when no random bytes could be had.
+ */
 struct console_session *
-console_session_new(struct console_sessions *t, const char *user,
-    enum console_role role, int64_t now)
+console_session_new(struct console_sessions *t, const struct console_user *u,
+    int64_t now)
 {
 	struct console_session *pick = &t->s[0];
 
@@ -67,8 +70,9 @@ console_session_new(struct console_sessions *t, const char *user,
 		memset(pick, 0, sizeof(*pick));
 		return NULL;
 	}
-	snprintf(pick->user, sizeof(pick->user), "%s", user);
-	pick->role = role;
+	snprintf(pick->user, sizeof(pick->user), "%s", u->name);
+	snprintf(pick->tag, sizeof(pick->tag), "%s", u->tag);
+	pick->role = u->role;
 	pick->created_ms = pick->used_ms = now;
 	pick->used = true;
 	return pick;
@@ -110,8 +114,25 @@ console_session_end(struct console_session *s)
 }
 
 /*
+ * Whether s is still its user's as the users file says: the name there,
+ * with the same role and the same hash (a new password ends it).
+ */
+bool
+console_session_current(const struct console_session *s,
+    const struct console_users *u)
+{
+	for (size_t k = 0; k < u->n; k++)
+		if (strcmp(u->user[k].name, s->user) == 0)
+			return u->user[k].role == s->role &&
+			    console_equal(u->user[k].tag, strlen(u->user[k].tag),
+			    s->tag, strlen(s->tag));
+	return false;
+}
+
+/*
  * After the users file is read again (a console started anew): the
- * sessions of users no longer in it, or whose role changed, end.
+ * sessions of users no longer in it, or whose role or password changed,
+ * end.
  */
 void
 console_sessions_recheck(struct console_sessions *t,
@@ -119,17 +140,11 @@ console_sessions_recheck(struct console_sessions *t,
 {
 	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++) {
 		struct console_session *s = &t->s[i];
-		bool keep = false;
-		if (!s->used)
+		if (!s->used || console_session_current(s, u))
 			continue;
-		for (size_t k = 0; k < u->n; k++)
-			keep |= strcmp(u->user[k].name, s->user) == 0 &&
-			    u->user[k].role == s->role;
-		if (!keep) {
-			log_info("%s's session ends: no longer a user with "
-			    "that role", s->user);
-			console_session_end(s);
-		}
+		log_info("%s's session ends: no longer a user with that role "
+		    "and password", s->user);
+		console_session_end(s);
 	}
 }
 

@@ -106,6 +106,10 @@ START_TEST(test_basic)
 }
 END_TEST
 
+/* A user as the users file would give it, with its hash's digest. */
+#define USER(n, r)	(&(struct console_user){ .name = (n), .role = (r), \
+			    .tag = "digest" })
+
 START_TEST(test_sessions)
 {
 	struct console_sessions *t = xcalloc(1, sizeof(*t));
@@ -113,7 +117,7 @@ START_TEST(test_sessions)
 	char token[CONSOLE_TOKEN_LEN + 1];
 	int64_t now = 1000000;
 
-	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	s = console_session_new(t, USER("alice", CONSOLE_OPERATOR), now);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_uint_eq(strlen(s->token), CONSOLE_TOKEN_LEN);
 	ck_assert_uint_eq(strlen(s->csrf), CONSOLE_TOKEN_LEN);
@@ -130,13 +134,13 @@ START_TEST(test_sessions)
 	ck_assert_ptr_null(console_session_find(t, "abc", now));
 	ck_assert_ptr_null(console_session_find(t, NULL, now));
 	/* Unused too long: gone. */
-	s2 = console_session_new(t, "victor", CONSOLE_VIEWER, now);
+	s2 = console_session_new(t, USER("victor", CONSOLE_VIEWER), now);
 	snprintf(token, sizeof(token), "%s", s2->token);
 	ck_assert_ptr_null(console_session_find(t, token,
 	    now + CONSOLE_SESSION_IDLE_MS + 1));
 	ck_assert(!s2->used);
 	/* Used all along, but too old: gone too. */
-	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	s = console_session_new(t, USER("alice", CONSOLE_OPERATOR), now);
 	snprintf(token, sizeof(token), "%s", s->token);
 	for (int64_t t2 = now; t2 < now + CONSOLE_SESSION_MAX_MS;
 	    t2 += CONSOLE_SESSION_IDLE_MS / 2)
@@ -144,7 +148,7 @@ START_TEST(test_sessions)
 	ck_assert_ptr_null(console_session_find(t, token,
 	    now + CONSOLE_SESSION_MAX_MS));
 	/* Ended: gone. */
-	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	s = console_session_new(t, USER("alice", CONSOLE_OPERATOR), now);
 	snprintf(token, sizeof(token), "%s", s->token);
 	console_session_end(s);
 	ck_assert_ptr_null(console_session_find(t, token, now));
@@ -158,13 +162,13 @@ START_TEST(test_sessions_full)
 	struct console_session *first, *s;
 	char token[CONSOLE_TOKEN_LEN + 1];
 
-	first = console_session_new(t, "a", CONSOLE_VIEWER, 1000);
+	first = console_session_new(t, USER("a", CONSOLE_VIEWER), 1000);
 	snprintf(token, sizeof(token), "%s", first->token);
 	for (int i = 1; i < CONSOLE_SESSIONS_MAX; i++)
-		ck_assert_ptr_nonnull(console_session_new(t, "b",
-		    CONSOLE_VIEWER, 2000 + i));
+		ck_assert_ptr_nonnull(console_session_new(t,
+		    USER("b", CONSOLE_VIEWER), 2000 + i));
 	/* Full: the least recently used goes. */
-	s = console_session_new(t, "c", CONSOLE_VIEWER, 5000);
+	s = console_session_new(t, USER("c", CONSOLE_VIEWER), 5000);
 	ck_assert_ptr_eq(s, first);
 	ck_assert_ptr_null(console_session_find(t, token, 5000));
 	free(t);
@@ -177,17 +181,27 @@ START_TEST(test_sessions_recheck)
 	struct console_users u = { 0 };
 	struct buf why = { 0 };
 	const char *text = "alice:$6$s$h:viewer\nbob:$6$t$h:operator\n";
-	struct console_session *a, *b, *c;
+	struct console_session *a, *b, *b2, *c;
 
 	ck_assert_int_eq(console_users_parse(text, strlen(text), "u", &u,
 	    &why), 0);
-	/* alice was an operator; bob still is one; carol is gone. */
-	a = console_session_new(t, "alice", CONSOLE_OPERATOR, 1000);
-	b = console_session_new(t, "bob", CONSOLE_OPERATOR, 1000);
-	c = console_session_new(t, "carol", CONSOLE_VIEWER, 1000);
+	/* Each user's digest of its hash: SHA-256, differing with the hash. */
+	ck_assert_uint_eq(strlen(u.user[0].tag), CONSOLE_TAG_LEN);
+	ck_assert_str_ne(u.user[0].tag, u.user[1].tag);
+	/*
+	 * alice was an operator; bob still is one, with the same password
+	 * in one session and another in the other; carol is gone.
+	 */
+	a = console_session_new(t, USER("alice", CONSOLE_OPERATOR), 1000);
+	b = console_session_new(t, &u.user[1], 1000);
+	b2 = console_session_new(t, USER("bob", CONSOLE_OPERATOR), 1000);
+	c = console_session_new(t, USER("carol", CONSOLE_VIEWER), 1000);
+	ck_assert(console_session_current(b, &u));
+	ck_assert(!console_session_current(b2, &u));
 	console_sessions_recheck(t, &u);
 	ck_assert(!a->used);
 	ck_assert(b->used);
+	ck_assert(!b2->used);
 	ck_assert(!c->used);
 	console_users_free(&u);
 	free(t);
