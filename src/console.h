@@ -327,6 +327,7 @@ extern const char console_js[];
 void		 console_html(struct buf *, const char *);
 void		 console_html_n(struct buf *, const char *, size_t);
 void		 console_url_part(struct buf *, const char *);
+int		 console_key_decode(const char *hex, struct buf *);
 void		 console_page_begin(struct buf *, const struct console_request *,
 		    const char *title, bool refresh);
 void		 console_page_end(struct buf *);

@@ -344,13 +344,21 @@ console_rows_table(struct buf *b, const struct column *cols, size_t ncols,
 	for (size_t i = 0; i < rs->nrows; i++) {
 		const struct row *row = &rs->rows[i];
 		buf_puts(b, "<tr>");
+		/*
+		 * The key's box posts its bytes in hex, never the text shown,
+		 * which may look like another key (console_key_decode).
+		 */
 		for (size_t c = 0; key_column != NULL && c < ncols; c++)
 			if (strcmp(cols[c].name, key_column) == 0) {
-				buf_puts(b, "<td><input type=\"checkbox\" "
-				    "name=\"key\" value=\"");
-				console_html_n(b, row->value[c],
-				    row->len[c]);
-				buf_puts(b, "\"></td>");
+				buf_puts(b, "<td>");
+				if (row->value[c] != NULL && row->len[c] > 0) {
+					buf_puts(b, "<input type=\"checkbox\" "
+					    "name=\"key_hex\" value=\"");
+					buf_put_hex(b, row->value[c],
+					    row->len[c]);
+					buf_puts(b, "\">");
+				}
+				buf_puts(b, "</td>");
 				break;
 			}
 		for (size_t c = 0; c < ncols; c++) {

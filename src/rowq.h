@@ -1055,6 +1055,9 @@ int	 requeue_command(const char *config_path, int argc, char **argv);
 int	 requeue_begin(struct requeue_run *, const struct failed_ctx *,
 	    const struct failed_action *);
 int	 requeue_keys(struct requeue_run *, char **keys, size_t n);
+struct value;
+int	 requeue_values(struct requeue_run *, const struct value *keys,
+	    size_t n);
 int	 requeue_all(struct requeue_run *, const char *where_error);
 void	 requeue_end(struct requeue_run *);
 const char *requeue_error_column(const struct column *, size_t n);

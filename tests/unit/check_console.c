@@ -1,7 +1,7 @@
 /*
- * Unit tests for the console's pure logic: HTML escaping, a form's
- * bounds, HTTP Basic, sessions and CSRF tokens, the wait after failed
- * logins, the users file, the history and its SVG chart.
+ * Unit tests for the console's pure logic: HTML escaping, a key posted
+ * back, a form's bounds, HTTP Basic, sessions and CSRF tokens, the wait
+ * after failed logins, the users file, the history and its SVG chart.
  */
 #include "rowq.h"
 #include "console.h"
@@ -27,10 +27,37 @@ START_TEST(test_html_escape)
 	ck_assert_str_eq(h, "&lt;script&gt;alert(&#39;x&quot;)&lt;/script&gt;"
 	    "&amp;");
 	free(h);
-	/* Control characters become spaces; bad UTF-8 U+FFFD; NUL too. */
-	h = escaped("a\x01" "b\n\xff" "c\0d", 8);
-	ck_assert_str_eq(h, "a b\n\xef\xbf\xbd" "c d");
+	/*
+	 * Control characters but newline and tab become their pictures
+	 * (U+2401, U+2400 for NUL, U+2421 for DEL): "victim\1" does not
+	 * look like "victim "; bad UTF-8 becomes U+FFFD.
+	 */
+	h = escaped("a\x01" "b\n\xff" "c\0d\t\x7f", 10);
+	ck_assert_str_eq(h, "a\xe2\x90\x81" "b\n\xef\xbf\xbd" "c\xe2\x90\x80"
+	    "d\t\xe2\x90\xa1");
 	free(h);
+}
+END_TEST
+
+/* A key posted back: hex, two digits a byte, decoded to the very bytes. */
+START_TEST(test_key_decode)
+{
+	struct buf hex = { 0 }, b = { 0 };
+
+	buf_put_hex(&hex, "victim\x01\0\xff", 9);
+	ck_assert_str_eq(hex.data, "76696374696d0100ff");
+	ck_assert_int_eq(console_key_decode(hex.data, &b), 0);
+	ck_assert_uint_eq(b.len, 9);
+	ck_assert_mem_eq(b.data, "victim\x01\0\xff", 9);
+	ck_assert_int_eq(console_key_decode("76696374696D", &b), 0);
+	ck_assert_str_eq(b.data, "victim");
+	/* The text shown is not a key: odd counts, other characters. */
+	ck_assert_int_eq(console_key_decode("victim ", &b), -1);
+	ck_assert_int_eq(console_key_decode("7", &b), -1);
+	ck_assert_int_eq(console_key_decode("7g", &b), -1);
+	ck_assert_int_eq(console_key_decode("", &b), -1);
+	buf_free(&hex);
+	buf_free(&b);
 }
 END_TEST
 
@@ -459,6 +486,7 @@ main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_html_escape);
 	tcase_add_test(tc, test_url_part);
+	tcase_add_test(tc, test_key_decode);
 	tcase_add_test(tc, test_form);
 	tcase_add_test(tc, test_form_bounds);
 	tcase_add_test(tc, test_basic);
