@@ -70,6 +70,7 @@ OBJS =	build/backoff.o \
 	build/log.o \
 	build/metrics.o \
 	build/mhd.o \
+	build/mhd_guard.o \
 	build/notify.o \
 	build/on_failed.o \
 	build/pause.o \

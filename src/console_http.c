@@ -6,14 +6,17 @@
  * Every request is bounded before a page sees it: the URL, the headers
  * (the library's memory limit per connection answers 413 or 431 past
  * it), the query's values and the body, each past its bound answered 4xx
- * and dropped.  Clients are cut after CONSOLE_CLIENT_TIMEOUT_S idle, at
- * most CONSOLE_CLIENTS_MAX are served at once.  Then who asks: a session
- * cookie (the login form), or HTTP Basic for scripts; neither, and a page
- * sends the browser to /login, /api/ answers 401.  A POST other than the
- * login's needs a session and its CSRF token in the form (403 without):
- * Basic, which a browser may send by itself, changes nothing.  Every
- * answer carries the security headers (a strict Content-Security-Policy
- * with nothing from elsewhere, no framing, no sniffing, no caching).
+ * and dropped.  Clients are cut after CONSOLE_CLIENT_TIMEOUT_S idle, or
+ * once their request has taken CONSOLE_REQUEST_MS to arrive however
+ * steadily it trickles; at most CONSOLE_CLIENTS_MAX are served at once,
+ * CONSOLE_CLIENTS_PER_ADDR of one address (mhd_guard.c).  Then who asks:
+ * a session cookie (the login form), or HTTP Basic for scripts; neither,
+ * and a page sends the browser to /login, /api/ answers 401.  A POST
+ * other than the login's needs a session and its CSRF token in the form
+ * (403 without): Basic, which a browser may send by itself, changes
+ * nothing.  Every answer carries the security headers (a strict
+ * Content-Security-Policy with nothing from elsewhere, no framing, no
+ * sniffing, no caching).
  */
 #include "rowq.h"
 #include "console.h"
@@ -29,7 +32,9 @@
 #include <unistd.h>
 
 #define CONSOLE_CLIENTS_MAX		128
+#define CONSOLE_CLIENTS_PER_ADDR	32	/* a proxy's users share one */
 #define CONSOLE_CLIENT_TIMEOUT_S	10
+#define CONSOLE_REQUEST_MS		10000	/* for a request to arrive */
 /* Headers and URL of one request, the library's limit. */
 #define CONSOLE_CONN_MEMORY		(32 * 1024)
 #define CONSOLE_COOKIE			"rowq_session"
@@ -41,6 +46,7 @@ static const char console_csp[] =
 
 struct console_http {
 	struct MHD_Daemon	*mhd;
+	struct mhd_guard	 guard;
 	struct console		*c;
 	bool			 tls;
 };
@@ -479,6 +485,7 @@ console_answer(void *cls, struct MHD_Connection *conn, const char *url,
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	mhd_guard_answering(conn);
 	console_client(conn, r.client, sizeof(r.client));
 	if (console_admit(&r, up, &rep))
 		console_route(&r, &rep);
@@ -497,8 +504,8 @@ console_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct console_upload *up = *con_cls;
 
 	(void)cls;
-	(void)conn;
 	(void)why;
+	mhd_guard_completed(conn);
 	if (up != NULL) {
 		if (up->body.data != NULL)
 			explicit_bzero(up->body.data, up->body.len);
@@ -570,12 +577,15 @@ console_http_start(struct console *c)
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	mhd_guard_init(&h->guard, "console", CONSOLE_CLIENTS_MAX,
+	    CONSOLE_CLIENTS_PER_ADDR, CONSOLE_REQUEST_MS);
 	h->mhd = mhd.start_daemon(flags, 0, NULL, NULL, console_answer, h,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONSOLE_CLIENTS_MAX,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONSOLE_CLIENT_TIMEOUT_S,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONSOLE_CONN_MEMORY,
 	    MHD_OPTION_NOTIFY_COMPLETED, console_completed, h,
+	    MHD_OPTION_NOTIFY_CONNECTION, mhd_guard_notify, &h->guard,
 	    h->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
 	    MHD_OPTION_HTTPS_MEM_KEY, key,
 	    MHD_OPTION_END);
@@ -586,6 +596,7 @@ console_http_start(struct console *c)
 	if (h->mhd == NULL) {
 		log_error("cannot listen on %s: %s", o->listen,
 		    strerror(errno));
+		mhd_guard_free(&h->guard);
 		free(h);
 		return NULL;
 	}
@@ -607,9 +618,13 @@ console_http_run(struct console_http *h)
 	(void)mhd.run(h->mhd);
 }
 
-/* The library's timers: idle clients cut (mhd_timers). */
+/*
+ * The library's timers and the guard's: idle clients cut (mhd_timers),
+ * and those whose request is too long in coming (mhd_guard_timers).
+ */
 void
 console_http_timers(struct console_http *h, int64_t now, int64_t *next)
 {
+	mhd_guard_timers(&h->guard, now, next);
 	mhd_timers(h->mhd, now, next);
 }

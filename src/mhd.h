@@ -35,4 +35,25 @@ int	 mhd_load(const char *who);
 int	 mhd_epoll_fd(struct MHD_Daemon *);
 void	 mhd_timers(struct MHD_Daemon *, int64_t now, int64_t *next);
 
+/* mhd_guard.c: slow clients cut, an address held to its share. */
+struct mhd_guard_conn;
+struct mhd_guard {
+	const char		*who;		/* "metrics", "console" */
+	unsigned		 max;		/* the library's connection limit */
+	unsigned		 per_addr;	/* of one client address */
+	int64_t			 deadline_ms;	/* for a request to arrive */
+	struct mhd_guard_conn	*conn;		/* max of them */
+	unsigned long long	 cut_slow, cut_crowd;	/* since last logged */
+	int64_t			 logged_ms;
+};
+
+void	 mhd_guard_init(struct mhd_guard *, const char *who, unsigned max,
+	    unsigned per_addr, int64_t deadline_ms);
+void	 mhd_guard_free(struct mhd_guard *);
+void	 mhd_guard_notify(void *cls, struct MHD_Connection *, void **ctx,
+	    enum MHD_ConnectionNotificationCode);
+void	 mhd_guard_answering(struct MHD_Connection *);
+void	 mhd_guard_completed(struct MHD_Connection *);
+void	 mhd_guard_timers(struct mhd_guard *, int64_t now, int64_t *next);
+
 #endif /* MHD_H */

@@ -116,3 +116,7 @@ for from in 127.0.0.2 spread; do
 	ends "metrics-$from" 16 8
 	ends "console-$from" 128 13
 done
+grep -q 'metrics: cut [0-9]* clients whose request took longer than 5s' rowq.log ||
+    fail "the metrics listener's cuts are not logged"
+grep -q 'console: cut [0-9]* clients whose request took longer than 10s' rowq.log ||
+    fail "the console's cuts are not logged"
