@@ -12,9 +12,10 @@
  * CONSOLE_CLIENTS_PER_ADDR of one address (mhd_guard.c).  Then who asks:
  * a session cookie (the login form), or HTTP Basic for scripts; neither,
  * and a page sends the browser to /login, /api/ answers 401.  A POST
- * other than the login's needs a session and its CSRF token in the form
- * (403 without): Basic, which a browser may send by itself, changes
- * nothing.  Every answer carries the security headers (a strict
+ * that a browser says comes from another site's page is refused (403),
+ * the login's too.  A POST other than the login's needs a session and
+ * its CSRF token in the form (403 without): Basic, which a browser may
+ * send by itself, changes nothing.  Every answer carries the security headers (a strict
  * Content-Security-Policy with nothing from elsewhere, no framing, no
  * sniffing, no caching).
  */
@@ -28,6 +29,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -384,6 +386,37 @@ console_reply_text(struct console_reply *rep, unsigned status,
 	buf_putc(&rep->body, '\n');
 }
 
+/*
+ * Whether a POST comes from another site's page, as the browser says:
+ * Sec-Fetch-Site other than same-origin (or none: the user's own doing),
+ * else, from a browser too old to send it, an Origin whose host is not
+ * the Host asked for (the scheme is left out: a proxy in front may speak
+ * HTTPS for a console that speaks HTTP).  A client that sends neither, a
+ * script, is no page of another site.  The login form needs this (it has
+ * no session, so no CSRF token): a page the operator opens must not
+ * spend the wait of the console's users with wrong passwords.
+ */
+static bool
+console_cross_site(const struct console_request *r)
+{
+	const char *site = mhd.lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, "Sec-Fetch-Site");
+	const char *origin = mhd.lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, "Origin");
+	const char *host = mhd.lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const char *o;
+
+	if (site != NULL)
+		return strcmp(site, "same-origin") != 0 &&
+		    strcmp(site, "none") != 0;
+	if (origin == NULL)
+		return false;
+	if ((o = strstr(origin, "://")) == NULL || host == NULL)
+		return true;
+	return strcasecmp(o + 3, host) != 0;
+}
+
 /* The checks of a request before its page: bounds, who, CSRF. */
 static bool
 console_admit(struct console_request *r, struct console_upload *up,
@@ -408,6 +441,11 @@ console_admit(struct console_request *r, struct console_upload *up,
 		console_reply_text(rep, MHD_HTTP_METHOD_NOT_ALLOWED,
 		    "GET, HEAD or POST");
 		rep->allow = "GET, HEAD, POST";
+		return false;
+	}
+	if (strcmp(r->method, "POST") == 0 && console_cross_site(r)) {
+		console_reply_text(rep, MHD_HTTP_FORBIDDEN, "a POST from another "
+		    "site's page is refused: use the console's own pages");
 		return false;
 	}
 	if (up->too_big) {
