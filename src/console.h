@@ -43,11 +43,19 @@ struct console_user {
 	char		*hash;		/* crypt(3)'s, with its $id$ and salt */
 	char		 tag[CONSOLE_TAG_LEN + 1];	/* the hash's digest */
 	enum console_role role;
+	size_t		 cost;		/* its hash's cost, in the users' costs */
 };
 
 struct console_users {
 	struct console_user *user;
 	size_t		 n;
+	/*
+	 * The hashes' costs (method and parameters) in the file, each once:
+	 * cost[k] is the user whose hash stands for it.  Every login hashes
+	 * the password once for each (console_login).
+	 */
+	size_t		*cost;
+	size_t		 ncost;
 };
 
 const char	*console_role_name(enum console_role);

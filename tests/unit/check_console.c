@@ -414,6 +414,45 @@ START_TEST(test_login)
 }
 END_TEST
 
+/*
+ * Hashes of several costs: each user logs in with its own, and the file
+ * knows each cost once, whatever the salt, so that every login hashes
+ * the password once per cost.
+ */
+START_TEST(test_login_costs)
+{
+	struct console_users u = { 0 };
+	struct buf hash = { 0 }, text = { 0 }, why = { 0 };
+	/* crypt(3)'s hashes of "pw", SHA-512 with two salts and 10000 rounds. */
+	const char *sha = "$6$salt1$DSD67iutyjMlwJnVPP5TKhhTiYnnapR7QOeTBEXa803"
+	    "Zb7ffuF88m0w8n8yVPRGcbQC9cwDJ.YbKol47aGA761";
+	const char *sha2 = "$6$salt2$STlSLiGQuYrnuYcegi42NTnIe1VA5MJNocrWMI37c"
+	    "dMT61vjiBDMSTiNi.fF3Uku80bZOfm2.u.dDlc8T78GS1";
+	const char *sha10k = "$6$rounds=10000$salt3$e60jzpPApjwCtQv2slKEQ6MQtc"
+	    "EiV.mwEvF/W.u3mIQJv3Eljhys7IBBzftBOM29UNdlXewRyTk6fgN1PMvOP0";
+
+	ck_assert_int_eq(console_hash("correct horse", &hash), 0);
+	buf_printf(&text, "bob:%s:viewer\ns1:%s:viewer\ns2:%s:viewer\n"
+	    "s3:%s:operator\n", hash.data, sha, sha2, sha10k);
+	ck_assert_int_eq(console_users_parse(text.data, text.len, "u", &u,
+	    &why), 0);
+	ck_assert_uint_eq(u.ncost, 3);
+	ck_assert_uint_eq(u.user[1].cost, u.user[2].cost);
+	ck_assert_uint_ne(u.user[1].cost, u.user[3].cost);
+	ck_assert_uint_ne(u.user[0].cost, u.user[1].cost);
+	ck_assert_ptr_eq(console_login(&u, "bob", "correct horse"), &u.user[0]);
+	ck_assert_ptr_eq(console_login(&u, "s1", "pw"), &u.user[1]);
+	ck_assert_ptr_eq(console_login(&u, "s2", "pw"), &u.user[2]);
+	ck_assert_ptr_eq(console_login(&u, "s3", "pw"), &u.user[3]);
+	ck_assert_ptr_null(console_login(&u, "s1", "correct horse"));
+	ck_assert_ptr_null(console_login(&u, "bob", "pw"));
+	ck_assert_ptr_null(console_login(&u, "nobody", "pw"));
+	console_users_free(&u);
+	buf_free(&hash);
+	buf_free(&text);
+}
+END_TEST
+
 START_TEST(test_history)
 {
 	struct history_queue h = { .name = "email" };
@@ -499,6 +538,7 @@ main(void)
 	tcase_add_test(tc, test_users_parse);
 	tcase_add_test(tc, test_users_refused);
 	tcase_add_test(tc, test_login);
+	tcase_add_test(tc, test_login_costs);
 	tcase_add_test(tc, test_history);
 	tcase_add_test(tc, test_chart);
 	suite_add_tcase(s, tc);
