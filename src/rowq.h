@@ -440,11 +440,25 @@ struct config {
 };
 
 /*
+ * What a load does with the files only the console reads (its users_file,
+ * its tls: certificate and key): the commands that do not serve the
+ * console leave them alone, so that they may stay readable by rowq's own
+ * user while a producer's user runs `rowq wake` or `rowq status`.
+ */
+enum config_private {
+	CONFIG_PRIVATE_SKIP,	/* not opened: every command but these */
+	CONFIG_PRIVATE_WARN,	/* rowq check: read; one it may not, a warning */
+	CONFIG_PRIVATE_READ,	/* rowq run, a reload: read, or an error */
+};
+
+/*
  * Load and validate a configuration file and its includes.  Every error is
  * logged as "FILE:LINE: KEY: what is wrong"; on any error NULL is returned
- * and nothing is kept.
+ * and nothing is kept.  config_load leaves the console's files alone
+ * (CONFIG_PRIVATE_SKIP).
  */
 struct config	*config_load(const char *path);
+struct config	*config_load_private(const char *path, enum config_private);
 struct config	*config_load_any(const char *path, bool *broken);
 void		 config_free(struct config *);
 struct queue	*config_queue(const struct config *, const char *name);
