@@ -24,11 +24,38 @@
 struct console_tls {
 	char	*cert;
 	char	*key;
+	int	 min_version;	/* 12 or 13 */
 };
+
+/*
+ * tls.min_version: "1.2" (the default) or "1.3"; TLS 1.0 and 1.1 are
+ * never spoken.
+ */
+static void
+config_field_tls_version(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "\"1.2\" or \"1.3\"");
+	char shown[CONFIG_SHOW_MAX + 8];
+
+	(void)f;
+	if (s == NULL)
+		return;
+	if (strcmp(s, "1.2") == 0)
+		*(int *)dst = 12;
+	else if (strcmp(s, "1.3") == 0)
+		*(int *)dst = 13;
+	else
+		config_error(ld, it->value->line, it->path, "expected \"1.2\" "
+		    "or \"1.3\" (TLS 1.0 and 1.1 are never spoken), not %s",
+		    config_show(s, shown, sizeof(shown)));
+}
 
 static const struct config_field console_tls_fields[] = {
 	FIELD(struct console_tls, "cert", path, cert, 0, 0),
 	FIELD(struct console_tls, "key", path, key, 0, 0),
+	FIELD(struct console_tls, "min_version", tls_version, min_version, 0,
+	    0),
 };
 
 /*
@@ -69,7 +96,7 @@ config_field_console_tls(struct load *ld, const struct config_item *it,
 	static const char *const required[] = { "cert", "key", NULL };
 	const struct node *seen[NELEMS(console_tls_fields)] = { 0 };
 	struct console_options *c = dst;
-	struct console_tls t = { 0 };
+	struct console_tls t = { .min_version = 12 };
 	char path[CONFIG_PATH_MAX];
 
 	(void)f;
@@ -77,7 +104,8 @@ config_field_console_tls(struct load *ld, const struct config_item *it,
 	    NELEMS(console_tls_fields), &t, seen) == 0) {
 		config_require(ld, it, console_tls_fields,
 		    NELEMS(console_tls_fields), seen, required);
-		for (size_t i = 0; i < NELEMS(console_tls_fields); i++) {
+		/* cert and key: the table's first two rows. */
+		for (size_t i = 0; i < 2; i++) {
 			const char *file = i == 0 ? t.cert : t.key;
 			if (seen[i] == NULL || file == NULL)
 				continue;
@@ -89,6 +117,7 @@ config_field_console_tls(struct load *ld, const struct config_item *it,
 	}
 	c->tls_cert = t.cert;
 	c->tls_key = t.key;
+	c->tls_min_version = t.min_version;
 }
 
 static const struct config_field console_fields[] = {

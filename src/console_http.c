@@ -1,7 +1,7 @@
 /*
  * console_http.c: the console's HTTP server, libmicrohttpd (mhd.h) in
  * the console child's own loop (epoll mode, one thread), over HTTPS when
- * console.tls: gives a certificate.
+ * console.tls: gives a certificate (TLS 1.2 and 1.3, or 1.3 alone).
  *
  * Every request is bounded before a page sees it: the URL, the headers
  * (the library's memory limit per connection answers 413 or 431 past
@@ -40,6 +40,14 @@
 /* Headers and URL of one request, the library's limit. */
 #define CONSOLE_CONN_MEMORY		(32 * 1024)
 #define CONSOLE_COOKIE			"rowq_session"
+
+/*
+ * GnuTLS's priorities for console.tls.min_version: its defaults, less
+ * every version but TLS 1.3 and (for "1.2") 1.2; 1.0 and 1.1, which
+ * GnuTLS would speak, never.
+ */
+#define CONSOLE_TLS12	"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#define CONSOLE_TLS13	"NORMAL:-VERS-ALL:+VERS-TLS1.3"
 
 static const char console_csp[] =
     "default-src 'none'; style-src 'self'; script-src 'self'; "
@@ -626,6 +634,8 @@ console_http_start(struct console *c)
 	    MHD_OPTION_NOTIFY_CONNECTION, mhd_guard_notify, &h->guard,
 	    h->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
 	    MHD_OPTION_HTTPS_MEM_KEY, key,
+	    MHD_OPTION_HTTPS_PRIORITIES, o->tls_min_version == 13 ?
+	    CONSOLE_TLS13 : CONSOLE_TLS12,
 	    MHD_OPTION_END);
 	if (key != NULL)
 		explicit_bzero(key, strlen(key));

@@ -412,6 +412,7 @@ struct console_options {
 	char		*users_file;
 	char		*tls_cert;	/* both or neither: HTTPS */
 	char		*tls_key;
+	int		 tls_min_version;	/* 12: TLS 1.2 and 1.3; 13: 1.3 */
 	bool		 insecure_listen; /* plain HTTP beyond loopback, meant */
 };
 
