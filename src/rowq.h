@@ -93,6 +93,7 @@ void	 log_set_generation(int generation);
 void	 log_set_host(const char *host);
 void	 log_set_trace(const char *trace_id);	/* NULL: none */
 void	 log_set_outcome(const char *outcome, int64_t duration_us);
+size_t	 log_escape(char *out, size_t len, const char *s);
 /* A line's structured fields (log.c): for the journal and log_format: json. */
 #define LOG_FIELDS_MAX	16
 struct log_field {
