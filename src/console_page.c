@@ -300,11 +300,14 @@ console_queues(struct console_request *r, struct console_reply *rep)
 		console_num_cell(b, hist, m.done, NULL);
 		console_num_cell(b, hist, m.retried, NULL);
 		console_num_cell(b, hist, m.failed, m.failed ? "bad" : NULL);
-		if (l != NULL)
-			buf_printf(b, "<td class=\"n\">%s/%s</td>",
-			    status_live_value(l, "busy"),
-			    status_live_value(l, "workers"));
-		else
+		/* The socket's text like any other: escaped. */
+		if (l != NULL) {
+			buf_puts(b, "<td class=\"n\">");
+			console_html(b, status_live_value(l, "busy"));
+			buf_putc(b, '/');
+			console_html(b, status_live_value(l, "workers"));
+			buf_puts(b, "</td>");
+		} else
 			buf_puts(b, "<td class=\"n muted\">-</td>");
 		buf_puts(b, "<td>");
 		if (hist)
