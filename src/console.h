@@ -19,6 +19,7 @@
 #define CONSOLE_TOKEN_LEN	(2 * CONSOLE_TOKEN_BYTES)	/* as hex */
 #define CONSOLE_TAG_LEN		43	/* a hash's digest: SHA-256 in crypt's base 64 */
 #define CONSOLE_SESSIONS_MAX	256
+#define CONSOLE_SESSIONS_PER_USER 16	/* a user's own, at most */
 #define CONSOLE_SESSION_IDLE_MS	(30 * 60 * 1000)	/* unused this long: gone */
 #define CONSOLE_SESSION_MAX_MS	(12 * 3600 * 1000)	/* and at most this old */
 #define CONSOLE_THROTTLE_MAX	1024	/* (address, name)s and names kept */

@@ -5,8 +5,10 @@
  * A session is two random tokens: one in the cookie, one in every form
  * (the CSRF token, which a page of another site cannot read, so cannot
  * send).  A session unused for CONSOLE_SESSION_IDLE_MS, or older than
- * CONSOLE_SESSION_MAX_MS, is gone; when the table is full the least
- * recently used goes.  Tokens are compared in constant time.
+ * CONSOLE_SESSION_MAX_MS, is gone; a user holds CONSOLE_SESSIONS_PER_USER
+ * at most, a new one ending their own least recently used, and when the
+ * table is full the least recently used of the users that hold the most
+ * goes (console_session_slot).  Tokens are compared in constant time.
  */
 #include "console.h"
 
@@ -45,6 +47,56 @@ console_session_live(const struct console_session *s, int64_t now)
 	    now - s->created_ms < CONSOLE_SESSION_MAX_MS && now >= s->created_ms;
 }
 
+/* How many live sessions user has. */
+static size_t
+console_sessions_of(const struct console_sessions *t, const char *user,
+    int64_t now)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++)
+		n += console_session_live(&t->s[i], now) &&
+		    strcmp(t->s[i].user, user) == 0;
+	return n;
+}
+
+/*
+ * The slot for a new session of user: user's own least recently used
+ * when it has CONSOLE_SESSIONS_PER_USER already; else a free one (or
+ * one past its time); else, every slot taken, the least recently used
+ * session of the users that have the most.  So a user who logs in again
+ * and again ends their own sessions, never another's, and a full table
+ * takes from the users that hold most of it.
+ */
+static struct console_session *
+console_session_slot(struct console_sessions *t, const char *user,
+    int64_t now)
+{
+	struct console_session *pick = NULL;
+	size_t most = 0;
+	bool full = console_sessions_of(t, user, now) >=
+	    CONSOLE_SESSIONS_PER_USER;
+
+	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++) {
+		struct console_session *s = &t->s[i];
+		size_t n;
+		if (!console_session_live(s, now)) {
+			if (!full)
+				return s;
+			continue;
+		}
+		if (full && strcmp(s->user, user) != 0)
+			continue;
+		n = full ? 0 : console_sessions_of(t, s->user, now);
+		if (pick == NULL || n > most || (n == most &&
+		    s->used_ms < pick->used_ms)) {
+			pick = s;
+			most = n;
+		}
+	}
+	return pick;
+}
+
 /*
  * A new session for user, bound to its role and its hash's digest; NULL
  * when no random bytes could be had.
@@ -53,17 +105,10 @@ struct console_session *
 console_session_new(struct console_sessions *t, const struct console_user *u,
     int64_t now)
 {
-	struct console_session *pick = &t->s[0];
+	struct console_session *pick = console_session_slot(t, u->name, now);
 
-	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++) {
-		struct console_session *s = &t->s[i];
-		if (!console_session_live(s, now)) {
-			pick = s;
-			break;
-		}
-		if (s->used_ms < pick->used_ms)
-			pick = s;
-	}
+	if (pick == NULL)
+		return NULL;
 	memset(pick, 0, sizeof(*pick));
 	if (console_random_hex(pick->token, CONSOLE_TOKEN_BYTES) == -1 ||
 	    console_random_hex(pick->csrf, CONSOLE_TOKEN_BYTES) == -1) {

@@ -186,18 +186,42 @@ END_TEST
 START_TEST(test_sessions_full)
 {
 	struct console_sessions *t = xcalloc(1, sizeof(*t));
-	struct console_session *first, *s;
-	char token[CONSOLE_TOKEN_LEN + 1];
+	struct console_session *a, *b0, *s;
+	struct console_user u = { .role = CONSOLE_VIEWER, .tag = "digest" };
+	size_t live = 0;
 
-	first = console_session_new(t, USER("a", CONSOLE_VIEWER), 1000);
-	snprintf(token, sizeof(token), "%s", first->token);
-	for (int i = 1; i < CONSOLE_SESSIONS_MAX; i++)
+	/* One user's logins end their own oldest, never another's. */
+	a = console_session_new(t, USER("a", CONSOLE_OPERATOR), 1000);
+	b0 = console_session_new(t, USER("b", CONSOLE_VIEWER), 1500);
+	for (int i = 1; i < 2 * CONSOLE_SESSIONS_MAX; i++)
 		ck_assert_ptr_nonnull(console_session_new(t,
 		    USER("b", CONSOLE_VIEWER), 2000 + i));
-	/* Full: the least recently used goes. */
-	s = console_session_new(t, USER("c", CONSOLE_VIEWER), 5000);
-	ck_assert_ptr_eq(s, first);
-	ck_assert_ptr_null(console_session_find(t, token, 5000));
+	ck_assert(a->used);
+	ck_assert_str_eq(a->user, "a");
+	ck_assert_ptr_nonnull(console_session_find(t, a->token, 5000));
+	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++)
+		live += t->s[i].used && strcmp(t->s[i].user, "b") == 0;
+	ck_assert_uint_eq(live, CONSOLE_SESSIONS_PER_USER);
+	ck_assert(b0->used_ms > 1500);
+	/*
+	 * Full, of a's one session and others' 16 each (the last user's
+	 * 15): a new user's login takes the least recently used of those
+	 * with the most, not a's.
+	 */
+	memset(t, 0, sizeof(*t));
+	a = console_session_new(t, USER("a", CONSOLE_OPERATOR), 1000);
+	for (int k = 1; k < CONSOLE_SESSIONS_MAX; k++) {
+		snprintf(u.name, sizeof(u.name), "u%d",
+		    (k - 1) / CONSOLE_SESSIONS_PER_USER);
+		s = console_session_new(t, &u, 2000 + k);
+		if (k == 1)
+			b0 = s;
+	}
+	ck_assert_str_eq(a->user, "a");
+	s = console_session_new(t, USER("c", CONSOLE_VIEWER), 9000);
+	ck_assert(a->used);
+	ck_assert_str_eq(a->user, "a");
+	ck_assert_ptr_eq(s, b0);
 	free(t);
 }
 END_TEST
