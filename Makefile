@@ -41,6 +41,7 @@ OBJS =	build/backoff.o \
 	build/config_yaml.o \
 	build/console.o \
 	build/console_auth.o \
+	build/console_bulk.o \
 	build/console_chart.o \
 	build/console_failed.o \
 	build/console_html.o \

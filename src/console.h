@@ -1,7 +1,8 @@
 /*
  * console.h: the web console's files (console.c, the supervisor's part
  * and the child; console_http.c, requests; console_page.c and
- * console_html.c, the pages; console_chart.c, the charts;
+ * console_html.c, the pages; console_bulk.c, an action on every failed
+ * row; console_chart.c, the charts;
  * console_auth.c, users and passwords; console_session.c, sessions;
  * console_throttle.c, failed logins), and the per-minute history the
  * supervisor keeps for it (history.c) and the daemons table
@@ -238,6 +239,7 @@ struct console_action {
 };
 
 struct console_http;
+struct console_bulk;
 
 struct console {
 	const struct config	*cfg;
@@ -255,6 +257,7 @@ struct console {
 	struct heartbeat	 heartbeat;
 	struct console_action	 actions[CONSOLE_ACTIONS_MAX];	/* a ring */
 	size_t			 nactions;	/* ever done */
+	struct console_bulk	*bulk;		/* running; NULL: none */
 };
 
 struct db	*console_db(struct console *);
@@ -280,6 +283,7 @@ struct console_form {
 struct console_request {
 	struct console		*c;
 	void			*conn;		/* the library's connection */
+	void			*upload;	/* console_http.c's, for its body */
 	const char		*method;	/* GET, HEAD or POST */
 	const char		*path;		/* the URL without its query */
 	char			 client[64];	/* the client's address */
@@ -302,6 +306,7 @@ struct console_reply {
 	bool		 challenge;	/* WWW-Authenticate: Basic */
 	bool		 cacheable;	/* the static files */
 	long		 retry_after_s;
+	bool		 suspended;	/* answered later (console_http_resume) */
 };
 
 int		 console_form_parse(const char *, size_t,
@@ -322,6 +327,9 @@ int		 console_http_fd(const struct console_http *);
 void		 console_http_run(struct console_http *);
 void		 console_http_timers(struct console_http *, int64_t now,
 		    int64_t *next);
+void		 console_http_suspend(struct console_request *);
+void		 console_http_resume(void *conn, void *upload,
+		    const char *location);
 
 /* ---- console_page.c: the pages, and the actions they post ---- */
 
@@ -361,6 +369,17 @@ void		 console_failed_post(struct console_request *,
 		    struct console_reply *, const struct queue *);
 void		 console_failed_api(struct console_request *,
 		    struct console_reply *, const struct queue *);
+
+/* ---- console_bulk.c: an action on every failed row, in a child ---- */
+
+bool		 console_bulk_start(struct console_request *,
+		    struct console_reply *, const struct queue *,
+		    const struct failed_action *, const char *error,
+		    const char *back);
+int		 console_bulk_fd(const struct console *);
+void		 console_bulk_handle(struct console *);
+void		 console_bulk_timers(struct console *, int64_t now,
+		    int64_t *next);
 
 /* ---- console_chart.c: SVG charts of a queue's hour ---- */
 

@@ -3,7 +3,8 @@
  * failed_select: paged, filtered by error text (the first column whose
  * name holds "error", as `rowq requeue --where-error` reads it), and
  * requeued or discarded, the rows selected or every row matching, by
- * requeue.c as the commands do it (chunks of 1000 keys, a pause between).
+ * requeue.c as the commands do it (chunks of 1000 keys, a pause between;
+ * every row in a child, console_bulk.c, the console serving meanwhile).
  * More than one row, or all, asks for a confirmation first.
  */
 #include "rowq.h"
@@ -211,7 +212,9 @@ console_failed_page(struct console_request *r, struct console_reply *rep,
 		const char *n = console_query(r, "n");
 		buf_printf(b, "<p class=\"note\" id=\"did\">%s %lld row%s.</p>",
 		    did, n ? atoll(n) : 0LL, n && atoll(n) == 1 ? "" : "s");
-	}
+	} else if (did != NULL && strcmp(did, "running") == 0)
+		buf_puts(b, "<p class=\"note\" id=\"did\">The action on every "
+		    "row goes on; the Actions page says when it is done.</p>");
 	buf_puts(b, "<form method=\"get\" class=\"bar\" action=\"/queue/");
 	console_url_part(b, q->name);
 	buf_puts(b, "/failed\"><input type=\"text\" name=\"error\" "
@@ -428,14 +431,20 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 		console_failed_confirm(r, rep, q, a, all, error, nkeys);
 		goto out;
 	}
+	/* Every row that matches: in a child, the console serving on. */
+	if (all) {
+		console_failed_href(&back, q->name, error, 0);
+		(void)console_bulk_start(r, rep, q, a, error, back.data);
+		goto out;
+	}
 	if ((what.db = console_db(r->c)) == NULL) {
 		console_reply_text(rep, 503, "the database does not answer");
 		goto out;
 	}
 	nkeys = 0;
-	if (!all && console_failed_keys(&r->form, console_failed_key(q) !=
-	    NULL && console_failed_key_binary(what.db, q,
-	    console_failed_key(q)), bytes, values, &nkeys) == -1) {
+	if (console_failed_keys(&r->form, console_failed_key(q) != NULL &&
+	    console_failed_key_binary(what.db, q, console_failed_key(q)), bytes,
+	    values, &nkeys) == -1) {
 		console_reply_text(rep, 400, "a key is not as the page gave "
 		    "it: reload the page");
 		goto out;
@@ -443,15 +452,10 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 	rc = requeue_begin(&run, &what, a);
 	run.quiet = true;
 	if (rc == ROWQ_EXIT_OK)
-		rc = all ? requeue_all(&run, error) :
-		    requeue_values(&run, values, nkeys);
+		rc = requeue_values(&run, values, nkeys);
 	requeue_end(&run);
 	(void)db_rollback(what.db);
-	if (all)
-		buf_printf(&detail, "all%s%s", error ? " whose error contains " :
-		    "", error ? error : "");
-	else
-		console_failed_detail(&detail, values, nkeys);
+	console_failed_detail(&detail, values, nkeys);
 	if (run.missed > 0)
 		buf_printf(&detail, "; %llu matched no failed row", run.missed);
 	if (rc != ROWQ_EXIT_OK)

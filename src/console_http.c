@@ -61,10 +61,15 @@ struct console_http {
 	bool			 tls;
 };
 
-/* One request as it comes in: its body, bounded. */
+/*
+ * One request as it comes in: its body, bounded; and, for one suspended
+ * until a child is done (console_bulk.c), where its answer sends it.
+ */
 struct console_upload {
 	struct buf	 body;
 	bool		 too_big;
+	bool		 resumed;
+	char		 later[CONSOLE_URL_MAX + 64];
 };
 
 /* ---- pure helpers (unit-tested) ---- */
@@ -514,7 +519,7 @@ console_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	struct console_http *h = cls;
 	struct console_upload *up = *con_cls;
 	struct console_request r = { .c = h->c, .conn = conn, .path = url,
-	    .method = method };
+	    .method = method, .upload = up };
 	struct console_reply rep = { .status = MHD_HTTP_OK };
 	enum MHD_Result rc;
 
@@ -522,6 +527,13 @@ console_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	if (up == NULL) {
 		*con_cls = xcalloc(1, sizeof(*up));
 		return MHD_YES;
+	}
+	/* Back from console_http_resume: the answer its caller left. */
+	if (up->resumed) {
+		console_redirect(&rep, up->later);
+		rc = console_send(h, conn, &rep);
+		buf_free(&rep.body);
+		return rc;
 	}
 	if (*upload_size != 0) {
 		if (up->body.len + *upload_size > CONSOLE_BODY_MAX)
@@ -537,7 +549,7 @@ console_answer(void *cls, struct MHD_Connection *conn, const char *url,
 		console_route(&r, &rep);
 	if (strcmp(method, "HEAD") == 0)
 		buf_reset(&rep.body);
-	rc = console_send(h, conn, &rep);
+	rc = rep.suspended ? MHD_YES : console_send(h, conn, &rep);
 	console_form_free(&r.form);
 	buf_free(&rep.body);
 	return rc;
@@ -593,7 +605,7 @@ console_http_start(struct console *c)
 	struct sockaddr_storage ss;
 	struct console_http *h;
 	char *cert = NULL, *key = NULL;
-	unsigned flags = MHD_USE_EPOLL;
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
 
 	if (mhd_address(o->listen, &ss) == -1) {
 		log_error("not an address HOST:PORT: %s", o->listen);
@@ -652,6 +664,30 @@ console_http_start(struct console *c)
 	log_info("serving %s://%s/", h->tls ? "https" : "http",
 	    o->listen);
 	return h;
+}
+
+/*
+ * r's answer comes later: its connection is set aside (the library
+ * neither reads it nor times it out) until console_http_resume.
+ */
+void
+console_http_suspend(struct console_request *r)
+{
+	mhd.suspend_connection(r->conn);
+}
+
+/*
+ * The request set aside by console_http_suspend is answered: a redirect
+ * to location, sent when the library next runs (console_http_run).
+ */
+void
+console_http_resume(void *conn, void *upload, const char *location)
+{
+	struct console_upload *up = upload;
+
+	up->resumed = true;
+	snprintf(up->later, sizeof(up->later), "%s", location);
+	mhd.resume_connection(conn);
 }
 
 int

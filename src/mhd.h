@@ -27,6 +27,8 @@ struct mhd_api {
 	__typeof__(MHD_queue_response)			*queue_response;
 	__typeof__(MHD_destroy_response)		*destroy_response;
 	__typeof__(MHD_is_feature_supported)		*is_feature_supported;
+	__typeof__(MHD_suspend_connection)		*suspend_connection;
+	__typeof__(MHD_resume_connection)		*resume_connection;
 };
 
 /* mhd.c (mhd_address is in rowq.h) */
