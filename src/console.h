@@ -18,7 +18,8 @@
 #define CONSOLE_USERS_FILE_MAX	(256 * 1024)
 #define CONSOLE_TOKEN_BYTES	32	/* random bytes of a session or CSRF token */
 #define CONSOLE_TOKEN_LEN	(2 * CONSOLE_TOKEN_BYTES)	/* as hex */
-#define CONSOLE_TAG_LEN		43	/* a hash's digest: SHA-256 in crypt's base 64 */
+/* A hash's digest: SHA-256 in crypt's base 64 (console_session_current). */
+#define CONSOLE_TAG_LEN		43
 #define CONSOLE_SESSIONS_MAX	256
 #define CONSOLE_SESSIONS_PER_USER 16	/* a user's own, at most */
 #define CONSOLE_SESSION_IDLE_MS	(30 * 60 * 1000)	/* unused this long: gone */
@@ -45,7 +46,7 @@ struct console_user {
 	char		*hash;		/* crypt(3)'s, with its $id$ and salt */
 	char		 tag[CONSOLE_TAG_LEN + 1];	/* the hash's digest */
 	enum console_role role;
-	size_t		 cost;		/* its hash's cost, in the users' costs */
+	size_t		 cost;		/* its hash's, in console_users.cost */
 };
 
 struct console_users {
@@ -108,7 +109,7 @@ struct console_throttle_entry {
 	int		 failures;
 	int64_t		 until_ms;	/* no try before (now_ms) */
 	int64_t		 last_ms;	/* the last failure */
-	int64_t		 passed_ms;	/* the last login that passed; 0: none */
+	int64_t		 passed_ms;	/* the last login that passed; 0 */
 };
 
 struct console_throttle {
@@ -283,13 +284,13 @@ struct console_form {
 struct console_request {
 	struct console		*c;
 	void			*conn;		/* the library's connection */
-	void			*upload;	/* console_http.c's, for its body */
+	void			*upload;	/* console_http.c's: its body */
 	const char		*method;	/* GET, HEAD or POST */
 	const char		*path;		/* the URL without its query */
 	char			 client[64];	/* the client's address */
 	bool			 authed;
 	bool			 throttled;	/* too many failed logins */
-	char			 tried[CONSOLE_NAME_MAX + 1];	/* Basic's name */
+	char			 tried[CONSOLE_NAME_MAX + 1]; /* Basic's name */
 	struct console_session	*session;	/* NULL: HTTP Basic, or none */
 	char			 user[CONSOLE_NAME_MAX + 1];
 	enum console_role	 role;
@@ -306,7 +307,7 @@ struct console_reply {
 	bool		 challenge;	/* WWW-Authenticate: Basic */
 	bool		 cacheable;	/* the static files */
 	long		 retry_after_s;
-	bool		 suspended;	/* answered later (console_http_resume) */
+	bool		 suspended;	/* answered by console_http_resume */
 };
 
 int		 console_form_parse(const char *, size_t,

@@ -43,7 +43,7 @@ struct console_bulk {
 	const struct failed_action *action;
 	char			 queue[HISTORY_NAME_MAX + 1];
 	char			*error;		/* the filter; NULL: none */
-	struct buf		 back;		/* the failed page, to add did= to */
+	struct buf		 back;		/* the failed page, for did= */
 	/* Who asked, for the log. */
 	char			 user[CONSOLE_NAME_MAX + 1];
 	enum console_role	 role;

@@ -115,7 +115,8 @@ console_html_n(struct buf *b, const char *s, size_t n)
 			if (c < ' ' || c == 0x7f) {
 				/* U+2400 + c, U+2421 for DEL, in UTF-8. */
 				buf_puts(b, "\xe2\x90");
-				buf_putc(b, (char)(c == 0x7f ? 0xa1 : 0x80 + c));
+				buf_putc(b, (char)(c == 0x7f ? 0xa1 :
+				    0x80 + c));
 			} else
 				buf_putc(b, (char)c);
 		}

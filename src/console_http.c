@@ -15,9 +15,9 @@
  * that a browser says comes from another site's page is refused (403),
  * the login's too.  A POST other than the login's needs a session and
  * its CSRF token in the form (403 without): Basic, which a browser may
- * send by itself, changes nothing.  Every answer carries the security headers (a strict
- * Content-Security-Policy with nothing from elsewhere, no framing, no
- * sniffing, no caching).
+ * send by itself, changes nothing.  Every answer carries the security
+ * headers (a strict Content-Security-Policy with nothing from elsewhere,
+ * no framing, no sniffing, no caching).
  */
 #include "rowq.h"
 #include "console.h"
@@ -457,8 +457,9 @@ console_admit(struct console_request *r, struct console_upload *up,
 		return false;
 	}
 	if (strcmp(r->method, "POST") == 0 && console_cross_site(r)) {
-		console_reply_text(rep, MHD_HTTP_FORBIDDEN, "a POST from another "
-		    "site's page is refused: use the console's own pages");
+		console_reply_text(rep, MHD_HTTP_FORBIDDEN, "a POST from "
+		    "another site's page is refused: use the console's own "
+		    "pages");
 		return false;
 	}
 	if (up->too_big) {

@@ -169,8 +169,8 @@ console_session_current(const struct console_session *s,
 	for (size_t k = 0; k < u->n; k++)
 		if (strcmp(u->user[k].name, s->user) == 0)
 			return u->user[k].role == s->role &&
-			    console_equal(u->user[k].tag, strlen(u->user[k].tag),
-			    s->tag, strlen(s->tag));
+			    console_equal(u->user[k].tag,
+			    strlen(u->user[k].tag), s->tag, strlen(s->tag));
 	return false;
 }
 

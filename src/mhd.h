@@ -41,7 +41,7 @@ void	 mhd_timers(struct MHD_Daemon *, int64_t now, int64_t *next);
 struct mhd_guard_conn;
 struct mhd_guard {
 	const char		*who;		/* "metrics", "console" */
-	unsigned		 max;		/* the library's connection limit */
+	unsigned		 max;		/* the library's limit */
 	unsigned		 per_addr;	/* of one client address */
 	int64_t			 deadline_ms;	/* for a request to arrive */
 	struct mhd_guard_conn	*conn;		/* max of them */

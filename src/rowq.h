@@ -413,7 +413,7 @@ struct console_options {
 	char		*users_file;
 	char		*tls_cert;	/* both or neither: HTTPS */
 	char		*tls_key;
-	int		 tls_min_version;	/* 12: TLS 1.2 and 1.3; 13: 1.3 */
+	int		 tls_min_version; /* 12: TLS 1.2 and 1.3; 13: 1.3 */
 	bool		 insecure_listen; /* plain HTTP beyond loopback, meant */
 };
 
@@ -449,7 +449,7 @@ struct config {
  */
 enum config_private {
 	CONFIG_PRIVATE_SKIP,	/* not opened: every command but these */
-	CONFIG_PRIVATE_WARN,	/* rowq check: read; one it may not, a warning */
+	CONFIG_PRIVATE_WARN,	/* rowq check: read, or else a warning */
 	CONFIG_PRIVATE_READ,	/* rowq run, a reload: read, or an error */
 };
 

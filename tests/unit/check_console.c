@@ -447,7 +447,7 @@ START_TEST(test_login_costs)
 {
 	struct console_users u = { 0 };
 	struct buf hash = { 0 }, text = { 0 }, why = { 0 };
-	/* crypt(3)'s hashes of "pw", SHA-512 with two salts and 10000 rounds. */
+	/* crypt(3)'s of "pw": SHA-512 with two salts, and 10000 rounds. */
 	const char *sha = "$6$salt1$DSD67iutyjMlwJnVPP5TKhhTiYnnapR7QOeTBEXa803"
 	    "Zb7ffuF88m0w8n8yVPRGcbQC9cwDJ.YbKol47aGA761";
 	const char *sha2 = "$6$salt2$STlSLiGQuYrnuYcegi42NTnIe1VA5MJNocrWMI37c"

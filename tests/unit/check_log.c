@@ -106,8 +106,8 @@ START_TEST(test_escape)
 {
 	char out[64];
 
-	ck_assert_uint_eq(log_escape(out, sizeof(out), "plain, \\ and \xc3\xa9"),
-	    strlen("plain, \\ and \xc3\xa9"));
+	ck_assert_uint_eq(log_escape(out, sizeof(out),
+	    "plain, \\ and \xc3\xa9"), strlen("plain, \\ and \xc3\xa9"));
 	ck_assert_str_eq(out, "plain, \\ and \xc3\xa9");
 	log_escape(out, sizeof(out), "a\nb\r\tc\x1b[2J\x7f\x01");
 	ck_assert_str_eq(out, "a\\nb\\r\\tc\\x1b[2J\\x7f\\x01");
