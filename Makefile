@@ -41,12 +41,14 @@ OBJS =	build/backoff.o \
 	build/config_yaml.o \
 	build/console.o \
 	build/console_auth.o \
+	build/console_bulk.o \
 	build/console_chart.o \
 	build/console_failed.o \
 	build/console_html.o \
 	build/console_http.o \
 	build/console_page.o \
 	build/console_session.o \
+	build/console_throttle.o \
 	build/cron.o \
 	build/cursor.o \
 	build/db.o \
@@ -70,6 +72,7 @@ OBJS =	build/backoff.o \
 	build/log.o \
 	build/metrics.o \
 	build/mhd.o \
+	build/mhd_guard.o \
 	build/notify.o \
 	build/on_failed.o \
 	build/pause.o \

@@ -532,28 +532,15 @@ config_includes(struct load *ld, const struct config_file *top)
 	ld->file = NULL;
 }
 
-struct config *
-config_load(const char *path)
-{
-	bool broken;
-	struct config *cfg = config_load_any(path, &broken);
-
-	if (broken) {
-		config_free(cfg);
-		return NULL;
-	}
-	return cfg;
-}
-
 /*
- * config_load, but what could be read is returned even when there were
- * errors (*broken then), for `rowq status`, which finds the running
- * daemon's socket through it.  Nothing else of a broken one may be used.
+ * One load; what could be read is returned even when there were errors
+ * (*broken then).
  */
-struct config *
-config_load_any(const char *path, bool *broken)
+static struct config *
+config_load_with(const char *path, enum config_private private_files,
+    bool *broken)
 {
-	struct load ld = { 0 };
+	struct load ld = { .private_files = private_files };
 	struct config_file top = { .path = path };
 	size_t i;
 
@@ -577,6 +564,37 @@ config_load_any(const char *path, bool *broken)
 	free(ld.includes);
 	*broken = ld.errors > 0;
 	return ld.cfg;
+}
+
+struct config *
+config_load(const char *path)
+{
+	return config_load_private(path, CONFIG_PRIVATE_SKIP);
+}
+
+/* config_load, the console's own files read as private says. */
+struct config *
+config_load_private(const char *path, enum config_private private_files)
+{
+	bool broken;
+	struct config *cfg = config_load_with(path, private_files, &broken);
+
+	if (broken) {
+		config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+/*
+ * config_load, but what could be read is returned even when there were
+ * errors (*broken then), for `rowq status`, which finds the running
+ * daemon's socket through it.  Nothing else of a broken one may be used.
+ */
+struct config *
+config_load_any(const char *path, bool *broken)
+{
+	return config_load_with(path, CONFIG_PRIVATE_SKIP, broken);
 }
 
 void

@@ -58,6 +58,7 @@ struct config_include {
 struct load {
 	struct config		*cfg;
 	const struct config_file *file;
+	enum config_private	 private_files;	/* the console's */
 	int			 errors;
 	size_t			 queue_entries;	/* valid or not */
 	size_t			 schedule_entries; /* valid or not */

@@ -182,6 +182,7 @@ console_child(const struct config *cfg, int generation,
 		_exit(ROWQ_EXIT_CONFIG);
 	}
 	buf_free(&why);
+	c.throttle = xcalloc(1, sizeof(*c.throttle));
 	console_sessions_recheck(sessions, &c.users);
 	c.http = console_http_start(&c);
 	if (c.http == NULL)
@@ -189,13 +190,20 @@ console_child(const struct config *cfg, int generation,
 	heartbeat_init(&c.heartbeat);
 	for (;;) {
 		int64_t now = now_ms(), next = now + 1000;
-		struct pollfd p = { .fd = console_http_fd(c.http),
-		    .events = POLLIN };
+		struct pollfd p[2] = {
+			{ .fd = console_http_fd(c.http), .events = POLLIN },
+			{ .fd = console_bulk_fd(&c), .events = POLLIN },
+		};
 
 		heartbeat_tick(&c.heartbeat, &c, now, &next);
+		console_bulk_timers(&c, now, &next);
 		console_http_timers(c.http, now, &next);
-		if (poll(&p, 1, (int)(next > now ? next - now : 0)) > 0)
+		if (poll(p, 2, (int)(next > now ? next - now : 0)) > 0) {
+			/* A bulk action done: its request is answered now. */
+			if (p[1].revents != 0)
+				console_bulk_handle(&c);
 			console_http_run(c.http);
+		}
 		if (getppid() == 1)
 			_exit(0);
 	}

@@ -1,10 +1,12 @@
 /*
  * console.h: the web console's files (console.c, the supervisor's part
  * and the child; console_http.c, requests; console_page.c and
- * console_html.c, the pages; console_chart.c, the charts;
- * console_auth.c, users and passwords; console_session.c, sessions and
- * logins), and the per-minute history the supervisor keeps for it
- * (history.c) and the daemons table (heartbeat.c).
+ * console_html.c, the pages; console_bulk.c, an action on every failed
+ * row; console_chart.c, the charts;
+ * console_auth.c, users and passwords; console_session.c, sessions;
+ * console_throttle.c, failed logins), and the per-minute history the
+ * supervisor keeps for it (history.c) and the daemons table
+ * (heartbeat.c).
  */
 #ifndef CONSOLE_H
 #define CONSOLE_H
@@ -16,11 +18,21 @@
 #define CONSOLE_USERS_FILE_MAX	(256 * 1024)
 #define CONSOLE_TOKEN_BYTES	32	/* random bytes of a session or CSRF token */
 #define CONSOLE_TOKEN_LEN	(2 * CONSOLE_TOKEN_BYTES)	/* as hex */
+/* A hash's digest: SHA-256 in crypt's base 64 (console_session_current). */
+#define CONSOLE_TAG_LEN		43
 #define CONSOLE_SESSIONS_MAX	256
+#define CONSOLE_SESSIONS_PER_USER 16	/* a user's own, at most */
 #define CONSOLE_SESSION_IDLE_MS	(30 * 60 * 1000)	/* unused this long: gone */
 #define CONSOLE_SESSION_MAX_MS	(12 * 3600 * 1000)	/* and at most this old */
-#define CONSOLE_THROTTLE_MAX	128	/* clients whose failures are kept */
+#define CONSOLE_THROTTLE_MAX	1024	/* (address, name)s and names kept */
 #define CONSOLE_THROTTLE_CAP_MS	60000	/* the longest wait after failures */
+#define CONSOLE_THROTTLE_CAP_FAILURES 64	/* counted at most */
+/* Failures this far apart are forgotten. */
+#define CONSOLE_THROTTLE_FORGET_MS (15 * CONSOLE_THROTTLE_CAP_MS)
+/* A name's failures from everywhere that cost no wait of the name's own. */
+#define CONSOLE_THROTTLE_NAME_FREE 10
+/* An address where the name logged in this lately skips the name's wait. */
+#define CONSOLE_THROTTLE_TRUST_MS CONSOLE_SESSION_MAX_MS
 
 enum console_role {
 	CONSOLE_VIEWER,		/* sees everything, changes nothing */
@@ -32,12 +44,21 @@ enum console_role {
 struct console_user {
 	char		 name[CONSOLE_NAME_MAX + 1];
 	char		*hash;		/* crypt(3)'s, with its $id$ and salt */
+	char		 tag[CONSOLE_TAG_LEN + 1];	/* the hash's digest */
 	enum console_role role;
+	size_t		 cost;		/* its hash's, in console_users.cost */
 };
 
 struct console_users {
 	struct console_user *user;
 	size_t		 n;
+	/*
+	 * The hashes' costs (method and parameters) in the file, each once:
+	 * cost[k] is the user whose hash stands for it.  Every login hashes
+	 * the password once for each (console_login).
+	 */
+	size_t		*cost;
+	size_t		 ncost;
 };
 
 const char	*console_role_name(enum console_role);
@@ -55,13 +76,14 @@ bool		 console_equal(const char *a, size_t alen, const char *b,
 int		 console_hash(const char *password, struct buf *out);
 int		 console_user_command(int argc, char **argv);
 
-/* ---- console_session.c: sessions, CSRF tokens, failed logins ---- */
+/* ---- console_session.c: sessions and CSRF tokens ---- */
 
 struct console_session {
 	bool		 used;
 	char		 token[CONSOLE_TOKEN_LEN + 1];	/* the cookie */
 	char		 csrf[CONSOLE_TOKEN_LEN + 1];	/* in every form */
 	char		 user[CONSOLE_NAME_MAX + 1];
+	char		 tag[CONSOLE_TAG_LEN + 1];	/* of the user's hash */
 	enum console_role role;
 	int64_t		 created_ms;	/* wall clock */
 	int64_t		 used_ms;
@@ -76,12 +98,18 @@ struct console_sessions {
 	struct console_session s[CONSOLE_SESSIONS_MAX];
 };
 
-/* Failed logins per client address: each doubles the wait before the next. */
+/*
+ * Failed logins of a name from an address, or of a name from everywhere
+ * (addr ""): each doubles the wait before the next (console_throttle.c).
+ */
 struct console_throttle_entry {
-	char		 addr[64];	/* "" : free */
+	bool		 used;
+	char		 addr[64];
+	char		 user[CONSOLE_NAME_MAX + 1];	/* the name tried */
 	int		 failures;
 	int64_t		 until_ms;	/* no try before (now_ms) */
-	int64_t		 last_ms;
+	int64_t		 last_ms;	/* the last failure */
+	int64_t		 passed_ms;	/* the last login that passed; 0 */
 };
 
 struct console_throttle {
@@ -90,20 +118,25 @@ struct console_throttle {
 
 int		 console_random_hex(char *out, size_t nbytes);
 struct console_session *console_session_new(struct console_sessions *,
-		    const char *user, enum console_role, int64_t now);
+		    const struct console_user *, int64_t now);
 struct console_session *console_session_find(struct console_sessions *,
 		    const char *token, int64_t now);
 void		 console_session_end(struct console_session *);
+bool		 console_session_current(const struct console_session *,
+		    const struct console_users *);
 void		 console_sessions_recheck(struct console_sessions *,
 		    const struct console_users *);
 bool		 console_csrf_ok(const struct console_session *,
 		    const char *token);
+
+/* ---- console_throttle.c: the wait after failed logins ---- */
+
 int64_t		 console_throttle_wait(const struct console_throttle *,
-		    const char *addr, int64_t now);
+		    const char *addr, const char *user, int64_t now);
 void		 console_throttle_failed(struct console_throttle *,
-		    const char *addr, int64_t now);
+		    const char *addr, const char *user, int64_t now);
 void		 console_throttle_passed(struct console_throttle *,
-		    const char *addr);
+		    const char *addr, const char *user, int64_t now);
 
 /* ---- heartbeat.c: the daemons table ---- */
 
@@ -207,6 +240,7 @@ struct console_action {
 };
 
 struct console_http;
+struct console_bulk;
 
 struct console {
 	const struct config	*cfg;
@@ -215,7 +249,7 @@ struct console {
 	struct console_sessions	*sessions;	/* shared with the supervisor */
 	const struct history	*history;	/* NULL: none yet */
 	struct console_users	 users;
-	struct console_throttle	 throttle;
+	struct console_throttle	*throttle;	/* failed logins */
 	struct console_http	*http;
 	struct db		*db;		/* NULL: not connected */
 	bool			 db_used;	/* by this request: end its transaction */
@@ -224,6 +258,7 @@ struct console {
 	struct heartbeat	 heartbeat;
 	struct console_action	 actions[CONSOLE_ACTIONS_MAX];	/* a ring */
 	size_t			 nactions;	/* ever done */
+	struct console_bulk	*bulk;		/* running; NULL: none */
 };
 
 struct db	*console_db(struct console *);
@@ -249,11 +284,13 @@ struct console_form {
 struct console_request {
 	struct console		*c;
 	void			*conn;		/* the library's connection */
+	void			*upload;	/* console_http.c's: its body */
 	const char		*method;	/* GET, HEAD or POST */
 	const char		*path;		/* the URL without its query */
 	char			 client[64];	/* the client's address */
 	bool			 authed;
 	bool			 throttled;	/* too many failed logins */
+	char			 tried[CONSOLE_NAME_MAX + 1]; /* Basic's name */
 	struct console_session	*session;	/* NULL: HTTP Basic, or none */
 	char			 user[CONSOLE_NAME_MAX + 1];
 	enum console_role	 role;
@@ -270,6 +307,7 @@ struct console_reply {
 	bool		 challenge;	/* WWW-Authenticate: Basic */
 	bool		 cacheable;	/* the static files */
 	long		 retry_after_s;
+	bool		 suspended;	/* answered by console_http_resume */
 };
 
 int		 console_form_parse(const char *, size_t,
@@ -290,6 +328,9 @@ int		 console_http_fd(const struct console_http *);
 void		 console_http_run(struct console_http *);
 void		 console_http_timers(struct console_http *, int64_t now,
 		    int64_t *next);
+void		 console_http_suspend(struct console_request *);
+void		 console_http_resume(void *conn, void *upload,
+		    const char *location);
 
 /* ---- console_page.c: the pages, and the actions they post ---- */
 
@@ -304,6 +345,7 @@ extern const char console_js[];
 void		 console_html(struct buf *, const char *);
 void		 console_html_n(struct buf *, const char *, size_t);
 void		 console_url_part(struct buf *, const char *);
+int		 console_key_decode(const char *hex, struct buf *);
 void		 console_page_begin(struct buf *, const struct console_request *,
 		    const char *title, bool refresh);
 void		 console_page_end(struct buf *);
@@ -328,6 +370,17 @@ void		 console_failed_post(struct console_request *,
 		    struct console_reply *, const struct queue *);
 void		 console_failed_api(struct console_request *,
 		    struct console_reply *, const struct queue *);
+
+/* ---- console_bulk.c: an action on every failed row, in a child ---- */
+
+bool		 console_bulk_start(struct console_request *,
+		    struct console_reply *, const struct queue *,
+		    const struct failed_action *, const char *error,
+		    const char *back);
+int		 console_bulk_fd(const struct console *);
+void		 console_bulk_handle(struct console *);
+void		 console_bulk_timers(struct console *, int64_t now,
+		    int64_t *next);
 
 /* ---- console_chart.c: SVG charts of a queue's hour ---- */
 

@@ -6,9 +6,14 @@
  * line.  The only includer of <crypt.h>.
  *
  * A password is checked by crypt itself, its result compared with the
- * stored hash in constant time; a name that is not in the file costs a
- * hash all the same, so that the time taken does not tell which names
- * exist.  Passwords are never logged, and wiped from memory after use.
+ * stored hash in constant time.  Every login costs the same whatever the
+ * name: the password is hashed once for each cost in the file (method
+ * and parameters: SHA-512 takes milliseconds, yescrypt tens of them),
+ * with the user's own hash for its cost and another user's for the
+ * others, and with none of its own for a name that is not in the file;
+ * so that the time taken does not tell which names exist, nor which
+ * method a name's hash uses.  Passwords are never logged, and wiped from
+ * memory after use.
  */
 #include "console.h"
 
@@ -44,6 +49,7 @@ console_name_ok(const char *s, size_t n)
 	return true;
 }
 
+/* A hash of a known method, in crypt's characters ('=' of rounds=N). */
 static bool
 console_hash_ok(const char *s, size_t n)
 {
@@ -57,9 +63,85 @@ console_hash_ok(const char *s, size_t n)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		    "0123456789./$", s[i]) == NULL || s[i] == '\0')
+		    "0123456789./$=", s[i]) == NULL || s[i] == '\0')
 			return false;
 	return true;
+}
+
+/*
+ * The digest of a user's hash that its sessions keep (console_session.c):
+ * a new password has a new hash (and a new salt), so a new digest, and
+ * the sessions of the old one end.  SHA-256 by crypt(3)'s $5$ with a salt
+ * of its own: one-way, so that the sessions' memory, which the supervisor
+ * shares with the console, holds nothing of the hash itself.  0, or -1
+ * when libcrypt has no $5$.
+ */
+static int
+console_hash_tag(const char *hash, char *out, size_t len)
+{
+	struct crypt_data *cd = xcalloc(1, sizeof(*cd));
+	const char *h = crypt_rn(hash, "$5$rounds=1000$rowq.session$", cd,
+	    (int)sizeof(*cd));
+	const char *d = h != NULL && h[0] != '*' ? strrchr(h, '$') : NULL;
+	int rc = -1;
+
+	if (d != NULL && strlen(d + 1) < len) {
+		snprintf(out, len, "%s", d + 1);
+		rc = 0;
+	}
+	explicit_bzero(cd, sizeof(*cd));
+	free(cd);
+	return rc;
+}
+
+/*
+ * What sets the work of hashing with hash: its method and parameters,
+ * the hash less its salt and digest: "$y$j9T$" (yescrypt and its
+ * parameters), "$2b$12$" (bcrypt and its cost), "$6$rounds=10000$" or
+ * "$6$" (SHA-512, its rounds if not the default), "$7$" and the 11
+ * characters of scrypt's N, r and p.
+ */
+static void
+console_cost_of(const char *hash, struct buf *out)
+{
+	const char *p = strchr(hash + 1, '$'), *q;
+	size_t n = p != NULL ? (size_t)(p + 1 - hash) : strlen(hash);
+
+	buf_reset(out);
+	buf_append(out, hash, n);
+	if (p == NULL)
+		return;
+	if (strncmp(hash, "$7$", 3) == 0)
+		buf_append(out, p + 1, strnlen(p + 1, 11));
+	else if (strncmp(hash, "$5$", 3) == 0 || strncmp(hash, "$6$", 3) == 0) {
+		if (strncmp(p + 1, "rounds=", 7) == 0 &&
+		    (q = strchr(p + 1, '$')) != NULL)
+			buf_append(out, p + 1, (size_t)(q + 1 - (p + 1)));
+	} else if ((q = strchr(p + 1, '$')) != NULL)
+		buf_append(out, p + 1, (size_t)(q + 1 - (p + 1)));
+}
+
+/* Each user's cost, and one user for each cost (console_users.cost). */
+static void
+console_users_costs(struct console_users *u)
+{
+	struct buf a = { 0 }, b = { 0 };
+
+	u->cost = xcalloc(u->n ? u->n : 1, sizeof(*u->cost));
+	for (size_t i = 0; i < u->n; i++) {
+		size_t k;
+		console_cost_of(u->user[i].hash, &a);
+		for (k = 0; k < u->ncost; k++) {
+			console_cost_of(u->user[u->cost[k]].hash, &b);
+			if (strcmp(a.data, b.data) == 0)
+				break;
+		}
+		if (k == u->ncost)
+			u->cost[u->ncost++] = i;
+		u->user[i].cost = k;
+	}
+	buf_free(&a);
+	buf_free(&b);
 }
 
 /* One line, "NAME:HASH:ROLE"; NULL, or what is wrong with it. */
@@ -95,6 +177,9 @@ console_users_line(const char *l, size_t n, struct console_users *u)
 	memcpy(e->name, l, (size_t)(c1 - l));
 	e->hash = xstrndup(c1 + 1, (size_t)(c2 - c1 - 1));
 	e->role = rn == 8 ? CONSOLE_OPERATOR : CONSOLE_VIEWER;
+	if (console_hash_tag(e->hash, e->tag, sizeof(e->tag)) == -1)
+		return "libcrypt has no SHA-256 ($5$) for the sessions' "
+		    "digest of the hash";
 	return NULL;
 }
 
@@ -127,6 +212,7 @@ console_users_parse(const char *text, size_t len, const char *file,
 		}
 		p += raw + (nl != NULL);
 	}
+	console_users_costs(u);
 	return 0;
 }
 
@@ -177,6 +263,7 @@ console_users_free(struct console_users *u)
 	for (size_t i = 0; i < u->n; i++)
 		free(u->user[i].hash);
 	free(u->user);
+	free(u->cost);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -217,8 +304,11 @@ console_dummy_hash(void)
 
 /*
  * The user with this name and password, or NULL.  The password is hashed
- * with the user's salt and method, and the result compared in constant
- * time; an unknown name is hashed against a dummy all the same.
+ * once for each cost of the file: with the user's own hash (its salt and
+ * method) for its cost, whose result is compared in constant time, and
+ * with another user's hash for each other cost, whose result is dropped;
+ * an unknown name is hashed for every cost all the same (against a dummy
+ * when the file has no user).
  */
 const struct console_user *
 console_login(const struct console_users *u, const char *name,
@@ -227,15 +317,22 @@ console_login(const struct console_users *u, const char *name,
 	const struct console_user *found = NULL;
 	struct crypt_data *cd = xcalloc(1, sizeof(*cd));
 	const char *hash, *out;
-	bool ok;
+	bool ok = false;
 
 	for (size_t i = 0; i < u->n; i++)
 		if (strcmp(u->user[i].name, name) == 0)
 			found = &u->user[i];
-	hash = found != NULL ? found->hash : console_dummy_hash();
-	out = crypt_rn(password, hash, cd, (int)sizeof(*cd));
-	ok = found != NULL && out != NULL && out[0] != '*' &&
-	    console_equal(out, strlen(out), hash, strlen(hash));
+	if (u->ncost == 0)
+		(void)crypt_rn(password, console_dummy_hash(), cd,
+		    (int)sizeof(*cd));
+	for (size_t k = 0; k < u->ncost; k++) {
+		bool own = found != NULL && found->cost == k;
+		hash = own ? found->hash : u->user[u->cost[k]].hash;
+		out = crypt_rn(password, hash, cd, (int)sizeof(*cd));
+		if (own)
+			ok = out != NULL && out[0] != '*' &&
+			    console_equal(out, strlen(out), hash, strlen(hash));
+	}
 	explicit_bzero(cd, sizeof(*cd));
 	free(cd);
 	return ok ? found : NULL;

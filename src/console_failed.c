@@ -3,7 +3,8 @@
  * failed_select: paged, filtered by error text (the first column whose
  * name holds "error", as `rowq requeue --where-error` reads it), and
  * requeued or discarded, the rows selected or every row matching, by
- * requeue.c as the commands do it (chunks of 1000 keys, a pause between).
+ * requeue.c as the commands do it (chunks of 1000 keys, a pause between;
+ * every row in a child, console_bulk.c, the console serving meanwhile).
  * More than one row, or all, asks for a confirmation first.
  */
 #include "rowq.h"
@@ -211,7 +212,9 @@ console_failed_page(struct console_request *r, struct console_reply *rep,
 		const char *n = console_query(r, "n");
 		buf_printf(b, "<p class=\"note\" id=\"did\">%s %lld row%s.</p>",
 		    did, n ? atoll(n) : 0LL, n && atoll(n) == 1 ? "" : "s");
-	}
+	} else if (did != NULL && strcmp(did, "running") == 0)
+		buf_puts(b, "<p class=\"note\" id=\"did\">The action on every "
+		    "row goes on; the Actions page says when it is done.</p>");
 	buf_puts(b, "<form method=\"get\" class=\"bar\" action=\"/queue/");
 	console_url_part(b, q->name);
 	buf_puts(b, "/failed\"><input type=\"text\" name=\"error\" "
@@ -260,6 +263,82 @@ console_failed_page(struct console_request *r, struct console_reply *rep,
 	console_failed_free(&f);
 }
 
+/*
+ * Whether the key column of failed_select is binary, as its column says
+ * (a binary key is bound as a blob, a text key as text).  False when it
+ * cannot be read: text, as `rowq requeue` binds every key.
+ */
+static bool
+console_failed_key_binary(struct db *db, const struct queue *q,
+    const char *key)
+{
+	struct db_stmt *s;
+	const struct column *cols;
+	size_t ncols;
+	enum db_status st;
+	bool binary = false;
+
+	if ((s = db_prepare(db, q->failed_select.positional, &st)) == NULL)
+		return false;
+	cols = db_stmt_columns(s, &ncols);
+	for (size_t i = 0; i < ncols; i++)
+		if (strcmp(cols[i].name, key) == 0)
+			binary = cols[i].kind == COLUMN_BINARY;
+	db_stmt_free(s);
+	return binary;
+}
+
+/* Whether a form field is a key: key_hex from the page, key from a script. */
+static bool
+console_failed_is_key(const char *name)
+{
+	return strcmp(name, "key_hex") == 0 || strcmp(name, "key") == 0;
+}
+
+/*
+ * The keys of the form as values to bind, their bytes in bytes[i]: a
+ * box of the page posts key_hex, the key's bytes in hex, which are bound
+ * as they are (a blob for a binary key column); a script may post key,
+ * a text bound as text as `rowq requeue` binds it.  -1 when a key_hex is
+ * not hex.
+ */
+static int
+console_failed_keys(const struct console_form *f, bool binary,
+    struct buf *bytes, struct value *v, size_t *n)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		bool hex = strcmp(f->name[i], "key_hex") == 0;
+		struct buf *b = &bytes[*n];
+		if (!console_failed_is_key(f->name[i]))
+			continue;
+		if (hex && console_key_decode(f->value[i], b) == -1)
+			return -1;
+		if (!hex)
+			buf_puts(b, f->value[i]);
+		v[(*n)++] = (struct value){ .type = hex && binary ?
+		    VALUE_BLOB : VALUE_TEXT, .s = b->data, .len = b->len };
+	}
+	return 0;
+}
+
+/*
+ * The keys for the log and the Actions page: a binary key in hex, as
+ * ROWQ_KEY has it; a text key as it is (the log escapes what it must).
+ */
+static void
+console_failed_detail(struct buf *b, const struct value *v, size_t n)
+{
+	for (size_t i = 0; i < n && b->len < 150; i++) {
+		buf_puts(b, i ? ", key " : "key ");
+		if (v[i].type == VALUE_BLOB)
+			buf_put_hex(b, v[i].s, v[i].len);
+		else
+			for (size_t k = 0; k < v[i].len; k++)
+				buf_putc(b, v[i].s[k] != '\0' ? v[i].s[k] :
+				    '?');
+	}
+}
+
 /* The confirmation of a bulk action: the same form again, confirmed. */
 static void
 console_failed_confirm(struct console_request *r, struct console_reply *rep,
@@ -281,9 +360,9 @@ console_failed_confirm(struct console_request *r, struct console_reply *rep,
 	if (all)
 		buf_puts(b, "<input type=\"hidden\" name=\"all\" value=\"1\">");
 	for (size_t i = 0; i < r->form.n; i++)
-		if (strcmp(r->form.name[i], "key") == 0 && !all) {
-			buf_puts(b, "<input type=\"hidden\" name=\"key\" "
-			    "value=\"");
+		if (console_failed_is_key(r->form.name[i]) && !all) {
+			buf_printf(b, "<input type=\"hidden\" name=\"%s\" "
+			    "value=\"", r->form.name[i]);
 			console_html(b, r->form.value[i]);
 			buf_puts(b, "\">");
 		}
@@ -309,8 +388,9 @@ console_failed_confirm(struct console_request *r, struct console_reply *rep,
 }
 
 /*
- * POST /queue/NAME/failed: action=requeue|discard, key=K... or all=1
- * (with error=TEXT), confirm=1 for more than one row.
+ * POST /queue/NAME/failed: action=requeue|discard, key_hex=HEX... (the
+ * page's boxes) or key=TEXT... (a script's), or all=1 (with error=TEXT),
+ * confirm=1 for more than one row.
  */
 void
 console_failed_post(struct console_request *r, struct console_reply *rep,
@@ -324,7 +404,8 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 	struct failed_ctx what = { .cfg = (struct config *)r->c->cfg, .q = q };
 	struct requeue_run run;
 	struct buf back = { 0 }, detail = { 0 };
-	char **keys = xcalloc(r->form.n + 1, sizeof(*keys));
+	struct buf *bytes = xcalloc(r->form.n + 1, sizeof(*bytes));
+	struct value *values = xcalloc(r->form.n + 1, sizeof(*values));
 	size_t nkeys = 0;
 	int rc;
 
@@ -333,8 +414,7 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 	else if (action != NULL && strcmp(action, "discard") == 0)
 		a = &discard_action;
 	for (size_t i = 0; i < r->form.n; i++)
-		if (strcmp(r->form.name[i], "key") == 0)
-			keys[nkeys++] = r->form.value[i];
+		nkeys += console_failed_is_key(r->form.name[i]);
 	if (error != NULL && *error == '\0')
 		error = NULL;
 	if (a == NULL || failed_action_sql(q, a)->text == NULL ||
@@ -351,23 +431,31 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 		console_failed_confirm(r, rep, q, a, all, error, nkeys);
 		goto out;
 	}
+	/* Every row that matches: in a child, the console serving on. */
+	if (all) {
+		console_failed_href(&back, q->name, error, 0);
+		(void)console_bulk_start(r, rep, q, a, error, back.data);
+		goto out;
+	}
 	if ((what.db = console_db(r->c)) == NULL) {
 		console_reply_text(rep, 503, "the database does not answer");
+		goto out;
+	}
+	nkeys = 0;
+	if (console_failed_keys(&r->form, console_failed_key(q) != NULL &&
+	    console_failed_key_binary(what.db, q, console_failed_key(q)), bytes,
+	    values, &nkeys) == -1) {
+		console_reply_text(rep, 400, "a key is not as the page gave "
+		    "it: reload the page");
 		goto out;
 	}
 	rc = requeue_begin(&run, &what, a);
 	run.quiet = true;
 	if (rc == ROWQ_EXIT_OK)
-		rc = all ? requeue_all(&run, error) :
-		    requeue_keys(&run, keys, nkeys);
+		rc = requeue_values(&run, values, nkeys);
 	requeue_end(&run);
 	(void)db_rollback(what.db);
-	if (all)
-		buf_printf(&detail, "all%s%s", error ? " whose error contains " :
-		    "", error ? error : "");
-	else
-		for (size_t i = 0; i < nkeys && detail.len < 150; i++)
-			buf_printf(&detail, "%skey %s", i ? ", " : "", keys[i]);
+	console_failed_detail(&detail, values, nkeys);
 	if (run.missed > 0)
 		buf_printf(&detail, "; %llu matched no failed row", run.missed);
 	if (rc != ROWQ_EXIT_OK)
@@ -383,7 +471,10 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 out:
 	buf_free(&back);
 	buf_free(&detail);
-	free(keys);
+	for (size_t i = 0; i < r->form.n; i++)
+		buf_free(&bytes[i]);
+	free(bytes);
+	free(values);
 }
 
 /* GET /api/queue/NAME/failed[?error=TEXT][&page=N]: `rowq failed --json`'s shape. */

@@ -7,7 +7,10 @@
  * Every value a page shows goes through console_html: row values and
  * error texts come from handlers and the application, and are taken for
  * hostile.  Bytes that are not UTF-8 become U+FFFD, control characters
- * but newline and tab a space.
+ * but newline and tab their pictures (U+2400 and on: "victim\1" is shown
+ * as victim and a visible SOH, not as "victim ").  A key that a form
+ * posts back is not its text but its bytes in hex (console_key_decode),
+ * compared byte for byte.
  */
 #include "console.h"
 
@@ -75,7 +78,7 @@ const char console_js[] =
 "if(b.dataset.refresh)setTimeout(tick,5000);\n"
 "var all=document.getElementById('all');\n"
 "if(all){all.addEventListener('change',function(){\n"
-"document.querySelectorAll('input[name=key]').forEach(function(c){"
+"document.querySelectorAll('input[name=key_hex]').forEach(function(c){"
 "c.checked=all.checked;});});}\n"
 "})();\n";
 
@@ -104,9 +107,18 @@ console_html_n(struct buf *b, const char *s, size_t n)
 		case '\'':
 			buf_puts(b, "&#39;");
 			break;
+		case '\n':
+		case '\t':
+			buf_putc(b, (char)c);
+			break;
 		default:
-			buf_putc(b, c < ' ' && c != '\n' && c != '\t' ? ' ' :
-			    (char)c);
+			if (c < ' ' || c == 0x7f) {
+				/* U+2400 + c, U+2421 for DEL, in UTF-8. */
+				buf_puts(b, "\xe2\x90");
+				buf_putc(b, (char)(c == 0x7f ? 0xa1 :
+				    0x80 + c));
+			} else
+				buf_putc(b, (char)c);
 		}
 	}
 	buf_free(&t);
@@ -130,6 +142,41 @@ console_url_part(struct buf *b, const char *s)
 		else
 			buf_printf(b, "%%%02X", c);
 	}
+}
+
+static int
+console_hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * A key as a form posts it back, hex digits two a byte (buf_put_hex on
+ * the page), into its bytes in out; -1 when it is not that: an odd
+ * count, or a character not a hex digit.  An empty key is refused too.
+ */
+int
+console_key_decode(const char *hex, struct buf *out)
+{
+	size_t n = strlen(hex);
+
+	buf_reset(out);
+	if (n == 0 || n % 2 != 0)
+		return -1;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = console_hex_digit((unsigned char)hex[i]);
+		int lo = console_hex_digit((unsigned char)hex[i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		buf_putc(out, (char)(hi << 4 | lo));
+	}
+	return 0;
 }
 
 static void

@@ -1,19 +1,23 @@
 /*
  * console_http.c: the console's HTTP server, libmicrohttpd (mhd.h) in
  * the console child's own loop (epoll mode, one thread), over HTTPS when
- * console.tls: gives a certificate.
+ * console.tls: gives a certificate (TLS 1.2 and 1.3, or 1.3 alone).
  *
  * Every request is bounded before a page sees it: the URL, the headers
  * (the library's memory limit per connection answers 413 or 431 past
  * it), the query's values and the body, each past its bound answered 4xx
- * and dropped.  Clients are cut after CONSOLE_CLIENT_TIMEOUT_S idle, at
- * most CONSOLE_CLIENTS_MAX are served at once.  Then who asks: a session
- * cookie (the login form), or HTTP Basic for scripts; neither, and a page
- * sends the browser to /login, /api/ answers 401.  A POST other than the
- * login's needs a session and its CSRF token in the form (403 without):
- * Basic, which a browser may send by itself, changes nothing.  Every
- * answer carries the security headers (a strict Content-Security-Policy
- * with nothing from elsewhere, no framing, no sniffing, no caching).
+ * and dropped.  Clients are cut after CONSOLE_CLIENT_TIMEOUT_S idle, or
+ * once their request has taken CONSOLE_REQUEST_MS to arrive however
+ * steadily it trickles; at most CONSOLE_CLIENTS_MAX are served at once,
+ * CONSOLE_CLIENTS_PER_ADDR of one address (mhd_guard.c).  Then who asks:
+ * a session cookie (the login form), or HTTP Basic for scripts; neither,
+ * and a page sends the browser to /login, /api/ answers 401.  A POST
+ * that a browser says comes from another site's page is refused (403),
+ * the login's too.  A POST other than the login's needs a session and
+ * its CSRF token in the form (403 without): Basic, which a browser may
+ * send by itself, changes nothing.  Every answer carries the security
+ * headers (a strict Content-Security-Policy with nothing from elsewhere,
+ * no framing, no sniffing, no caching).
  */
 #include "rowq.h"
 #include "console.h"
@@ -25,14 +29,25 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define CONSOLE_CLIENTS_MAX		128
+#define CONSOLE_CLIENTS_PER_ADDR	32	/* a proxy's users share one */
 #define CONSOLE_CLIENT_TIMEOUT_S	10
+#define CONSOLE_REQUEST_MS		10000	/* for a request to arrive */
 /* Headers and URL of one request, the library's limit. */
 #define CONSOLE_CONN_MEMORY		(32 * 1024)
 #define CONSOLE_COOKIE			"rowq_session"
+
+/*
+ * GnuTLS's priorities for console.tls.min_version: its defaults, less
+ * every version but TLS 1.3 and (for "1.2") 1.2; 1.0 and 1.1, which
+ * GnuTLS would speak, never.
+ */
+#define CONSOLE_TLS12	"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#define CONSOLE_TLS13	"NORMAL:-VERS-ALL:+VERS-TLS1.3"
 
 static const char console_csp[] =
     "default-src 'none'; style-src 'self'; script-src 'self'; "
@@ -41,14 +56,20 @@ static const char console_csp[] =
 
 struct console_http {
 	struct MHD_Daemon	*mhd;
+	struct mhd_guard	 guard;
 	struct console		*c;
 	bool			 tls;
 };
 
-/* One request as it comes in: its body, bounded. */
+/*
+ * One request as it comes in: its body, bounded; and, for one suspended
+ * until a child is done (console_bulk.c), where its answer sends it.
+ */
 struct console_upload {
 	struct buf	 body;
 	bool		 too_big;
+	bool		 resumed;
+	char		 later[CONSOLE_URL_MAX + 64];
 };
 
 /* ---- pure helpers (unit-tested) ---- */
@@ -264,15 +285,18 @@ console_basic(struct console_request *r, const char *header)
 
 	if (console_basic_parse(header, &user, &password) == -1)
 		return;
-	if (console_throttle_wait(&c->throttle, r->client, now_ms()) > 0) {
+	snprintf(r->tried, sizeof(r->tried), "%s", user);
+	if (console_throttle_wait(c->throttle, r->client, user,
+	    now_ms()) > 0) {
 		r->throttled = true;
 	} else if ((u = console_login(&c->users, user, password)) != NULL) {
 		r->authed = true;
 		snprintf(r->user, sizeof(r->user), "%s", u->name);
 		r->role = u->role;
-		console_throttle_passed(&c->throttle, r->client);
+		console_throttle_passed(c->throttle, r->client, user, now_ms());
 	} else {
-		console_throttle_failed(&c->throttle, r->client, now_ms());
+		console_throttle_failed(c->throttle, r->client, user,
+		    now_ms());
 		log_warnx("HTTP Basic login failed for %s from %s",
 		    console_user_known(&c->users, user) ? user :
 		    "an unknown name", r->client);
@@ -292,6 +316,14 @@ console_who(struct console_request *r)
 	    MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 
 	r->session = console_session_find(r->c->sessions, cookie, wall_ms());
+	/* The users file may have changed since the session began. */
+	if (r->session != NULL && !console_session_current(r->session,
+	    &r->c->users)) {
+		log_info("%s's session ends: no longer a user with that role "
+		    "and password", r->session->user);
+		console_session_end(r->session);
+		r->session = NULL;
+	}
 	if (r->session != NULL) {
 		r->authed = true;
 		snprintf(r->user, sizeof(r->user), "%s", r->session->user);
@@ -367,6 +399,37 @@ console_reply_text(struct console_reply *rep, unsigned status,
 	buf_putc(&rep->body, '\n');
 }
 
+/*
+ * Whether a POST comes from another site's page, as the browser says:
+ * Sec-Fetch-Site other than same-origin (or none: the user's own doing),
+ * else, from a browser too old to send it, an Origin whose host is not
+ * the Host asked for (the scheme is left out: a proxy in front may speak
+ * HTTPS for a console that speaks HTTP).  A client that sends neither, a
+ * script, is no page of another site.  The login form needs this (it has
+ * no session, so no CSRF token): a page the operator opens must not
+ * spend the wait of the console's users with wrong passwords.
+ */
+static bool
+console_cross_site(const struct console_request *r)
+{
+	const char *site = mhd.lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, "Sec-Fetch-Site");
+	const char *origin = mhd.lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, "Origin");
+	const char *host = mhd.lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const char *o;
+
+	if (site != NULL)
+		return strcmp(site, "same-origin") != 0 &&
+		    strcmp(site, "none") != 0;
+	if (origin == NULL)
+		return false;
+	if ((o = strstr(origin, "://")) == NULL || host == NULL)
+		return true;
+	return strcasecmp(o + 3, host) != 0;
+}
+
 /* The checks of a request before its page: bounds, who, CSRF. */
 static bool
 console_admit(struct console_request *r, struct console_upload *up,
@@ -393,6 +456,12 @@ console_admit(struct console_request *r, struct console_upload *up,
 		rep->allow = "GET, HEAD, POST";
 		return false;
 	}
+	if (strcmp(r->method, "POST") == 0 && console_cross_site(r)) {
+		console_reply_text(rep, MHD_HTTP_FORBIDDEN, "a POST from "
+		    "another site's page is refused: use the console's own "
+		    "pages");
+		return false;
+	}
 	if (up->too_big) {
 		console_reply_text(rep, MHD_HTTP_CONTENT_TOO_LARGE,
 		    "request body too large");
@@ -409,9 +478,10 @@ console_admit(struct console_request *r, struct console_upload *up,
 	console_who(r);
 	if (r->throttled) {
 		console_reply_text(rep, MHD_HTTP_TOO_MANY_REQUESTS, "too many "
-		    "failed logins from here: wait, then try again");
+		    "failed logins of this name: wait, then try again");
 		rep->retry_after_s = (long)(console_throttle_wait(
-		    &r->c->throttle, r->client, now_ms()) + 999) / 1000;
+		    r->c->throttle, r->client, r->tried, now_ms()) + 999) /
+		    1000;
 		return false;
 	}
 	if (!r->authed) {
@@ -450,7 +520,7 @@ console_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	struct console_http *h = cls;
 	struct console_upload *up = *con_cls;
 	struct console_request r = { .c = h->c, .conn = conn, .path = url,
-	    .method = method };
+	    .method = method, .upload = up };
 	struct console_reply rep = { .status = MHD_HTTP_OK };
 	enum MHD_Result rc;
 
@@ -458,6 +528,13 @@ console_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	if (up == NULL) {
 		*con_cls = xcalloc(1, sizeof(*up));
 		return MHD_YES;
+	}
+	/* Back from console_http_resume: the answer its caller left. */
+	if (up->resumed) {
+		console_redirect(&rep, up->later);
+		rc = console_send(h, conn, &rep);
+		buf_free(&rep.body);
+		return rc;
 	}
 	if (*upload_size != 0) {
 		if (up->body.len + *upload_size > CONSOLE_BODY_MAX)
@@ -467,12 +544,13 @@ console_answer(void *cls, struct MHD_Connection *conn, const char *url,
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	mhd_guard_answering(conn);
 	console_client(conn, r.client, sizeof(r.client));
 	if (console_admit(&r, up, &rep))
 		console_route(&r, &rep);
 	if (strcmp(method, "HEAD") == 0)
 		buf_reset(&rep.body);
-	rc = console_send(h, conn, &rep);
+	rc = rep.suspended ? MHD_YES : console_send(h, conn, &rep);
 	console_form_free(&r.form);
 	buf_free(&rep.body);
 	return rc;
@@ -485,8 +563,8 @@ console_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct console_upload *up = *con_cls;
 
 	(void)cls;
-	(void)conn;
 	(void)why;
+	mhd_guard_completed(conn);
 	if (up != NULL) {
 		if (up->body.data != NULL)
 			explicit_bzero(up->body.data, up->body.len);
@@ -528,7 +606,7 @@ console_http_start(struct console *c)
 	struct sockaddr_storage ss;
 	struct console_http *h;
 	char *cert = NULL, *key = NULL;
-	unsigned flags = MHD_USE_EPOLL;
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
 
 	if (mhd_address(o->listen, &ss) == -1) {
 		log_error("not an address HOST:PORT: %s", o->listen);
@@ -558,14 +636,19 @@ console_http_start(struct console *c)
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	mhd_guard_init(&h->guard, "console", CONSOLE_CLIENTS_MAX,
+	    CONSOLE_CLIENTS_PER_ADDR, CONSOLE_REQUEST_MS);
 	h->mhd = mhd.start_daemon(flags, 0, NULL, NULL, console_answer, h,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONSOLE_CLIENTS_MAX,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONSOLE_CLIENT_TIMEOUT_S,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONSOLE_CONN_MEMORY,
 	    MHD_OPTION_NOTIFY_COMPLETED, console_completed, h,
+	    MHD_OPTION_NOTIFY_CONNECTION, mhd_guard_notify, &h->guard,
 	    h->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
 	    MHD_OPTION_HTTPS_MEM_KEY, key,
+	    MHD_OPTION_HTTPS_PRIORITIES, o->tls_min_version == 13 ?
+	    CONSOLE_TLS13 : CONSOLE_TLS12,
 	    MHD_OPTION_END);
 	if (key != NULL)
 		explicit_bzero(key, strlen(key));
@@ -574,6 +657,7 @@ console_http_start(struct console *c)
 	if (h->mhd == NULL) {
 		log_error("cannot listen on %s: %s", o->listen,
 		    strerror(errno));
+		mhd_guard_free(&h->guard);
 		free(h);
 		return NULL;
 	}
@@ -581,6 +665,30 @@ console_http_start(struct console *c)
 	log_info("serving %s://%s/", h->tls ? "https" : "http",
 	    o->listen);
 	return h;
+}
+
+/*
+ * r's answer comes later: its connection is set aside (the library
+ * neither reads it nor times it out) until console_http_resume.
+ */
+void
+console_http_suspend(struct console_request *r)
+{
+	mhd.suspend_connection(r->conn);
+}
+
+/*
+ * The request set aside by console_http_suspend is answered: a redirect
+ * to location, sent when the library next runs (console_http_run).
+ */
+void
+console_http_resume(void *conn, void *upload, const char *location)
+{
+	struct console_upload *up = upload;
+
+	up->resumed = true;
+	snprintf(up->later, sizeof(up->later), "%s", location);
+	mhd.resume_connection(conn);
 }
 
 int
@@ -595,9 +703,13 @@ console_http_run(struct console_http *h)
 	(void)mhd.run(h->mhd);
 }
 
-/* The library's timers: idle clients cut (mhd_timers). */
+/*
+ * The library's timers and the guard's: idle clients cut (mhd_timers),
+ * and those whose request is too long in coming (mhd_guard_timers).
+ */
 void
 console_http_timers(struct console_http *h, int64_t now, int64_t *next)
 {
+	mhd_guard_timers(&h->guard, now, next);
 	mhd_timers(h->mhd, now, next);
 }

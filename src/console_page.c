@@ -157,31 +157,33 @@ console_login_post(struct console_request *r, struct console_reply *rep)
 	struct console *c = r->c;
 	const char *name = console_form_get(&r->form, "user");
 	const char *password = console_form_get(&r->form, "password");
-	int64_t wait = console_throttle_wait(&c->throttle, r->client, now_ms());
 	const struct console_user *u;
 	struct console_session *s;
+	int64_t wait;
 
+	if (name == NULL)
+		name = "";
+	wait = console_throttle_wait(c->throttle, r->client, name, now_ms());
 	if (wait > 0) {
 		rep->status = 429;
 		rep->retry_after_s = (long)(wait + 999) / 1000;
-		console_login_page(r, rep, "Too many failed logins from here: "
-		    "wait a little, then try again.");
+		console_login_page(r, rep, "Too many failed logins of this "
+		    "name: wait a little, then try again.");
 		return;
 	}
-	u = name != NULL && password != NULL ? console_login(&c->users, name,
-	    password) : NULL;
+	u = password != NULL ? console_login(&c->users, name, password) :
+	    NULL;
 	if (u == NULL) {
-		console_throttle_failed(&c->throttle, r->client, now_ms());
-		log_warnx("login failed for %s from %s", name != NULL &&
+		console_throttle_failed(c->throttle, r->client, name, now_ms());
+		log_warnx("login failed for %s from %s",
 		    console_user_known(&c->users, name) ? name :
 		    "an unknown name", r->client);
 		rep->status = 403;
 		console_login_page(r, rep, "Wrong user or password.");
 		return;
 	}
-	console_throttle_passed(&c->throttle, r->client);
-	if ((s = console_session_new(c->sessions, u->name, u->role,
-	    wall_ms())) == NULL) {
+	console_throttle_passed(c->throttle, r->client, name, now_ms());
+	if ((s = console_session_new(c->sessions, u, wall_ms())) == NULL) {
 		console_reply_text(rep, 503, "no random bytes for a session");
 		return;
 	}
@@ -298,11 +300,14 @@ console_queues(struct console_request *r, struct console_reply *rep)
 		console_num_cell(b, hist, m.done, NULL);
 		console_num_cell(b, hist, m.retried, NULL);
 		console_num_cell(b, hist, m.failed, m.failed ? "bad" : NULL);
-		if (l != NULL)
-			buf_printf(b, "<td class=\"n\">%s/%s</td>",
-			    status_live_value(l, "busy"),
-			    status_live_value(l, "workers"));
-		else
+		/* The socket's text like any other: escaped. */
+		if (l != NULL) {
+			buf_puts(b, "<td class=\"n\">");
+			console_html(b, status_live_value(l, "busy"));
+			buf_putc(b, '/');
+			console_html(b, status_live_value(l, "workers"));
+			buf_puts(b, "</td>");
+		} else
 			buf_puts(b, "<td class=\"n muted\">-</td>");
 		buf_puts(b, "<td>");
 		if (hist)
@@ -342,13 +347,21 @@ console_rows_table(struct buf *b, const struct column *cols, size_t ncols,
 	for (size_t i = 0; i < rs->nrows; i++) {
 		const struct row *row = &rs->rows[i];
 		buf_puts(b, "<tr>");
+		/*
+		 * The key's box posts its bytes in hex, never the text shown,
+		 * which may look like another key (console_key_decode).
+		 */
 		for (size_t c = 0; key_column != NULL && c < ncols; c++)
 			if (strcmp(cols[c].name, key_column) == 0) {
-				buf_puts(b, "<td><input type=\"checkbox\" "
-				    "name=\"key\" value=\"");
-				console_html_n(b, row->value[c],
-				    row->len[c]);
-				buf_puts(b, "\"></td>");
+				buf_puts(b, "<td>");
+				if (row->value[c] != NULL && row->len[c] > 0) {
+					buf_puts(b, "<input type=\"checkbox\" "
+					    "name=\"key_hex\" value=\"");
+					buf_put_hex(b, row->value[c],
+					    row->len[c]);
+					buf_puts(b, "\">");
+				}
+				buf_puts(b, "</td>");
 				break;
 			}
 		for (size_t c = 0; c < ncols; c++) {

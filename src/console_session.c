@@ -1,17 +1,14 @@
 /*
- * console_session.c: a login's session, its CSRF token, and the wait
- * that failed logins impose on the client that made them.
+ * console_session.c: a login's session and its CSRF token (the wait
+ * after failed logins is console_throttle.c's).
  *
  * A session is two random tokens: one in the cookie, one in every form
  * (the CSRF token, which a page of another site cannot read, so cannot
  * send).  A session unused for CONSOLE_SESSION_IDLE_MS, or older than
- * CONSOLE_SESSION_MAX_MS, is gone; when the table is full the least
- * recently used goes.  Tokens are compared in constant time.
- *
- * Each failed login doubles the wait before the client's next try (1 s,
- * 2 s, 4 s ... up to CONSOLE_THROTTLE_CAP_MS); a try within it is
- * refused without checking the password.  A login that passes forgets
- * the client's failures.
+ * CONSOLE_SESSION_MAX_MS, is gone; a user holds CONSOLE_SESSIONS_PER_USER
+ * at most, a new one ending their own least recently used, and when the
+ * table is full the least recently used of the users that hold the most
+ * goes (console_session_slot).  Tokens are compared in constant time.
  */
 #include "console.h"
 
@@ -50,30 +47,77 @@ console_session_live(const struct console_session *s, int64_t now)
 	    now - s->created_ms < CONSOLE_SESSION_MAX_MS && now >= s->created_ms;
 }
 
-/* A new session for user; NULL when no random bytes could be had. */
-struct console_session *
-console_session_new(struct console_sessions *t, const char *user,
-    enum console_role role, int64_t now)
+/* How many live sessions user has. */
+static size_t
+console_sessions_of(const struct console_sessions *t, const char *user,
+    int64_t now)
 {
-	struct console_session *pick = &t->s[0];
+	size_t n = 0;
+
+	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++)
+		n += console_session_live(&t->s[i], now) &&
+		    strcmp(t->s[i].user, user) == 0;
+	return n;
+}
+
+/*
+ * The slot for a new session of user: user's own least recently used
+ * when it has CONSOLE_SESSIONS_PER_USER already; else a free one (or
+ * one past its time); else, every slot taken, the least recently used
+ * session of the users that have the most.  So a user who logs in again
+ * and again ends their own sessions, never another's, and a full table
+ * takes from the users that hold most of it.
+ */
+static struct console_session *
+console_session_slot(struct console_sessions *t, const char *user,
+    int64_t now)
+{
+	struct console_session *pick = NULL;
+	size_t most = 0;
+	bool full = console_sessions_of(t, user, now) >=
+	    CONSOLE_SESSIONS_PER_USER;
 
 	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++) {
 		struct console_session *s = &t->s[i];
+		size_t n;
 		if (!console_session_live(s, now)) {
-			pick = s;
-			break;
+			if (!full)
+				return s;
+			continue;
 		}
-		if (s->used_ms < pick->used_ms)
+		if (full && strcmp(s->user, user) != 0)
+			continue;
+		n = full ? 0 : console_sessions_of(t, s->user, now);
+		if (pick == NULL || n > most || (n == most &&
+		    s->used_ms < pick->used_ms)) {
 			pick = s;
+			most = n;
+		}
 	}
+	return pick;
+}
+
+/*
+ * A new session for user, bound to its role and its hash's digest; NULL
+ * when no random bytes could be had.
+ */
+struct console_session *
+console_session_new(struct console_sessions *t, const struct console_user *u,
+    int64_t now)
+{
+	struct console_session *pick = console_session_slot(t, u->name, now);
+
+	if (pick == NULL)
+		return NULL;
 	memset(pick, 0, sizeof(*pick));
 	if (console_random_hex(pick->token, CONSOLE_TOKEN_BYTES) == -1 ||
 	    console_random_hex(pick->csrf, CONSOLE_TOKEN_BYTES) == -1) {
 		memset(pick, 0, sizeof(*pick));
 		return NULL;
 	}
-	snprintf(pick->user, sizeof(pick->user), "%s", user);
-	pick->role = role;
+	snprintf(pick->user, sizeof(pick->user), "%s", u->name);
+	snprintf(pick->tag, sizeof(pick->tag), "%s", u->tag);
+	pick->role = u->role;
 	pick->created_ms = pick->used_ms = now;
 	pick->used = true;
 	return pick;
@@ -115,8 +159,25 @@ console_session_end(struct console_session *s)
 }
 
 /*
+ * Whether s is still its user's as the users file says: the name there,
+ * with the same role and the same hash (a new password ends it).
+ */
+bool
+console_session_current(const struct console_session *s,
+    const struct console_users *u)
+{
+	for (size_t k = 0; k < u->n; k++)
+		if (strcmp(u->user[k].name, s->user) == 0)
+			return u->user[k].role == s->role &&
+			    console_equal(u->user[k].tag,
+			    strlen(u->user[k].tag), s->tag, strlen(s->tag));
+	return false;
+}
+
+/*
  * After the users file is read again (a console started anew): the
- * sessions of users no longer in it, or whose role changed, end.
+ * sessions of users no longer in it, or whose role or password changed,
+ * end.
  */
 void
 console_sessions_recheck(struct console_sessions *t,
@@ -124,17 +185,11 @@ console_sessions_recheck(struct console_sessions *t,
 {
 	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++) {
 		struct console_session *s = &t->s[i];
-		bool keep = false;
-		if (!s->used)
+		if (!s->used || console_session_current(s, u))
 			continue;
-		for (size_t k = 0; k < u->n; k++)
-			keep |= strcmp(u->user[k].name, s->user) == 0 &&
-			    u->user[k].role == s->role;
-		if (!keep) {
-			log_info("%s's session ends: no longer a user with "
-			    "that role", s->user);
-			console_session_end(s);
-		}
+		log_info("%s's session ends: no longer a user with that role "
+		    "and password", s->user);
+		console_session_end(s);
 	}
 }
 
@@ -143,65 +198,4 @@ console_csrf_ok(const struct console_session *s, const char *token)
 {
 	return token != NULL && s->csrf[0] != '\0' &&
 	    console_equal(s->csrf, strlen(s->csrf), token, strlen(token));
-}
-
-static struct console_throttle_entry *
-console_throttle_entry(const struct console_throttle *t, const char *addr)
-{
-	for (size_t i = 0; i < CONSOLE_THROTTLE_MAX; i++)
-		if (t->e[i].addr[0] != '\0' && strcmp(t->e[i].addr, addr) == 0)
-			return (struct console_throttle_entry *)&t->e[i];
-	return NULL;
-}
-
-/* How long the client at addr must wait before its next try; 0: none. */
-int64_t
-console_throttle_wait(const struct console_throttle *t, const char *addr,
-    int64_t now)
-{
-	const struct console_throttle_entry *e = console_throttle_entry(t, addr);
-
-	return e != NULL && e->until_ms > now ? e->until_ms - now : 0;
-}
-
-void
-console_throttle_failed(struct console_throttle *t, const char *addr,
-    int64_t now)
-{
-	struct console_throttle_entry *e = console_throttle_entry(t, addr);
-	int64_t wait = 1000;
-
-	if (e == NULL) {
-		/* A free entry, or the one of the client quiet the longest. */
-		e = &t->e[0];
-		for (size_t i = 0; i < CONSOLE_THROTTLE_MAX; i++) {
-			if (t->e[i].addr[0] == '\0') {
-				e = &t->e[i];
-				break;
-			}
-			if (t->e[i].last_ms < e->last_ms)
-				e = &t->e[i];
-		}
-		memset(e, 0, sizeof(*e));
-		snprintf(e->addr, sizeof(e->addr), "%s", addr);
-	}
-	/* Failures long past are forgotten. */
-	if (now - e->last_ms > 15 * CONSOLE_THROTTLE_CAP_MS)
-		e->failures = 0;
-	e->failures++;
-	for (int i = 1; i < e->failures && wait < CONSOLE_THROTTLE_CAP_MS; i++)
-		wait *= 2;
-	if (wait > CONSOLE_THROTTLE_CAP_MS)
-		wait = CONSOLE_THROTTLE_CAP_MS;
-	e->until_ms = now + wait;
-	e->last_ms = now;
-}
-
-void
-console_throttle_passed(struct console_throttle *t, const char *addr)
-{
-	struct console_throttle_entry *e = console_throttle_entry(t, addr);
-
-	if (e != NULL)
-		memset(e, 0, sizeof(*e));
 }

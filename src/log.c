@@ -14,6 +14,8 @@
  * worker names the row it is working on (log_set_row, log_set_attempt),
  * so that every line about a row says queue, worker and key; the line
  * that says how a row ended carries its outcome (log_set_outcome).
+ * Control characters in a line are escaped (log_escape), in every
+ * format: one call logs one line.
  */
 #include "rowq.h"
 
@@ -334,10 +336,52 @@ log_write_json(int prio, const char *msg, size_t msglen)
 	buf_free(&out);
 }
 
+/*
+ * s into out (len bytes, its NUL included) with its control characters
+ * escaped: \n, \r, \t, and \xNN for the others and DEL, and the C1
+ * controls of UTF-8 (U+0080 to U+009F, which some terminals obey) as
+ * \u0080 and on.  A value that a row, a handler or an operator gave (a
+ * key, an error, a pause reason) cannot then make a line of its own,
+ * whatever the log's format, nor move a terminal's cursor.  Returns the
+ * bytes written, cut short where out ends.
+ */
+size_t
+log_escape(char *out, size_t len, const char *s)
+{
+	size_t o = 0;
+
+	if (len == 0)
+		return 0;
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		char e[8];
+		size_t k;
+		if (c == '\n' || c == '\r' || c == '\t')
+			snprintf(e, sizeof(e), "\\%c", c == '\n' ? 'n' :
+			    c == '\r' ? 'r' : 't');
+		else if (c < 0x20 || c == 0x7f)
+			snprintf(e, sizeof(e), "\\x%02x", c);
+		else if (c == 0xc2 && (unsigned char)s[1] >= 0x80 &&
+		    (unsigned char)s[1] <= 0x9f)
+			snprintf(e, sizeof(e), "\\u%04x", (unsigned char)*++s);
+		else {
+			e[0] = (char)c;
+			e[1] = '\0';
+		}
+		k = strlen(e);
+		if (o + k >= len)
+			break;
+		memcpy(out + o, e, k);
+		o += k;
+	}
+	out[o] = '\0';
+	return o;
+}
+
 static void
 log_vwrite(int prio, const char *errstr, const char *fmt, va_list ap)
 {
-	char line[4096];
+	char line[4096], msg[4096];
 	size_t n = 0, body;
 	int saved = errno;
 	va_list copy;
@@ -367,10 +411,13 @@ log_vwrite(int prio, const char *errstr, const char *fmt, va_list ap)
 	if (log_rowkey[0] != '\0' && n < sizeof(line))
 		n += (size_t)snprintf(line + n, sizeof(line) - n, "row %s: ",
 		    log_rowkey);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (n < sizeof(line))
-		n += (size_t)vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	if (errstr != NULL && n < sizeof(line))
-		n += (size_t)snprintf(line + n, sizeof(line) - n, ": %s", errstr);
+		n += log_escape(line + n, sizeof(line) - n, msg);
+	if (errstr != NULL && n + 2 < sizeof(line)) {
+		n += (size_t)snprintf(line + n, sizeof(line) - n, ": ");
+		n += log_escape(line + n, sizeof(line) - n, errstr);
+	}
 	if (n >= sizeof(line) - 1)
 		n = sizeof(line) - 2;
 	if (log_native && log_send_native(prio, line + body, n - body) == 0) {

@@ -92,7 +92,10 @@ static int
 load_checked(const char *path, struct config **out, bool explain,
     struct stopper *stopper)
 {
-	struct config *cfg = config_load(path);
+	/* check reads the console's files where it may, run must. */
+	enum config_private private_files = explain ? CONFIG_PRIVATE_WARN :
+	    stopper != NULL ? CONFIG_PRIVATE_READ : CONFIG_PRIVATE_SKIP;
+	struct config *cfg = config_load_private(path, private_files);
 	enum check_verdict verdict;
 	int tries = 0;
 
@@ -111,7 +114,8 @@ load_checked(const char *path, struct config **out, bool explain,
 			return LOAD_STOPPED;
 		}
 		if (stopper->hup) {
-			struct config *fresh = config_load(path);
+			struct config *fresh = config_load_private(path,
+			    private_files);
 			stopper->hup = false;
 			if (fresh == NULL)
 				continue;	/* keep waiting with what we had */

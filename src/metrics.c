@@ -18,6 +18,7 @@
 
 struct metrics {
 	struct MHD_Daemon	*mhd;
+	struct mhd_guard	 guard;
 	metrics_render_fn	 render;
 	metrics_wake_fn		 wake;
 	metrics_health_fn	 health;
@@ -27,16 +28,19 @@ struct metrics {
 #define WAKE_PREFIX	"/wake/"
 
 /*
- * Clients served at once, and how long one may stay idle or send its
- * request: a scrape takes milliseconds, and a client that connects and
- * sends nothing (a crashed scraper, a port scanner) must not hold a slot
- * for longer.  Past the limit, connections wait in the listen backlog
- * until a slot frees.  The timeouts run only when MHD_run is called at
- * the time MHD_get_timeout names (metrics_timers), not only when the
- * listener is readable.
+ * Clients served at once, and how long one may stay idle or take to send
+ * its request: a scrape takes milliseconds, and a client that connects
+ * and sends nothing (a crashed scraper, a port scanner) or trickles its
+ * request must not hold a slot for longer.  One address holds
+ * METRICS_CLIENTS_PER_ADDR slots at most (mhd_guard.c).  Past the limit,
+ * connections wait in the listen backlog until a slot frees.  The
+ * timeouts run only when MHD_run is called at the time MHD_get_timeout
+ * names (metrics_timers), not only when the listener is readable.
  */
 #define METRICS_CLIENTS_MAX		16
+#define METRICS_CLIENTS_PER_ADDR	8
 #define METRICS_CLIENT_TIMEOUT_S	5
+#define METRICS_REQUEST_MS		5000
 
 /* Label values escape \, " and newline. */
 static void
@@ -371,6 +375,7 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 		    "POST /wake/QUEUE\n");
 	} else
 		m->render(m->ctx, &b);
+	mhd_guard_answering(conn);
 	resp = mhd.create_response_from_buffer(b.len, b.data ? b.data : "",
 	    MHD_RESPMEM_MUST_COPY);
 	buf_free(&b);
@@ -386,6 +391,17 @@ metrics_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	r = mhd.queue_response(conn, status, resp);
 	mhd.destroy_response(resp);
 	return r;
+}
+
+/* A request answered: the next on its connection has its own deadline. */
+static void
+metrics_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode why)
+{
+	(void)cls;
+	(void)con_cls;
+	(void)why;
+	mhd_guard_completed(conn);
 }
 
 struct metrics *
@@ -406,16 +422,21 @@ metrics_start(const char *addr, metrics_render_fn render,
 	m->wake = wake;
 	m->health = health;
 	m->ctx = ctx;
+	mhd_guard_init(&m->guard, "metrics", METRICS_CLIENTS_MAX,
+	    METRICS_CLIENTS_PER_ADDR, METRICS_REQUEST_MS);
 	m->mhd = mhd.start_daemon(MHD_USE_EPOLL |
 	    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
 	    metrics_answer, m,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CLIENTS_MAX,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_CLIENT_TIMEOUT_S,
+	    MHD_OPTION_NOTIFY_CONNECTION, mhd_guard_notify, &m->guard,
+	    MHD_OPTION_NOTIFY_COMPLETED, metrics_completed, m,
 	    MHD_OPTION_END);
 	if (m->mhd == NULL) {
 		log_error("metrics: cannot listen on %s: %s", addr,
 		    strerror(errno));
+		mhd_guard_free(&m->guard);
 		free(m);
 		return NULL;
 	}
@@ -438,11 +459,13 @@ metrics_run(struct metrics *m)
 
 /*
  * The clients' timeouts, driven from the supervisor's timers whatever
- * the listener's descriptor says: an idle client is cut on time.
+ * the listener's descriptor says: an idle client, or one whose request
+ * is too long in coming, is cut on time.
  */
 void
 metrics_timers(struct metrics *m, int64_t now, int64_t *next)
 {
+	mhd_guard_timers(&m->guard, now, next);
 	mhd_timers(m->mhd, now, next);
 }
 
@@ -452,6 +475,7 @@ metrics_stop(struct metrics *m)
 	if (m == NULL)
 		return;
 	mhd.stop_daemon(m->mhd);
+	mhd_guard_free(&m->guard);
 	free(m);
 }
 

@@ -72,6 +72,8 @@ mhd_load(const char *who)
 	MHD_RESOLVE(h, who, destroy_response, "MHD_destroy_response", &ok);
 	MHD_RESOLVE(h, who, is_feature_supported, "MHD_is_feature_supported",
 	    &ok);
+	MHD_RESOLVE(h, who, suspend_connection, "MHD_suspend_connection", &ok);
+	MHD_RESOLVE(h, who, resume_connection, "MHD_resume_connection", &ok);
 	if (!ok) {
 		(void)dlclose(h);
 		return -1;

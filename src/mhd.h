@@ -27,6 +27,8 @@ struct mhd_api {
 	__typeof__(MHD_queue_response)			*queue_response;
 	__typeof__(MHD_destroy_response)		*destroy_response;
 	__typeof__(MHD_is_feature_supported)		*is_feature_supported;
+	__typeof__(MHD_suspend_connection)		*suspend_connection;
+	__typeof__(MHD_resume_connection)		*resume_connection;
 };
 
 /* mhd.c (mhd_address is in rowq.h) */
@@ -34,5 +36,26 @@ extern struct mhd_api mhd;
 int	 mhd_load(const char *who);
 int	 mhd_epoll_fd(struct MHD_Daemon *);
 void	 mhd_timers(struct MHD_Daemon *, int64_t now, int64_t *next);
+
+/* mhd_guard.c: slow clients cut, an address held to its share. */
+struct mhd_guard_conn;
+struct mhd_guard {
+	const char		*who;		/* "metrics", "console" */
+	unsigned		 max;		/* the library's limit */
+	unsigned		 per_addr;	/* of one client address */
+	int64_t			 deadline_ms;	/* for a request to arrive */
+	struct mhd_guard_conn	*conn;		/* max of them */
+	unsigned long long	 cut_slow, cut_crowd;	/* since last logged */
+	int64_t			 logged_ms;
+};
+
+void	 mhd_guard_init(struct mhd_guard *, const char *who, unsigned max,
+	    unsigned per_addr, int64_t deadline_ms);
+void	 mhd_guard_free(struct mhd_guard *);
+void	 mhd_guard_notify(void *cls, struct MHD_Connection *, void **ctx,
+	    enum MHD_ConnectionNotificationCode);
+void	 mhd_guard_answering(struct MHD_Connection *);
+void	 mhd_guard_completed(struct MHD_Connection *);
+void	 mhd_guard_timers(struct mhd_guard *, int64_t now, int64_t *next);
 
 #endif /* MHD_H */

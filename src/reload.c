@@ -70,7 +70,8 @@ reload_begin(struct supervisor *s)
 	notify_reloading();
 	log_info("reloading %s", s->opts->config_path);
 	log_capture(first, sizeof(first));
-	cfg = config_load(s->opts->config_path);
+	cfg = config_load_private(s->opts->config_path, s->opts->drain ?
+	    CONFIG_PRIVATE_SKIP : CONFIG_PRIVATE_READ);
 	log_capture(NULL, 0);
 	if (cfg == NULL) {
 		reload_done(s, false, "%s", first[0] ? first :

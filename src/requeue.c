@@ -125,25 +125,39 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 	return st == DB_OK ? ROWQ_EXIT_OK : ROWQ_EXIT_FAILURE;
 }
 
-/* The keys named on the command line, bound as text. */
+/*
+ * Keys bound as they are given, each with its own type and length (the
+ * console's, decoded from the page byte for byte, binary ones as blobs),
+ * a chunk of REQUEUE_CHUNK at a time.
+ */
 int
-requeue_keys(struct requeue_run *run, char **keys, size_t n)
+requeue_values(struct requeue_run *run, const struct value *keys, size_t n)
 {
-	struct value *v = xcalloc(REQUEUE_CHUNK, sizeof(*v));
 	int rc = ROWQ_EXIT_OK;
 
 	for (size_t at = 0; at < n && rc == ROWQ_EXIT_OK;
 	    at += REQUEUE_CHUNK) {
-		size_t m = n - at < REQUEUE_CHUNK ? n - at : REQUEUE_CHUNK;
 		if (at > 0)
 			requeue_pause();
-		for (size_t k = 0; k < m; k++) {
-			v[k].type = VALUE_TEXT;
-			v[k].s = keys[at + k];
-			v[k].len = strlen(keys[at + k]);
-		}
-		rc = requeue_chunk(run, v, m);
+		rc = requeue_chunk(run, keys + at, n - at < REQUEUE_CHUNK ?
+		    n - at : REQUEUE_CHUNK);
 	}
+	return rc;
+}
+
+/* The keys named on the command line, bound as text. */
+int
+requeue_keys(struct requeue_run *run, char **keys, size_t n)
+{
+	struct value *v = xcalloc(n ? n : 1, sizeof(*v));
+	int rc;
+
+	for (size_t k = 0; k < n; k++) {
+		v[k].type = VALUE_TEXT;
+		v[k].s = keys[k];
+		v[k].len = strlen(keys[k]);
+	}
+	rc = requeue_values(run, v, n);
 	free(v);
 	return rc;
 }

@@ -93,6 +93,7 @@ void	 log_set_generation(int generation);
 void	 log_set_host(const char *host);
 void	 log_set_trace(const char *trace_id);	/* NULL: none */
 void	 log_set_outcome(const char *outcome, int64_t duration_us);
+size_t	 log_escape(char *out, size_t len, const char *s);
 /* A line's structured fields (log.c): for the journal and log_format: json. */
 #define LOG_FIELDS_MAX	16
 struct log_field {
@@ -415,6 +416,7 @@ struct console_options {
 	char		*users_file;
 	char		*tls_cert;	/* both or neither: HTTPS */
 	char		*tls_key;
+	int		 tls_min_version; /* 12: TLS 1.2 and 1.3; 13: 1.3 */
 	bool		 insecure_listen; /* plain HTTP beyond loopback, meant */
 };
 
@@ -443,11 +445,25 @@ struct config {
 };
 
 /*
+ * What a load does with the files only the console reads (its users_file,
+ * its tls: certificate and key): the commands that do not serve the
+ * console leave them alone, so that they may stay readable by rowq's own
+ * user while a producer's user runs `rowq wake` or `rowq status`.
+ */
+enum config_private {
+	CONFIG_PRIVATE_SKIP,	/* not opened: every command but these */
+	CONFIG_PRIVATE_WARN,	/* rowq check: read, or else a warning */
+	CONFIG_PRIVATE_READ,	/* rowq run, a reload: read, or an error */
+};
+
+/*
  * Load and validate a configuration file and its includes.  Every error is
  * logged as "FILE:LINE: KEY: what is wrong"; on any error NULL is returned
- * and nothing is kept.
+ * and nothing is kept.  config_load leaves the console's files alone
+ * (CONFIG_PRIVATE_SKIP).
  */
 struct config	*config_load(const char *path);
+struct config	*config_load_private(const char *path, enum config_private);
 struct config	*config_load_any(const char *path, bool *broken);
 void		 config_free(struct config *);
 struct queue	*config_queue(const struct config *, const char *name);
@@ -1060,6 +1076,9 @@ int	 requeue_command(const char *config_path, int argc, char **argv);
 int	 requeue_begin(struct requeue_run *, const struct failed_ctx *,
 	    const struct failed_action *);
 int	 requeue_keys(struct requeue_run *, char **keys, size_t n);
+struct value;
+int	 requeue_values(struct requeue_run *, const struct value *keys,
+	    size_t n);
 int	 requeue_all(struct requeue_run *, const char *where_error);
 void	 requeue_end(struct requeue_run *);
 const char *requeue_error_column(const struct column *, size_t n);

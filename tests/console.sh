@@ -11,6 +11,9 @@
 #   free_port                a free TCP port on 127.0.0.1
 #   console_login JAR USER   log in with the form; the cookie in JAR
 #   console_csrf JAR PATH    the CSRF token of the page at PATH
+#   console_up               wait until the console at $CONSOLE answers
+#   console_post_login FROM USER PASSWORD
+#                            the login form from address FROM: "CODE RETRY-AFTER"
 
 free_port()
 {
@@ -59,4 +62,25 @@ console_csrf()
 {
 	console_curl -b "$1" "$CONSOLE$2" |
 	    sed -n 's/.*name="csrf" value="\([0-9a-f]*\)".*/\1/p' | head -n 1
+}
+
+# console_up: wait for the console at $CONSOLE to serve its login page.
+console_up()
+{
+	wait_until 15 '[ "$(console_curl -o /dev/null -w "%{http_code}" "$CONSOLE/login")" = 200 ]' ||
+	    fail "no console at $CONSOLE"
+}
+
+# console_post_login FROM USER PASSWORD [CURL ARGS...]: the login form
+# posted from source address FROM (any 127.x.y.z is this machine's
+# loopback); prints the status and the Retry-After header, "403 " or
+# "429 8".
+console_post_login()
+{
+	local from=$1 user=$2 password=$3
+	shift 3
+	console_curl --interface "$from" -o /dev/null \
+	    -w '%{http_code} %header{retry-after}' "$@" \
+	    --data-urlencode "user=$user" --data-urlencode "password=$password" \
+	    "$CONSOLE/login"
 }

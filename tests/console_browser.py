@@ -45,15 +45,16 @@ try:
     print("the queue page")
     driver.save_screenshot(out + "/screenshots/console-queue.png")
     driver.find_element(By.ID, "failed-link").click()
+    # A row's box posts its key's bytes in hex, not the text shown.
+    box_css = 'input[name=key_hex][value="%s"]' % key.encode().hex()
     box = wait.until(ec.presence_of_element_located(
-        (By.CSS_SELECTOR, 'input[name=key][value="%s"]' % key)))
+        (By.CSS_SELECTOR, box_css)))
     print("the failed rows, row", key, "among them")
     box.click()
     driver.find_element(By.ID, "requeue").click()
     note = wait.until(ec.presence_of_element_located((By.ID, "did")))
     print("after the click:", note.text)
-    if driver.find_elements(By.CSS_SELECTOR,
-                            'input[name=key][value="%s"]' % key):
+    if driver.find_elements(By.CSS_SELECTOR, box_css):
         sys.exit("row %s is still in the failed list" % key)
     print("row", key, "is gone from the failed list")
     driver.save_screenshot(out + "/screenshots/console-failed.png")

@@ -1352,6 +1352,44 @@ START_TEST(test_database_tls)
 }
 END_TEST
 
+/*
+ * console.tls.min_version: "1.2" by default, or "1.3"; nothing older.
+ * The console's files are not read here (config_load leaves them to the
+ * commands that serve the console).
+ */
+START_TEST(test_console_tls)
+{
+	struct config *cfg;
+
+	cfg = accepted("console:\n  users_file: nowhere.users\n"
+	    "  tls: {cert: c.pem, key: k.pem}\nqueues:\n" SMALL_QUEUE("q"));
+	ck_assert_int_eq(cfg->console.tls_min_version, 12);
+	ck_assert_str_eq(cfg->console.tls_key, "k.pem");
+	config_free(cfg);
+	cfg = accepted(
+	    "console:\n"
+	    "  users_file: nowhere.users\n"
+	    "  tls: {cert: c.pem, key: k.pem, min_version: \"1.3\"}\n"
+	    "queues:\n" SMALL_QUEUE("q"));
+	ck_assert_int_eq(cfg->console.tls_min_version, 13);
+	config_free(cfg);
+	cfg = accepted(
+	    "console:\n"
+	    "  users_file: nowhere.users\n"
+	    "  tls: {cert: c.pem, key: k.pem, min_version: 1.2}\n"
+	    "queues:\n" SMALL_QUEUE("q"));
+	ck_assert_int_eq(cfg->console.tls_min_version, 12);
+	config_free(cfg);
+	refused(
+	    "console:\n"
+	    "  users_file: nowhere.users\n"
+	    "  tls: {cert: c.pem, key: k.pem, min_version: \"1.1\"}\n"
+	    "queues:\n" SMALL_QUEUE("q"), "rowq.yaml:3: "
+	    "console.tls.min_version: expected \"1.2\" or \"1.3\" (TLS 1.0 "
+	    "and 1.1 are never spoken), not \"1.1\"\n");
+}
+END_TEST
+
 /* Relative to the file's directory; one newline stripped; no leak in log. */
 START_TEST(test_password_file)
 {
@@ -1648,6 +1686,7 @@ config_suite(void)
 	tcase_add_test(tc, test_database);
 	tcase_add_test(tc, test_database_hosts);
 	tcase_add_test(tc, test_database_tls);
+	tcase_add_test(tc, test_console_tls);
 	tcase_add_test(tc, test_password_file);
 	tcase_add_test(tc, test_password_errors);
 	tcase_add_test(tc, test_credential);

@@ -1,7 +1,7 @@
 /*
- * Unit tests for the console's pure logic: HTML escaping, a form's
- * bounds, HTTP Basic, sessions and CSRF tokens, the wait after failed
- * logins, the users file, the history and its SVG chart.
+ * Unit tests for the console's pure logic: HTML escaping, a key posted
+ * back, a form's bounds, HTTP Basic, sessions and CSRF tokens, the wait
+ * after failed logins, the users file, the history and its SVG chart.
  */
 #include "rowq.h"
 #include "console.h"
@@ -27,10 +27,37 @@ START_TEST(test_html_escape)
 	ck_assert_str_eq(h, "&lt;script&gt;alert(&#39;x&quot;)&lt;/script&gt;"
 	    "&amp;");
 	free(h);
-	/* Control characters become spaces; bad UTF-8 U+FFFD; NUL too. */
-	h = escaped("a\x01" "b\n\xff" "c\0d", 8);
-	ck_assert_str_eq(h, "a b\n\xef\xbf\xbd" "c d");
+	/*
+	 * Control characters but newline and tab become their pictures
+	 * (U+2401, U+2400 for NUL, U+2421 for DEL): "victim\1" does not
+	 * look like "victim "; bad UTF-8 becomes U+FFFD.
+	 */
+	h = escaped("a\x01" "b\n\xff" "c\0d\t\x7f", 10);
+	ck_assert_str_eq(h, "a\xe2\x90\x81" "b\n\xef\xbf\xbd" "c\xe2\x90\x80"
+	    "d\t\xe2\x90\xa1");
 	free(h);
+}
+END_TEST
+
+/* A key posted back: hex, two digits a byte, decoded to the very bytes. */
+START_TEST(test_key_decode)
+{
+	struct buf hex = { 0 }, b = { 0 };
+
+	buf_put_hex(&hex, "victim\x01\0\xff", 9);
+	ck_assert_str_eq(hex.data, "76696374696d0100ff");
+	ck_assert_int_eq(console_key_decode(hex.data, &b), 0);
+	ck_assert_uint_eq(b.len, 9);
+	ck_assert_mem_eq(b.data, "victim\x01\0\xff", 9);
+	ck_assert_int_eq(console_key_decode("76696374696D", &b), 0);
+	ck_assert_str_eq(b.data, "victim");
+	/* The text shown is not a key: odd counts, other characters. */
+	ck_assert_int_eq(console_key_decode("victim ", &b), -1);
+	ck_assert_int_eq(console_key_decode("7", &b), -1);
+	ck_assert_int_eq(console_key_decode("7g", &b), -1);
+	ck_assert_int_eq(console_key_decode("", &b), -1);
+	buf_free(&hex);
+	buf_free(&b);
 }
 END_TEST
 
@@ -106,6 +133,10 @@ START_TEST(test_basic)
 }
 END_TEST
 
+/* A user as the users file would give it, with its hash's digest. */
+#define USER(n, r)	(&(struct console_user){ .name = (n), .role = (r), \
+			    .tag = "digest" })
+
 START_TEST(test_sessions)
 {
 	struct console_sessions *t = xcalloc(1, sizeof(*t));
@@ -113,7 +144,7 @@ START_TEST(test_sessions)
 	char token[CONSOLE_TOKEN_LEN + 1];
 	int64_t now = 1000000;
 
-	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	s = console_session_new(t, USER("alice", CONSOLE_OPERATOR), now);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_uint_eq(strlen(s->token), CONSOLE_TOKEN_LEN);
 	ck_assert_uint_eq(strlen(s->csrf), CONSOLE_TOKEN_LEN);
@@ -130,13 +161,13 @@ START_TEST(test_sessions)
 	ck_assert_ptr_null(console_session_find(t, "abc", now));
 	ck_assert_ptr_null(console_session_find(t, NULL, now));
 	/* Unused too long: gone. */
-	s2 = console_session_new(t, "victor", CONSOLE_VIEWER, now);
+	s2 = console_session_new(t, USER("victor", CONSOLE_VIEWER), now);
 	snprintf(token, sizeof(token), "%s", s2->token);
 	ck_assert_ptr_null(console_session_find(t, token,
 	    now + CONSOLE_SESSION_IDLE_MS + 1));
 	ck_assert(!s2->used);
 	/* Used all along, but too old: gone too. */
-	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	s = console_session_new(t, USER("alice", CONSOLE_OPERATOR), now);
 	snprintf(token, sizeof(token), "%s", s->token);
 	for (int64_t t2 = now; t2 < now + CONSOLE_SESSION_MAX_MS;
 	    t2 += CONSOLE_SESSION_IDLE_MS / 2)
@@ -144,7 +175,7 @@ START_TEST(test_sessions)
 	ck_assert_ptr_null(console_session_find(t, token,
 	    now + CONSOLE_SESSION_MAX_MS));
 	/* Ended: gone. */
-	s = console_session_new(t, "alice", CONSOLE_OPERATOR, now);
+	s = console_session_new(t, USER("alice", CONSOLE_OPERATOR), now);
 	snprintf(token, sizeof(token), "%s", s->token);
 	console_session_end(s);
 	ck_assert_ptr_null(console_session_find(t, token, now));
@@ -155,18 +186,42 @@ END_TEST
 START_TEST(test_sessions_full)
 {
 	struct console_sessions *t = xcalloc(1, sizeof(*t));
-	struct console_session *first, *s;
-	char token[CONSOLE_TOKEN_LEN + 1];
+	struct console_session *a, *b0, *s;
+	struct console_user u = { .role = CONSOLE_VIEWER, .tag = "digest" };
+	size_t live = 0;
 
-	first = console_session_new(t, "a", CONSOLE_VIEWER, 1000);
-	snprintf(token, sizeof(token), "%s", first->token);
-	for (int i = 1; i < CONSOLE_SESSIONS_MAX; i++)
-		ck_assert_ptr_nonnull(console_session_new(t, "b",
-		    CONSOLE_VIEWER, 2000 + i));
-	/* Full: the least recently used goes. */
-	s = console_session_new(t, "c", CONSOLE_VIEWER, 5000);
-	ck_assert_ptr_eq(s, first);
-	ck_assert_ptr_null(console_session_find(t, token, 5000));
+	/* One user's logins end their own oldest, never another's. */
+	a = console_session_new(t, USER("a", CONSOLE_OPERATOR), 1000);
+	b0 = console_session_new(t, USER("b", CONSOLE_VIEWER), 1500);
+	for (int i = 1; i < 2 * CONSOLE_SESSIONS_MAX; i++)
+		ck_assert_ptr_nonnull(console_session_new(t,
+		    USER("b", CONSOLE_VIEWER), 2000 + i));
+	ck_assert(a->used);
+	ck_assert_str_eq(a->user, "a");
+	ck_assert_ptr_nonnull(console_session_find(t, a->token, 5000));
+	for (size_t i = 0; i < CONSOLE_SESSIONS_MAX; i++)
+		live += t->s[i].used && strcmp(t->s[i].user, "b") == 0;
+	ck_assert_uint_eq(live, CONSOLE_SESSIONS_PER_USER);
+	ck_assert(b0->used_ms > 1500);
+	/*
+	 * Full, of a's one session and others' 16 each (the last user's
+	 * 15): a new user's login takes the least recently used of those
+	 * with the most, not a's.
+	 */
+	memset(t, 0, sizeof(*t));
+	a = console_session_new(t, USER("a", CONSOLE_OPERATOR), 1000);
+	for (int k = 1; k < CONSOLE_SESSIONS_MAX; k++) {
+		snprintf(u.name, sizeof(u.name), "u%d",
+		    (k - 1) / CONSOLE_SESSIONS_PER_USER);
+		s = console_session_new(t, &u, 2000 + k);
+		if (k == 1)
+			b0 = s;
+	}
+	ck_assert_str_eq(a->user, "a");
+	s = console_session_new(t, USER("c", CONSOLE_VIEWER), 9000);
+	ck_assert(a->used);
+	ck_assert_str_eq(a->user, "a");
+	ck_assert_ptr_eq(s, b0);
 	free(t);
 }
 END_TEST
@@ -177,17 +232,27 @@ START_TEST(test_sessions_recheck)
 	struct console_users u = { 0 };
 	struct buf why = { 0 };
 	const char *text = "alice:$6$s$h:viewer\nbob:$6$t$h:operator\n";
-	struct console_session *a, *b, *c;
+	struct console_session *a, *b, *b2, *c;
 
 	ck_assert_int_eq(console_users_parse(text, strlen(text), "u", &u,
 	    &why), 0);
-	/* alice was an operator; bob still is one; carol is gone. */
-	a = console_session_new(t, "alice", CONSOLE_OPERATOR, 1000);
-	b = console_session_new(t, "bob", CONSOLE_OPERATOR, 1000);
-	c = console_session_new(t, "carol", CONSOLE_VIEWER, 1000);
+	/* Each user's digest of its hash: SHA-256, differing with the hash. */
+	ck_assert_uint_eq(strlen(u.user[0].tag), CONSOLE_TAG_LEN);
+	ck_assert_str_ne(u.user[0].tag, u.user[1].tag);
+	/*
+	 * alice was an operator; bob still is one, with the same password
+	 * in one session and another in the other; carol is gone.
+	 */
+	a = console_session_new(t, USER("alice", CONSOLE_OPERATOR), 1000);
+	b = console_session_new(t, &u.user[1], 1000);
+	b2 = console_session_new(t, USER("bob", CONSOLE_OPERATOR), 1000);
+	c = console_session_new(t, USER("carol", CONSOLE_VIEWER), 1000);
+	ck_assert(console_session_current(b, &u));
+	ck_assert(!console_session_current(b2, &u));
 	console_sessions_recheck(t, &u);
 	ck_assert(!a->used);
 	ck_assert(b->used);
+	ck_assert(!b2->used);
 	ck_assert(!c->used);
 	console_users_free(&u);
 	free(t);
@@ -197,28 +262,90 @@ END_TEST
 START_TEST(test_throttle)
 {
 	struct console_throttle *t = xcalloc(1, sizeof(*t));
+	const char *a = "10.0.0.1", *b = "10.0.0.2";
 	int64_t now = 100000;
 
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now), 0);
-	console_throttle_failed(t, "10.0.0.1", now);
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now), 1000);
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.2", now), 0);
-	console_throttle_failed(t, "10.0.0.1", now + 1000);
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 1000), 2000);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now), 0);
+	console_throttle_failed(t, a, "alice", now);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now), 1000);
+	/* Another address, another name at the same address: no wait. */
+	ck_assert_int_eq(console_throttle_wait(t, b, "alice", now), 0);
+	ck_assert_int_eq(console_throttle_wait(t, a, "victor", now), 0);
+	console_throttle_failed(t, a, "alice", now + 1000);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now + 1000),
+	    2000);
+	/* victor's login there clears victor's, not alice's. */
+	console_throttle_passed(t, a, "victor", now + 1500);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now + 1500),
+	    1500);
 	for (int i = 0; i < 20; i++)
-		console_throttle_failed(t, "10.0.0.1", now + 2000);
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 2000),
+		console_throttle_failed(t, a, "alice", now + 2000);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now + 2000),
 	    CONSOLE_THROTTLE_CAP_MS);
-	console_throttle_passed(t, "10.0.0.1");
-	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", now + 2000), 0);
-	/* More clients than entries: the quietest is forgotten, none grows. */
-	for (int i = 0; i < 2 * CONSOLE_THROTTLE_MAX; i++) {
-		char a[32];
-		snprintf(a, sizeof(a), "10.1.%d.%d", i / 256, i % 256);
-		console_throttle_failed(t, a, now + i);
+	/* alice's name has failed 22 times: elsewhere too it waits... */
+	ck_assert_int_eq(console_throttle_wait(t, b, "alice", now + 2000),
+	    CONSOLE_THROTTLE_CAP_MS);
+	/* ...but not where alice logged in lately. */
+	console_throttle_passed(t, "10.0.0.3", "alice", now + 2000);
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.3", "alice",
+	    now + 2000), 0);
+	/* A login that passes clears its own pair only. */
+	console_throttle_passed(t, a, "alice", now + 2000);
+	ck_assert_int_eq(console_throttle_wait(t, a, "alice", now + 2000), 0);
+	ck_assert_int_gt(console_throttle_wait(t, b, "alice", now + 2000), 0);
+	/* Failures far apart are forgotten. */
+	now += CONSOLE_THROTTLE_FORGET_MS + 60000;
+	ck_assert_int_eq(console_throttle_wait(t, b, "alice", now), 0);
+	console_throttle_failed(t, b, "alice", now);
+	ck_assert_int_eq(console_throttle_wait(t, b, "alice", now), 1000);
+	free(t);
+}
+END_TEST
+
+/* A name's own wait begins past its free failures, from any address. */
+START_TEST(test_throttle_name)
+{
+	struct console_throttle *t = xcalloc(1, sizeof(*t));
+	int64_t now = 100000;
+	char addr[32];
+
+	for (int i = 0; i < CONSOLE_THROTTLE_NAME_FREE; i++) {
+		snprintf(addr, sizeof(addr), "10.2.0.%d", i);
+		console_throttle_failed(t, addr, "alice", now);
 	}
-	ck_assert_int_eq(console_throttle_wait(t, "10.1.0.0", now), 0);
-	ck_assert_int_gt(console_throttle_wait(t, "10.1.0.255", now + 255), 0);
+	ck_assert_int_eq(console_throttle_wait(t, "10.9.9.9", "alice", now), 0);
+	console_throttle_failed(t, "10.2.1.1", "alice", now);
+	ck_assert_int_eq(console_throttle_wait(t, "10.9.9.9", "alice", now),
+	    1000);
+	console_throttle_failed(t, "10.2.1.2", "alice", now);
+	ck_assert_int_eq(console_throttle_wait(t, "10.9.9.9", "alice", now),
+	    2000);
+	ck_assert_int_eq(console_throttle_wait(t, "10.9.9.9", "victor", now),
+	    0);
+	free(t);
+}
+END_TEST
+
+/*
+ * More keys than entries: a flood of names tried once does not push out
+ * a name's long wait, and the table never grows.
+ */
+START_TEST(test_throttle_full)
+{
+	struct console_throttle *t = xcalloc(1, sizeof(*t));
+	int64_t now = 100000;
+
+	for (int i = 0; i < 6; i++)
+		console_throttle_failed(t, "10.0.0.1", "alice", now);
+	for (int i = 0; i < 4 * CONSOLE_THROTTLE_MAX; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "junk%d", i);
+		console_throttle_failed(t, "10.0.0.1", name, now + 1);
+	}
+	ck_assert_int_eq(console_throttle_wait(t, "10.0.0.1", "alice", now),
+	    32000);
+	ck_assert_int_gt(console_throttle_wait(t, "10.0.0.1", "junk4095",
+	    now + 1), 0);
 	free(t);
 }
 END_TEST
@@ -311,6 +438,45 @@ START_TEST(test_login)
 }
 END_TEST
 
+/*
+ * Hashes of several costs: each user logs in with its own, and the file
+ * knows each cost once, whatever the salt, so that every login hashes
+ * the password once per cost.
+ */
+START_TEST(test_login_costs)
+{
+	struct console_users u = { 0 };
+	struct buf hash = { 0 }, text = { 0 }, why = { 0 };
+	/* crypt(3)'s of "pw": SHA-512 with two salts, and 10000 rounds. */
+	const char *sha = "$6$salt1$DSD67iutyjMlwJnVPP5TKhhTiYnnapR7QOeTBEXa803"
+	    "Zb7ffuF88m0w8n8yVPRGcbQC9cwDJ.YbKol47aGA761";
+	const char *sha2 = "$6$salt2$STlSLiGQuYrnuYcegi42NTnIe1VA5MJNocrWMI37c"
+	    "dMT61vjiBDMSTiNi.fF3Uku80bZOfm2.u.dDlc8T78GS1";
+	const char *sha10k = "$6$rounds=10000$salt3$e60jzpPApjwCtQv2slKEQ6MQtc"
+	    "EiV.mwEvF/W.u3mIQJv3Eljhys7IBBzftBOM29UNdlXewRyTk6fgN1PMvOP0";
+
+	ck_assert_int_eq(console_hash("correct horse", &hash), 0);
+	buf_printf(&text, "bob:%s:viewer\ns1:%s:viewer\ns2:%s:viewer\n"
+	    "s3:%s:operator\n", hash.data, sha, sha2, sha10k);
+	ck_assert_int_eq(console_users_parse(text.data, text.len, "u", &u,
+	    &why), 0);
+	ck_assert_uint_eq(u.ncost, 3);
+	ck_assert_uint_eq(u.user[1].cost, u.user[2].cost);
+	ck_assert_uint_ne(u.user[1].cost, u.user[3].cost);
+	ck_assert_uint_ne(u.user[0].cost, u.user[1].cost);
+	ck_assert_ptr_eq(console_login(&u, "bob", "correct horse"), &u.user[0]);
+	ck_assert_ptr_eq(console_login(&u, "s1", "pw"), &u.user[1]);
+	ck_assert_ptr_eq(console_login(&u, "s2", "pw"), &u.user[2]);
+	ck_assert_ptr_eq(console_login(&u, "s3", "pw"), &u.user[3]);
+	ck_assert_ptr_null(console_login(&u, "s1", "correct horse"));
+	ck_assert_ptr_null(console_login(&u, "bob", "pw"));
+	ck_assert_ptr_null(console_login(&u, "nobody", "pw"));
+	console_users_free(&u);
+	buf_free(&hash);
+	buf_free(&text);
+}
+END_TEST
+
 START_TEST(test_history)
 {
 	struct history_queue h = { .name = "email" };
@@ -383,6 +549,7 @@ main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_html_escape);
 	tcase_add_test(tc, test_url_part);
+	tcase_add_test(tc, test_key_decode);
 	tcase_add_test(tc, test_form);
 	tcase_add_test(tc, test_form_bounds);
 	tcase_add_test(tc, test_basic);
@@ -390,9 +557,12 @@ main(void)
 	tcase_add_test(tc, test_sessions_full);
 	tcase_add_test(tc, test_sessions_recheck);
 	tcase_add_test(tc, test_throttle);
+	tcase_add_test(tc, test_throttle_name);
+	tcase_add_test(tc, test_throttle_full);
 	tcase_add_test(tc, test_users_parse);
 	tcase_add_test(tc, test_users_refused);
 	tcase_add_test(tc, test_login);
+	tcase_add_test(tc, test_login_costs);
 	tcase_add_test(tc, test_history);
 	tcase_add_test(tc, test_chart);
 	suite_add_tcase(s, tc);

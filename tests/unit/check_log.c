@@ -1,8 +1,8 @@
 /*
  * Unit tests for log.c's fields: the list a journal entry gets (and
  * log_format: json writes) for a worker's line about a row, which
- * fields it leaves out when they are not known, and that a row's outcome
- * goes with one line only.
+ * fields it leaves out when they are not known, that a row's outcome
+ * goes with one line only, and the escaping of control characters.
  */
 #include "rowq.h"
 
@@ -101,6 +101,29 @@ START_TEST(test_outcome_one_line)
 }
 END_TEST
 
+/* A value cannot make a line of its own, nor reach a terminal raw. */
+START_TEST(test_escape)
+{
+	char out[64];
+
+	ck_assert_uint_eq(log_escape(out, sizeof(out),
+	    "plain, \\ and \xc3\xa9"), strlen("plain, \\ and \xc3\xa9"));
+	ck_assert_str_eq(out, "plain, \\ and \xc3\xa9");
+	log_escape(out, sizeof(out), "a\nb\r\tc\x1b[2J\x7f\x01");
+	ck_assert_str_eq(out, "a\\nb\\r\\tc\\x1b[2J\\x7f\\x01");
+	/* U+009B (CSI) in UTF-8; U+00A0 is no control. */
+	log_escape(out, sizeof(out), "x\xc2\x9by\xc2\xa0");
+	ck_assert_str_eq(out, "x\\u009by\xc2\xa0");
+	/* Cut short whole: never half an escape, always a NUL. */
+	ck_assert_uint_eq(log_escape(out, 6, "ab\ncd"), 5);
+	ck_assert_str_eq(out, "ab\\nc");
+	ck_assert_uint_eq(log_escape(out, 5, "ab\ncd"), 4);
+	ck_assert_str_eq(out, "ab\\n");
+	ck_assert_uint_eq(log_escape(out, 4, "ab\ncd"), 2);
+	ck_assert_str_eq(out, "ab");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -108,6 +131,7 @@ main(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_row_line_fields);
+	tcase_add_test(tc, test_escape);
 	tcase_add_test(tc, test_fields_left_out);
 	tcase_add_test(tc, test_outcome_one_line);
 	suite_add_tcase(s, tc);
