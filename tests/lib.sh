@@ -350,7 +350,8 @@ _lib_ping()
 }
 
 # _lib_server_root: make sure the chroot of ROWQ_TEST_SERVER is built (a
-# minute the first time) and set _lib_root to it; nothing for the host's.
+# minute or two the first time) and set _lib_root to it; nothing for the
+# host's.
 _lib_server_root()
 {
 	[ "$ROWQ_TEST_SERVER" != mariadb ] && [ -z "$_lib_root" ] || return 0
