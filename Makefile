@@ -194,6 +194,20 @@ check-cluster:
 check-cluster-run: rowq build/asan/rowq $(HANDLERS)
 	@ROWQ=$(CURDIR)/build/asan/rowq sh tests/run-cluster.sh
 
+# The integration tests against the other servers users run, MariaDB 11.8
+# and MySQL 9.7, one after the other, each from a chroot of a newer Debian
+# that tests/chroot-server.sh builds once under /var/tmp/rowq-servers (a
+# minute or two each the first time; debootstrap); CI runs it after
+# make check.
+CHECK_SERVERS = mariadb-11.8 mysql-9.7
+check-servers:
+	@sh tests/deps.sh debootstrap
+	@$(MAKE) --no-print-directory -j$$(nproc) rowq build/asan/rowq $(HANDLERS)
+	@$(MAKE) --no-print-directory check-servers-run
+
+check-servers-run: rowq build/asan/rowq $(HANDLERS)
+	@ROWQ=$(CURDIR)/build/asan/rowq bash tests/run-servers.sh $(CHECK_SERVERS)
+
 demo:
 	@sh tests/deps.sh
 	@$(MAKE) --no-print-directory -j$$(nproc) rowq
@@ -286,8 +300,8 @@ bench-servers:
 	@$(MAKE) --no-print-directory rowq
 	@bash bench/servers.sh
 
-.PHONY: all check check-run check-cluster check-cluster-run demo install clean bench \
-	bench-servers
+.PHONY: all check check-run check-cluster check-cluster-run check-servers \
+	check-servers-run demo install clean bench bench-servers
 
 # The Debian package (debian/), built with dpkg-buildpackage from a copy of
 # the tree: build/deb/rowq_VERSION_ARCH.deb, checked by lintian.

@@ -352,7 +352,7 @@ _lib_ping()
 }
 
 # _lib_server_root: make sure the chroot of ROWQ_TEST_SERVER is built (a
-# minute the first time) and set _lib_root to it, or to
+# minute or two the first time) and set _lib_root to it, or to
 # ROWQ_TEST_SERVER_ROOT; nothing for the host's.
 _lib_server_root()
 {
@@ -389,10 +389,12 @@ _lib_server_exec()
 # words (MySQL's redo log is one size, innodb_redo_log_capacity).
 # The recursive queries of seq_rows may go deep; MySQL is told where its
 # files may be written (its default directory is not in the chroot), and
-# not to listen for its X protocol.
+# not to listen for its X protocol.  A server has TLS when it is given a
+# certificate (--ssl-cert) and not otherwise, as MariaDB 10.11 does: MySQL
+# and MariaDB 11.8 would make one of their own.
 _lib_server_args()
 {
-	local o
+	local o tls=
 	_lib_args=()
 	case $_lib_family in
 	mariadb) _lib_args=(--max-recursive-iterations=4294967295) ;;
@@ -403,9 +405,17 @@ _lib_server_args()
 		case $_lib_family:$o in
 		mysql:--innodb-log-file-size=*)
 			o=--innodb-redo-log-capacity=${o#*=} ;;
+		*:--ssl-cert=*)
+			tls=1 ;;
 		esac
 		_lib_args+=("$o")
 	done
+	if [ -z "$tls" ]; then
+		case $_lib_family in
+		mariadb) _lib_args+=(--skip-ssl) ;;
+		mysql) _lib_args+=(--tls-version=) ;;
+		esac
+	fi
 }
 
 # _lib_server_init DIR: a data directory DIR/data for ROWQ_TEST_SERVER,

@@ -107,7 +107,8 @@ server_restart()
 # server_replicate REPLICA PRIMARY PORT: REPLICA (started with a
 # --server-id of its own) replicates PRIMARY (started with --log-bin, a
 # --server-id and listening on 127.0.0.1:PORT) over TCP, by GTID, from the
-# start of PRIMARY's binary log, as user repl.  MySQL's replica asks for
+# start of PRIMARY's binary log, as user repl, without TLS (which the
+# servers have only when given a certificate).  MySQL's replica asks for
 # the primary's RSA key: caching_sha2_password's first login over TCP
 # without TLS needs it.
 server_replicate()
@@ -120,12 +121,12 @@ server_replicate()
 		    SOURCE_HOST = '127.0.0.1', SOURCE_PORT = $port,
 		    SOURCE_USER = 'repl', SOURCE_PASSWORD = 'repl-pw',
 		    SOURCE_CONNECT_RETRY = 1, SOURCE_AUTO_POSITION = 1,
-		    GET_SOURCE_PUBLIC_KEY = 1; START REPLICA"
+		    SOURCE_SSL = 0, GET_SOURCE_PUBLIC_KEY = 1; START REPLICA"
 	else
 		server_sql "$replica" "CHANGE MASTER TO MASTER_HOST = '127.0.0.1',
 		    MASTER_PORT = $port, MASTER_USER = 'repl',
 		    MASTER_PASSWORD = 'repl-pw', MASTER_CONNECT_RETRY = 1,
-		    MASTER_USE_GTID = slave_pos; START SLAVE"
+		    MASTER_SSL = 0, MASTER_USE_GTID = slave_pos; START SLAVE"
 	fi
 }
 

@@ -11,7 +11,7 @@ email_table 0
 cd "$ROWQ_TEST_TMP"
 sql "INSERT INTO email (id, recipient, subject, body) VALUES (7, 'x@example.com',
     CONCAT('a b \"quoted\" ''single'' ; \$(touch pwned) \`touch pwned2\` | cat > pwned3 ', CHAR(10), 'line2 {id}'),
-    CONCAT('caf', CHAR(0xC3, 0xA9), ' ', CHAR(0xFF), ' tab', CHAR(9), 'nul', CHAR(0), '.'))"
+    CONCAT('caf', CHAR(0xC3, 0xA9), ' ', CHAR(0xC3, 0xBF), ' tab', CHAR(9), 'nul', CHAR(0), '.'))"
 expected=$(sql_value "SELECT HEX(subject) FROM email WHERE id = 7")
 
 for mode in args stdin env fds; do

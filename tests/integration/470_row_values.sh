@@ -9,8 +9,10 @@
 #          the row at all, and the claim fails with error 1153/2020);
 #   row 2: a 16 MiB LONGBLOB of every byte value (base64 in the JSON);
 #   row 3: emoji, NUL bytes, control characters, quotes, backslashes,
-#          invalid UTF-8 (a binary string cast to text), a 200-character
-#          column alias (identifiers cannot hold emoji: utf8mb3);
+#          invalid UTF-8 (a binary string, and that string cast to
+#          latin1 text: cast to utf8mb4, MySQL makes it NULL), a
+#          200-character column alias (identifiers cannot hold emoji:
+#          utf8mb3);
 #   row 4: DECIMAL(30,10), DATE, DATETIME(6), TIME(3), YEAR, TIMESTAMP(6),
 #          JSON, BIT(12), ENUM, SET, DOUBLE, BIGINT UNSIGNED at its max
 #          (BIT's value is checked in 46_sql_rows.sh, a known bug);
@@ -56,10 +58,13 @@ sql "INSERT INTO vals (id, t_text, t_bin) VALUES (3,
     CONCAT('emoji 😀🎉 nul', CHAR(0 USING utf8mb4), 'x tab', CHAR(9), 'cr', CHAR(13), 'bell', CHAR(7),
         ' quote\" back\\\\slash del', CHAR(127 USING utf8mb4), ' \u2028 end'),
     UNHEX('FFC328A0E28228F09F9880C0AF00'))"
+# The least TIME(3): MySQL's range ends at -838:59:59.000.
+time_min=-838:59:59.999
+[ "$(server_family)" = mariadb ] || time_min=-838:59:59.000
 sql "INSERT INTO vals (id, t_dec, t_date, t_dt6, t_time, t_year, t_ts, t_json,
     t_bit, t_enum, t_set, t_double, t_u) VALUES (4,
     -12345678901234567890.0123456789, '2024-02-29', '2024-02-29 23:59:59.999999',
-    '-838:59:59.999', 2155, '2038-01-19 03:14:07.999999',
+    '$time_min', 2155, '2038-01-19 03:14:07.999999',
     '{\"a\": [1, 2, {\"b\": null}], \"s\": \"q\\\\\"uote\"}',
     b'101010101010', 'b c', 'x,z', -1.5e-300, 18446744073709551615)"
 sql "INSERT INTO vals (id) VALUES (5)"
@@ -72,7 +77,7 @@ queues:
   vals:
     workers: 2
     select: |
-      SELECT id, t_text, t_blob, t_bin, CAST(t_bin AS CHAR) AS t_cast,
+      SELECT id, t_text, t_blob, t_bin, CAST(t_bin AS CHAR CHARACTER SET latin1) AS t_cast,
         t_dec, t_date, t_dt6, t_time, t_year, t_ts, t_json, t_bit, t_enum,
         t_set, t_double, t_u, CONCAT('v', t_enum) AS \`$long\`
       FROM vals WHERE status = 'waiting' ORDER BY id

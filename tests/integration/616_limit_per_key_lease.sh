@@ -36,9 +36,10 @@ sql "CREATE TABLE job (
 # fill FIRST: the hot customer's 12 rows, then the others' 20, from id FIRST.
 fill()
 {
-	sql "INSERT INTO job (id, customer_id) SELECT $1 + seq, 1 FROM seq_0_to_11;
-	    INSERT INTO job (id, customer_id) SELECT $1 + 12 + seq, 2 + seq % 10
-	    FROM seq_0_to_19"
+	sql "INSERT INTO job (id, customer_id) SELECT $1 + seq - 1, 1
+	    FROM $(seq_rows 12);
+	    INSERT INTO job (id, customer_id)
+	    SELECT $1 + 12 + seq - 1, 2 + (seq - 1) % 10 FROM $(seq_rows 20)"
 }
 for d in a b; do
 	cat >$d.yaml <<YAML
