@@ -332,8 +332,9 @@ check-deb-trixie:
 # config and cron fuzzers for a bounded time, and a summary of the
 # figures; a few minutes, not part of `make check`.
 torture:
-	@# clang and its libFuzzer runtime, for the fuzzers.
-	@sh tests/deps.sh clang libclang-rt-dev
+	@# clang and its libFuzzer runtime, for the fuzzers; debootstrap
+	@# for the chroots of the servers Debian 12 does not package.
+	@sh tests/deps.sh clang libclang-rt-dev debootstrap
 	@$(MAKE) --no-print-directory rowq build/asan/rowq $(HANDLERS) build/fuzz/fuzz_config build/fuzz/fuzz_cron
 	@bash tests/torture/run.sh
 

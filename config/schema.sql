@@ -17,7 +17,8 @@
 -- Without it, the claim either scans and locks every finished row in front
 -- of the first waiting one, or locks every waiting row so that one worker
 -- gets them all (see rowq.yaml(5), INDEXES).  SKIP LOCKED needs InnoDB and
--- MariaDB 10.6 or MySQL 8.0 (rowq is tested on MariaDB 10.11 only).
+-- MariaDB 10.6 or MySQL 8.0 (rowq is tested on MariaDB 10.11 and 11.8 and
+-- MySQL 9.7).
 
 -- One row per email.  The application inserts a row and carries on; the
 -- email queue sends it.  attempts counts the tries made so far, retry_at

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make torture`: the fault tests of tests/integration/4*_*.sh at full
-# size (100,000 rows at scale, 50 kills per handler kind, a server frozen
+# size, against each server in turn (100,000 rows at scale, 50 kills per handler kind, a server frozen
 # past the client timeouts, ...), then the config and cron fuzzers for a
 # bounded time, then tests/TORTURE.md rewritten from the figures they
 # reported.
@@ -12,6 +12,8 @@
 #                       whose figures are the product's; `make check` runs
 #                       the same tests under ASan at small sizes)
 #   TORTURE_TESTS       which tests (default: every 4*_*.sh)
+#   TORTURE_SERVERS     the servers, in turn (default: mariadb mariadb-11.8
+#                       mysql-9.7, as ROWQ_TEST_SERVER names them)
 #
 # Exit status: non-zero when a test failed or the fuzzer found a crash.
 set -u -o pipefail
@@ -46,8 +48,6 @@ export ROWQ_FLOOD_MB=${ROWQ_FLOOD_MB:-500}
 work=$REPO_ROOT/build/torture
 rm -rf "$work"
 mkdir -p "$work"
-export ROWQ_FIGURES=$work/figures.tsv
-: >"$ROWQ_FIGURES"
 started=$(date +%s)
 started_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
 
@@ -61,7 +61,19 @@ else
 	done
 fi
 status=0
-bash tests/run-integration.sh "${tests[@]}" 2>&1 | tee "$work/tests.out" || status=1
+# Against each server in turn (TORTURE_SERVERS, ROWQ_TEST_SERVER's kinds);
+# the first run's figures file gets the fuzzers' too.
+read -r -a servers <<<"${TORTURE_SERVERS:-mariadb mariadb-11.8 mysql-9.7}"
+runs=()
+for sv in "${servers[@]}"; do
+	export ROWQ_FIGURES=$work/figures.$sv.tsv
+	: >"$ROWQ_FIGURES"
+	ROWQ_TEST_SERVER=$sv bash tests/run-integration.sh "${tests[@]}" 2>&1 |
+	    tee "$work/tests.$sv.out" || status=1
+	label=$(sed -n 's/^integration: [^ ]* server, //p' "$work/tests.$sv.out" | head -n 1)
+	runs+=("${label:-$sv}|$ROWQ_FIGURES|$work/tests.$sv.out")
+done
+export ROWQ_FIGURES=$work/figures.${servers[0]}.tsv
 
 # ---- the fuzzers ----
 # fuzz NAME SECONDS CORPUS MAX_LEN: run build/fuzz/NAME on CORPUS (and
@@ -105,7 +117,8 @@ fuzz fuzz_cron "$fuzz_cron_seconds" tests/fuzz/corpus_cron 512
 
 # ---- the summary ----
 elapsed=$(( $(date +%s) - started ))
-bash tests/torture/summary.sh "$ROWQ_FIGURES" "$work/tests.out" "$elapsed" "$started_utc" \
+bash tests/torture/summary.sh "$elapsed" "$started_utc" "${runs[@]}" \
     >"$REPO_ROOT/tests/TORTURE.md" || status=1
-echo "torture: $(grep -cE '^ok ' "$work/tests.out") passed, $(grep -cE '^FAIL ' "$work/tests.out") failed, $(grep -cE '^skip ' "$work/tests.out") skipped; fuzz crashes: ${crashes:-not run}; ${elapsed}s; figures in tests/TORTURE.md"
+outs=("$work"/tests.*.out)
+echo "torture: $(cat "${outs[@]}" | grep -cE '^ok ') passed, $(cat "${outs[@]}" | grep -cE '^FAIL ') failed, $(cat "${outs[@]}" | grep -cE '^skip ') skipped on ${#servers[@]} servers; fuzz crashes: ${crashes:-not run}; ${elapsed}s; figures in tests/TORTURE.md"
 exit "$status"

@@ -1,60 +1,102 @@
 #!/usr/bin/env bash
-# summary.sh FIGURES TESTS_OUT SECONDS [WHEN]: tests/TORTURE.md on stdout, from
-# the figures the fault tests reported (TAB-separated: test, name, value)
+# summary.sh SECONDS WHEN RUN...: tests/TORTURE.md on stdout, from each
+# server's run of the fault tests.  RUN is "SERVER|FIGURES|TESTS_OUT":
+# the server as the runner named it, the figures its tests reported
+# (TAB-separated: test, name, value; the fuzzers' are in the first run's)
 # and the runner's ok/skip/FAIL lines.
 set -u
-figures=$1 tests_out=$2 elapsed=$3 when=${4:-$(date -u '+%Y-%m-%d %H:%M UTC')}
+elapsed=$1 when=$2
+shift 2
 REPO_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+servers=() figs=() outs=()
+for run in "$@"; do
+	IFS='|' read -r sv f o <<<"$run"
+	servers+=("$sv") figs+=("$f") outs+=("$o")
+done
 
-# fig TEST NAME: one figure's value, or "-".
+# fig TEST NAME [I]: one figure's value in run I (default 0), or "-".
 fig()
 {
-	awk -F'\t' -v t="$1" -v n="$2" '$1 == t && $2 == n { v = $3 } END { print (v == "" ? "-" : v) }' "$figures"
+	awk -F'\t' -v t="$1" -v n="$2" '$1 == t && $2 == n { v = $3 } END { print (v == "" ? "-" : v) }' "${figs[${3:-0}]}"
 }
 
-# sum_of REGEX: the sum of the first numbers of the figures whose name
-# matches, in the fault tests 400-449 (460 shows known bugs on purpose).
+# sum_of REGEX I: the sum of the first numbers of run I's figures whose
+# name matches, in the fault tests 400-449 (460 shows known bugs on
+# purpose).
 sum_of()
 {
-	awk -F'\t' -v re="$1" '$1 ~ /^4[0-4][0-9]_/ && $2 ~ re { split($3, a, /[^0-9]+/); s += a[1] } END { print s + 0 }' "$figures"
+	awk -F'\t' -v re="$1" '$1 ~ /^4[0-4][0-9]_/ && $2 ~ re { split($3, a, /[^0-9]+/); s += a[1] } END { print s + 0 }' "${figs[$2]}"
 }
 
-mariadb_version=$(mariadbd --version 2>/dev/null | sed 's/^.*Ver //; s/ for .*//')
+# counts I: run I's tests passed / failed / skipped.
+counts()
+{
+	echo "$(grep -cE '^ok ' "${outs[$1]}") / $(grep -cE '^FAIL ' "${outs[$1]}") / $(grep -cE '^skip ' "${outs[$1]}")"
+}
+
+# row TITLE FUNCTION [ARGS...]: a headline row, FUNCTION ARGS I in the
+# column of each server I.
+row()
+{
+	local title=$1 i line
+	shift
+	line="| $title |"
+	for i in "${!servers[@]}"; do
+		line="$line $("$@" "$i") |"
+	done
+	echo "$line"
+}
+
+scale() { echo "$(fig 400_scale "$1 rows" "$3") / $(fig 400_scale "$2 rows" "$3")"; }
+scale_rate() { echo "$(fig 400_scale "pipe rows/s" "$1") / $(fig 400_scale "exec rows/s" "$1")"; }
+reconnects() { fig 420_db_away "reconnect lines ('database back')" "$1"; }
+retried() { echo "$(fig 430_deadlock "deadlocks (1213) rolled back and retried by rowq" "$1") / $(fig 430_deadlock "lock wait timeouts (1205) rolled back and retried" "$1")"; }
+three() { echo 3; }
+
 # Dirty only for a change other than this file, which the run rewrites.
 rowq_version=$(git -C "$REPO_ROOT" describe --always 2>/dev/null || echo unknown)
 git -C "$REPO_ROOT" diff --quiet HEAD -- . ':(exclude)tests/TORTURE.md' 2>/dev/null ||
 	rowq_version="$rowq_version-dirty"
-peak=$(awk -F'\t' '$2 ~ /peak RSS kB/ { split($3, a, /[^0-9]+/); if (a[1] + 0 > m) { m = a[1] + 0; w = $1 ": " $2 } } END { print m " kB (" w ")" }' "$figures")
-kills=$(awk -F'\t' '$2 ~ /kills \(worker\/handler\/supervisor\)/ { print $1 ", " $2 ": " $3 }' "$figures" | sed 's/^/  - /')
+peak=$(cat "${figs[@]}" | awk -F'\t' '$2 ~ /peak RSS kB/ { split($3, a, /[^0-9]+/); if (a[1] + 0 > m) { m = a[1] + 0; w = $1 ": " $2 } } END { print m " kB (" w ")" }')
+kills=$(for i in "${!servers[@]}"; do
+	awk -F'\t' -v sv="${servers[$i]}" '$2 ~ /kills \(worker\/handler\/supervisor\)/ { print sv ", " $1 ", " $2 ": " $3 }' "${figs[$i]}"
+done | sed 's/^/  - /')
+columns="| what |" rule="|---|"
+for sv in "${servers[@]}"; do
+	columns="$columns $sv |" rule="$rule---:|"
+done
 
 cat <<EOF
 # rowq under torture
 
 Written by \`make torture\` (tests/torture/run.sh, tests/torture/summary.sh)
 from an actual run; do not edit by hand, run it again.  The same tests run
-in \`make check\` at small sizes under ASan; \`make torture\` runs them at
-full size on the plain build, whose figures these are.
+in \`make check\` at small sizes under ASan, on each server by \`make
+check-servers\`; \`make torture\` runs them at full size on the plain
+build, against each server in turn, whose figures these are.
 
 - when: $when; $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)
-- MariaDB $mariadb_version; rowq $rowq_version
+- rowq $rowq_version
 - $elapsed s in all
 
 ## Headline
 
-| what | figure |
-|---|---:|
-| rows at scale, 3 daemons x 4 workers (pipe / exec) | $(fig 400_scale "pipe rows") / $(fig 400_scale "exec rows") |
-| rate at scale (pipe / exec), rows/s | $(fig 400_scale "pipe rows/s") / $(fig 400_scale "exec rows/s") |
-| kill -9s (workers, handlers, supervisors) | $(sum_of '^(exec|pipe) kills') |
-| supervisor restarts after kill -9 | $(sum_of 'supervisor restarts') |
-| database outages survived (KILL CONNECTION, SIGKILL + restart, SIGSTOP) | 3 |
-| reconnects logged ("database back") | $(fig 420_db_away "reconnect lines ('database back')") |
-| deadlocks / lock wait timeouts retried | $(fig 430_deadlock "deadlocks (1213) rolled back and retried by rowq") / $(fig 430_deadlock "lock wait timeouts (1205) rolled back and retried") |
-| rows lost (400-440) | $(sum_of '(^| )lost$') |
-| rows done twice (400-440) | $(sum_of '(duplicates|done twice)$') |
-| rows over max_attempts | $(sum_of 'over max_attempts') |
-| fuzz: executions in seconds (crashes) | $(fig fuzz_config executions) in $(fig fuzz_config seconds) s ($(fig fuzz_config "crashes, leaks, timeouts")) |
-| peak RSS of a worker | $peak |
+$columns
+$rule
+$(row "rows at scale, 3 daemons x 4 workers (pipe / exec)" scale pipe exec)
+$(row "rate at scale (pipe / exec), rows/s" scale_rate)
+$(row "kill -9s (workers, handlers, supervisors)" sum_of '^(exec|pipe) kills')
+$(row "supervisor restarts after kill -9" sum_of 'supervisor restarts')
+$(row "database outages survived (KILL CONNECTION, SIGKILL + restart, SIGSTOP)" three)
+$(row "reconnects logged (\"database back\")" reconnects)
+$(row "deadlocks / lock wait timeouts retried" retried)
+$(row "rows lost (400-440)" sum_of '(^| )lost$')
+$(row "rows done twice (400-440)" sum_of '(duplicates|done twice)$')
+$(row "rows over max_attempts" sum_of 'over max_attempts')
+$(row "fault tests passed / failed / skipped" counts)
+
+- fuzz: $(fig fuzz_config executions) executions in $(fig fuzz_config seconds) s, $(fig fuzz_config "crashes, leaks, timeouts") crashes
+- peak RSS of a worker: $peak
 
 Kills, per storm:
 $kills
@@ -83,11 +125,11 @@ and the row comes back when its lease runs out (210_lease).
 - KILL CONNECTION of the 4 workers' sessions: each worker logs the
   statement that lost its link once and "database back" once (8 lines),
   and carries on.
-- mariadbd SIGKILL, restarted ${ROWQ_DBAWAY_DOWN:-10} s later on the same data directory:
+- the server SIGKILLed, restarted ${ROWQ_DBAWAY_DOWN:-10} s later on the same data directory:
   the workers wait with growing delays (0.5 s doubling to 30 s) and use no
   CPU meanwhile; the same 8 lines.  All four reconnect within a few
   milliseconds of each other: the backoff has no jitter (see below).
-- mariadbd SIGSTOP for longer than the client timeouts: a worker inside a
+- the server SIGSTOPped for longer than the client timeouts: a worker inside a
   statement gets error 2013 exactly when db.c's 60 s read timeout runs
   out, then reconnects as soon as the server resumes.  60 s is too long
   for \`make check\`, which freezes the server for 3 s only (nothing times
@@ -107,37 +149,31 @@ Fixed with it (small changes in files this suite may touch):
 - src/json.c, src/child.c: a 16 MiB column and a flood of stderr were
   processed byte by byte (16 million calls per value); now in runs.
 
-Open, in files the lead owns (the first four reproduced by 460_sql_rows,
-which exits 77 naming them until they are fixed):
-- worker.c: a row whose key column is NULL, at the head of the queue,
-  blocks it (batch 1: no other row is ever claimed) and is logged every
-  second for ever: worker_no_progress() never sets last_hot_ms, so
-  worker_hot_loop() resets hot_loops and the pause never grows.
-- worker.c: a key the select returns twice in one claim (a join) is
-  handled twice and done twice in one transaction, with no error logged.
-- worker.c: a done statement that fails for one row only (e.g. 1406 Data
-  too long) rolls the whole turn back and claims the same row again and
-  again (pauses of 1 s to 60 s); the rows behind it wait for ever.
-- db.c: BIT values wider than a byte reach the handler byte-swapped
-  (BIT(12) 2730 arrives as 43530).
-- worker.c: reconnect backoff without jitter (a thundering herd on a
-  server that comes back); db.c: client timeouts of 60 s.
+Found by it later, and fixed since: a row whose key column is NULL at
+the head of the queue blocked it; a key the select returned twice in one
+claim was done twice; a done statement that failed for one row only (1406
+Data too long) rolled the turn back and claimed the row again and again;
+BIT values wider than a byte reached the handler byte-swapped; reconnects
+had no jitter, and the client timeouts were 60 s (now 30 s).
 
 ## Every figure
 
-| test | figure | value |
-|---|---|---|
+| server | test | figure | value |
+|---|---|---|---|
 EOF
-sed 's/|/\\|/g' "$figures" | awk -F'\t' '{ printf "| %s | %s | %s |\n", $1, $2, $3 }'
+for i in "${!servers[@]}"; do
+	sed 's/|/\\|/g' "${figs[$i]}" |
+	    awk -F'\t' -v sv="${servers[$i]}" '{ printf "| %s | %s | %s | %s |\n", sv, $1, $2, $3 }'
+done
+echo
+echo "## Test results"
+for i in "${!servers[@]}"; do
+	printf '\n%s:\n\n```\n' "${servers[$i]}"
+	grep -E '^(ok|FAIL|skip) ' "${outs[$i]}"
+	printf '```\n'
+done
 cat <<EOF
 
-## Test results
-
-\`\`\`
-$(grep -E '^(ok|FAIL|skip) ' "$tests_out")
-\`\`\`
-
 A test that exits 77 (skip) names a known bug in a file this suite does
-not own; it runs every other check first, and passes once the bug is
-fixed.
+not own, or a feature the server lacks; it runs every other check first.
 EOF
