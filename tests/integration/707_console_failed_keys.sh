@@ -12,7 +12,10 @@
 db_start
 db_create
 cd "$ROWQ_TEST_TMP"
-sql "CREATE TABLE jobs (k VARCHAR(64) NOT NULL PRIMARY KEY, n INT NOT NULL,
+# A collation that sees CHAR(1) (MariaDB 11.8's default, uca1400, does
+# not) and pads with spaces ('victim ' = 'victim'), on every server.
+sql "CREATE TABLE jobs (k VARCHAR(64) CHARACTER SET utf8mb4
+    COLLATE utf8mb4_general_ci NOT NULL PRIMARY KEY, n INT NOT NULL,
     status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
     last_error TEXT NULL, INDEX (status, k)) ENGINE=InnoDB"
 sql "INSERT INTO jobs VALUES ('victim', 1, 'failed', 'the victim''s own'),

@@ -11,7 +11,7 @@ db_create
 cd "$ROWQ_TEST_TMP"
 
 sql "CREATE TABLE job (id INT AUTO_INCREMENT PRIMARY KEY, slot DATETIME)"
-hour=$(( ($(date -u +%H) + 12) % 24 ))
+hour=$(( (10#$(date -u +%H) + 12) % 24 ))
 {
 	echo "database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }"
 	echo "schedules:"
