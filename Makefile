@@ -233,7 +233,8 @@ lint:
 	@sh tests/deps.sh clang-tools cppcheck shellcheck
 	@$(MAKE) --no-print-directory lint-run
 
-lint-run: lint-scan-build lint-cppcheck lint-shellcheck lint-headers
+lint-run: lint-scan-build lint-cppcheck lint-shellcheck lint-headers \
+	lint-portable
 
 # scan-build over a build of every source of its own, in build/scan (the
 # objects of `make` are left alone); a report fails it and stays in
@@ -278,8 +279,12 @@ lint-shellcheck:
 lint-headers:
 	python3 tests/lint/headers.py
 
+# The tests' SQL runs on MariaDB and MySQL alike (tests/lint/portable.sh).
+lint-portable:
+	sh tests/lint/portable.sh
+
 .PHONY: lint lint-run lint-scan-build lint-scan-objs lint-cppcheck \
-	lint-shellcheck lint-headers
+	lint-shellcheck lint-headers lint-portable
 
 # The benchmark (bench/README.md): about 20 minutes, not part of `make
 # check`; BENCH_QUICK=1 for a quick try.

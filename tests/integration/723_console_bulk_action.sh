@@ -13,7 +13,7 @@ db_create
 cd "$ROWQ_TEST_TMP"
 email_table 0
 sql "INSERT INTO email (recipient, subject, body, status, attempts, last_error)
-    SELECT CONCAT('user', seq, '@x'), 's', '', 'failed', 3, 'smtp down' FROM seq_1_to_20000"
+    SELECT CONCAT('user', seq, '@x'), 's', '', 'failed', 3, 'smtp down' FROM $(seq_rows 20000)"
 port=$(free_port)
 CONSOLE=http://127.0.0.1:$port
 console_config rowq.yaml "$port"
