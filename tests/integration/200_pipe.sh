@@ -78,7 +78,10 @@ done
 # taken as row 6's: the answers then run one row behind until one arrives
 # with no row waiting (on a loaded machine, "ok 10" after the last row).
 assert_match "(wrote .*ok (5|6|7|8|9|10).* when no row was waiting for an answer|answer out of protocol: .ok 5)" "$(cat double.err)" "double: stray answer logged"
-assert_ge "$(cut -d' ' -f2 double.log | sort -u | wc -l)" 2 "double: handler processes (restarted)"
+# Caught out, the handler is started again; not when its stray answer
+# came after the last row, as the drain then ends without another row.
+grep -qE "wrote .*ok 10.* when no row was waiting" double.err ||
+	assert_ge "$(cut -d' ' -f2 double.log | sort -u | wc -l)" 2 "double: handler processes (restarted)"
 
 # ---- a handler that exits at start-up: restarts spaced out ----
 sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
