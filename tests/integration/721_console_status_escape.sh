@@ -17,6 +17,8 @@ rowq_start rowq.yaml rowq.log
 on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/rowq.log"'
 console_up
 console_login a.jar alice
+# The workers start once the pause table is read: wait for both.
+wait_until 20 'console_curl -b a.jar "$CONSOLE/" | grep -qF "<td class=\"n\">0/2</td>"' || true
 assert_match '<td class="n">0/2</td>' "$(console_curl -b a.jar "$CONSOLE/")" "the daemon's own figures"
 
 # The stand-in: every connection gets a daemon's and a queue's line, its
