@@ -82,6 +82,7 @@ OBJS =	build/backoff.o \
 	build/prune_daemon.o \
 	build/prune_sql.o \
 	build/reload.o \
+	build/reason.o \
 	build/report.o \
 	build/requeue.o \
 	build/scale.o \
@@ -127,6 +128,7 @@ UNIT_TESTS = \
 	check_limit \
 	check_log \
 	check_prune_sql \
+	check_reason \
 	check_recent \
 	check_retry_in \
 	check_slot \

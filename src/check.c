@@ -485,6 +485,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	for (size_t i = 0; i < ncols; i++)
 		names[i] = cols[i].name;
 	problems += config_check_columns(q, names, ncols);
+	problems += config_check_column_kinds(q, cols, ncols);
 	free(names);
 	if (explain) {
 		check_key_nullable(q, cols, ncols);
@@ -505,6 +506,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	problems += check_statement(db, &q->done);
 	problems += check_statement(db, &q->failed);
 	problems += check_statement(db, &q->retry.update);
+	problems += check_statement(db, &q->retry.gave_up);
 	problems += check_statement(db, &q->lease.claim);
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);

@@ -101,6 +101,35 @@ config_field_statements(struct load *ld, const struct config_item *it,
 	}
 }
 
+/*
+ * retry.gave_up: a SELECT with :name parameters, run after retry.update
+ * in the row's transaction; its first column of its first row says
+ * whether the update gave the row up (worker_finish.c).
+ */
+static void
+config_field_query(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "a SELECT statement");
+	struct sql *q = dst;
+	struct sql_token *t = NULL;
+	size_t n = 0;
+	char err[CONFIG_MSG_MAX];
+
+	(void)f;
+	if (s == NULL)
+		return;
+	q->where = config_where(ld, it->key->line, it->path);
+	if (sql_tokenize(s, &t, &n, err, sizeof(err)) == -1 ||
+	    sql_compile(q, s, err, sizeof(err)) == -1)
+		config_error(ld, it->value->line, it->path, "%s", err);
+	else if (n == 0 || !sql_token_is(s, &t[0], "SELECT"))
+		config_error(ld, it->value->line, it->path, "expected a "
+		    "SELECT whose first column says whether the row was given "
+		    "up, as SELECT status = 'failed' FROM job WHERE id = :id");
+	free(t);
+}
+
 /* The select: no LIMIT, no locking clause, no parameters. */
 static void
 config_field_select(struct load *ld, const struct config_item *it, void *dst,
@@ -128,9 +157,49 @@ config_field_select(struct load *ld, const struct config_item *it, void *dst,
 
 /* ---- retry: and lease: ---- */
 
+/*
+ * max_attempts: a whole number, the same for every row, or "column NAME":
+ * each row's own, read from that column of the select (an expression is
+ * one too: COALESCE(max_tries, 5) AS max_tries), and bounded by
+ * max_attempts_ceiling, so that no row's value retries it for ever.  The
+ * column is checked against the select once connected
+ * (config_columns.c).
+ */
+static void
+config_field_max_attempts(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	struct retry_policy *r = dst;
+	const char *s = config_scalar(ld, it, "a whole number or "
+	    "\"column NAME\"");
+	char shown[CONFIG_SHOW_MAX + 8];
+	size_t n;
+
+	if (s == NULL)
+		return;
+	if (strncmp(s, "column", 6) != 0 || (s[6] != ' ' && s[6] != '\0')) {
+		config_field_int(ld, it, &r->max_attempts, f);
+		return;
+	}
+	for (s += 6; *s == ' '; s++)
+		;
+	for (n = strlen(s); n > 0 && s[n - 1] == ' '; n--)
+		;
+	if (n == 0 || memchr(s, ' ', n) != NULL) {
+		config_error(ld, it->value->line, it->path, "expected "
+		    "\"column NAME\", one column of the select, not %s",
+		    config_show(it->value->value, shown, sizeof(shown)));
+		return;
+	}
+	r->max_attempts_column = xstrndup(s, n);
+	r->max_attempts_where = config_where(ld, it->key->line, it->path);
+}
+
 static const struct config_field retry_fields[] = {
-	FIELD(struct retry_policy, "max_attempts", int, max_attempts,
-	    1, INT_MAX),
+	{ "max_attempts", config_field_max_attempts, 0, 1, INT_MAX, false },
+	FIELD(struct retry_policy, "max_attempts_ceiling", int,
+	    max_attempts_ceiling, 1, RETRY_CEILING_MAX),
+	FIELD(struct retry_policy, "gave_up", query, gave_up, 0, 0),
 	FIELD(struct retry_policy, "attempts_column", string, attempts_column,
 	    0, 0),
 	FIELD(struct retry_policy, "backoff", backoff, backoff, 0, 0),
@@ -179,6 +248,14 @@ config_field_retry(struct load *ld, const struct config_item *it, void *dst,
 		config_error(ld, k->line, path, "max_attempts counts tries in "
 		    "retry.attempts_column: name one, or leave max_attempts "
 		    "out to retry without a limit");
+	}
+	if ((k = SEEN(retry_fields, seen, "max_attempts_ceiling")) != NULL &&
+	    r->max_attempts_column == NULL) {
+		config_path(path, sizeof(path), it->path,
+		    "max_attempts_ceiling");
+		config_error(ld, k->line, path, "max_attempts_ceiling bounds "
+		    "each row's own max_attempts: it goes with max_attempts: "
+		    "column NAME");
 	}
 	r->where = config_where(ld, it->key->line, it->path);
 	/* A long delay: alone is no mistake; max_delay follows it up. */
@@ -515,6 +592,7 @@ config_queue_defaults(struct queue *q)
 	q->retry.delay_ms = 10 * 1000;
 	q->retry.max_delay_ms = 3600 * 1000;
 	q->retry.jitter = true;
+	q->retry.max_attempts_ceiling = RETRY_CEILING_DEFAULT;
 	q->prune.chunk = 1000;
 	q->prune.pause_ms = 100;
 	q->prune.every_ms = 10 * 60 * 1000;
@@ -547,6 +625,7 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	 * attempt, so max_attempts stays 0: retry for ever.
 	 */
 	if (q->retry.enabled && q->retry.max_attempts == 0 &&
+	    q->retry.max_attempts_column == NULL &&
 	    q->retry.attempts_column != NULL &&
 	    SEEN(queue_fields, seen, "failed") != NULL)
 		q->retry.max_attempts = 5;
@@ -675,8 +754,11 @@ config_queue_free(struct queue *q)
 	sql_free(&q->done);
 	free(q->retry.attempts_column);
 	free(q->retry.attempts_where);
+	free(q->retry.max_attempts_column);
+	free(q->retry.max_attempts_where);
 	free(q->retry.where);
 	sql_free(&q->retry.update);
+	sql_free(&q->retry.gave_up);
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
 	sql_free(&q->lease.renew);

@@ -510,6 +510,7 @@ handler_exec(const char *path, const struct handler_job *job,
 	res->retry_in_ms = -1;
 	res->timed_out = res->killed = false;
 	res->throttle_ms = -1;
+	res->reason[0] = '\0';
 	if (child_spawn(&c, path, job->argv, job->envp) == -1) {
 		buf_printf(&res->error, "cannot start %s: %s", path,
 		    strerror(errno));
@@ -557,6 +558,9 @@ handler_exec(const char *path, const struct handler_job *job,
 		errsink_error_tail(&c.errs, &res->error);
 	if (end == WAIT_EXITED && res->outcome == OUTCOME_RETRY)
 		exec_retry_in(&c, status, res);
+	if (end == WAIT_EXITED && c.exec_errno == 0 &&
+	    (res->outcome == OUTCOME_RETRY || res->outcome == OUTCOME_FAILED))
+		(void)reason_from_stderr(&c.errs, res->reason);
 	errsink_row_done(&c.errs);
 	errsink_free(&c.errs);
 	if (x.truncated)

@@ -244,6 +244,8 @@ pipe_parse(struct pipe_handler *p, struct handler_result *res)
 		buf_puts(&res->error, *text ? text : "fail");
 	} else
 		return -1;
+	if (res->outcome == OUTCOME_RETRY || res->outcome == OUTCOME_FAILED)
+		(void)reason_parse(res->error.data, res->reason);
 	return 0;
 }
 
@@ -311,6 +313,7 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 	res->retry_in_ms = -1;
 	res->timed_out = res->killed = false;
 	res->throttle_ms = -1;
+	res->reason[0] = '\0';
 	if (p->child.pid <= 0) {
 		buf_puts(&res->error, "pipe handler is not running");
 		return;

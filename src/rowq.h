@@ -222,9 +222,18 @@ enum backoff_kind {
 	BACKOFF_EXPONENTIAL,
 };
 
+/* retry.max_attempts_ceiling's default, and its largest value. */
+#define RETRY_CEILING_DEFAULT	100
+#define RETRY_CEILING_MAX	100000
+
 struct retry_policy {
 	bool		 enabled;	/* the retry: key is present */
 	int		 max_attempts;	/* tries in all, the first included */
+	/* max_attempts: column NAME: each row's own, at most ceiling. */
+	char		*max_attempts_column;
+	char		*max_attempts_where; /* "FILE:LINE: queues.email.retry.max_attempts" */
+	int		 max_attempts_ceiling;
+	struct sql	 gave_up;	/* after update: was the row given up? */
 	char		*attempts_column;
 	char		*attempts_where; /* "FILE:LINE: queues.email.retry.attempts_column" */
 	char		*where;		/* "FILE:LINE: queues.email.retry" */
@@ -483,8 +492,11 @@ const struct handler_user *config_handler_user(const struct config *,
  */
 int		 config_check_columns(const struct queue *,
 		    char *const *columns, size_t ncolumns);
-/* Warn of {column} arguments that can begin with '-' (rowq check). */
 struct column;
+/* max_attempts: column NAME must be an integer column.  Problems found. */
+int		 config_check_column_kinds(const struct queue *,
+		    const struct column *, size_t ncols);
+/* Warn of {column} arguments that can begin with '-' (rowq check). */
 void		 config_warn_option_args(const struct queue *,
 		    const struct column *, size_t ncols);
 

@@ -104,6 +104,7 @@ worker_disconnect(struct worker *w)
 	finish_unbind(&w->failed);
 	finish_unbind(&w->lease);
 	finish_unbind(&w->renew);
+	finish_unbind(&w->gave_up);
 	limit_disconnect(w);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
@@ -159,7 +160,8 @@ worker_connect(struct worker *w)
 	    (r = finish_bind(w, &w->failed, &w->q->failed)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->lease, &w->q->lease.claim)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK ||
-	    (r = limit_connect(w)) != CONNECT_OK)
+	    (r = finish_bind(w, &w->gave_up, &w->q->retry.gave_up)) !=
+	    CONNECT_OK || (r = limit_connect(w)) != CONNECT_OK)
 		return r;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
@@ -347,7 +349,41 @@ worker_row_fits(struct worker *w, const struct row *row)
 	w->result.duration_ms = 0;
 	w->result.retry_in_ms = -1;
 	w->result.throttle_ms = -1;
+	w->result.timed_out = w->result.killed = false;
+	w->result.reason[0] = '\0';
 	return false;
+}
+
+/*
+ * Lease mode: a row claimed with no try left.  lease.claim counts each
+ * try, so its last try was counted and never finished: its worker died,
+ * or was stopped, and the lease ran out.  It fails now, with :reason
+ * lease_lost, rather than run a try past max_attempts.  (In transaction
+ * mode a try that never finished was rolled back, uncounted; a row past
+ * its count there was changed by hand, and gets its one more try.)
+ */
+static bool
+worker_row_spent(struct worker *w, const struct row *row, int attempt)
+{
+	int max = row_max_attempts(w, row);
+
+	if (!w->q->lease.enabled || !w->q->retry.enabled ||
+	    w->failed.stmt == NULL || max == 0 || attempt <= max)
+		return false;
+	buf_reset(&w->result.output);
+	buf_reset(&w->result.error);
+	buf_printf(&w->result.error, "try %d of %d did not finish: its lease "
+	    "ran out (its worker died or was stopped); no try is left",
+	    attempt - 1, max);
+	w->result.outcome = OUTCOME_FAILED;
+	w->result.duration_ms = 0;
+	w->result.retry_in_ms = -1;
+	w->result.throttle_ms = -1;
+	w->result.timed_out = w->result.killed = false;
+	/* No handler ran: the reason is rowq's (reason_of passes it on). */
+	snprintf(w->result.reason, sizeof(w->result.reason), "%s",
+	    REASON_LEASE_LOST);
+	return true;
 }
 
 /*
@@ -482,7 +518,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		w->args->stats->attempt = attempt;
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key.data);
-	if (worker_row_fits(w, row))
+	if (worker_row_fits(w, row) && !worker_row_spent(w, row, attempt))
 		worker_handle(w, row, key.data, attempt);
 	if (w->result.outcome == OUTCOME_ABORTED) {
 		log_warnx("handler stopped (%s): the row is not finished",
@@ -503,7 +539,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	/* Text parameters must be valid UTF-8 for a utf8mb4 column. */
 	utf8_sanitize(&w->result.error);
 	utf8_sanitize(&w->result.output);
-	b = finish_decide(w, attempt, &delay_ms);
+	b = finish_decide(w, row, attempt, &delay_ms);
 	if (b == &w->done) {
 		log_set_outcome("done", w->result.duration_ms * 1000);
 		log_debug("done in %lldms", (long long)w->result.duration_ms);
