@@ -15,6 +15,9 @@
 # - retry.gave_up: a framework's retry.update that fails the row itself
 #   (IF(attempts >= 3, 'failed', ...)); `rowq drain` reports those rows
 #   as failed, not retried, and on_failed runs for each of them.
+# - a pipe handler's "fail reason=NAME" and "retry reason=NAME"; a name of
+#   rowq's own is not taken; `rowq check` refuses a max_attempts column
+#   that is text, or not in the select.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start
@@ -259,3 +262,53 @@ assert_eq "failed 2 lease_lost" "$(sql_value "SELECT CONCAT_WS(' ', status, atte
 assert_eq 1 "$(grep -c "^1 " rendered)" "row 1's handler runs"
 assert_eq "waiting 2" "$(sql_value "SELECT CONCAT_WS(' ', status, attempts) FROM render WHERE id = 2")" "row 2, on its second try"
 assert_match "row 1: failed, with no try left: try 1 of 1 did not finish: its lease ran out" "$(cat render2.log)" "the log"
+kill_wait 10 "$ROWQ_PID"
+
+# ---- a pipe handler names its reasons; check refuses a text column ----
+sql "CREATE TABLE p (
+    id INT NOT NULL PRIMARY KEY,
+    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
+    attempts INT NOT NULL DEFAULT 0,
+    tries VARCHAR(10) NOT NULL DEFAULT '3',
+    reasons VARCHAR(400) NOT NULL DEFAULT '',
+    INDEX (status, id)
+) ENGINE=InnoDB"
+sql "INSERT INTO p (id) VALUES (1), (2), (3)"
+cat >pipe <<'SH'
+#!/bin/bash
+n=0
+while IFS= read -r row; do
+	n=$((n + 1))
+	case $row in
+	'{"id":1,'*) echo "fail reason=no_such_user mailbox gone" ;;
+	'{"id":2,'*) if [ -e "$1/once" ]; then echo ok; else : >"$1/once"; echo "retry reason=rate_limited slow down"; fi ;;
+	*) echo "fail reason=exhausted not the handler's word" ;;
+	esac
+done
+SH
+chmod +x pipe
+cat >p.yaml <<YAML
+database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
+queues:
+  p:
+    select: SELECT id, attempts, CAST(tries AS SIGNED) AS tries FROM p WHERE status = 'waiting' ORDER BY id
+    pipe: [$ROWQ_TEST_TMP/pipe, $ROWQ_TEST_TMP]
+    idle: 200ms
+    done: UPDATE p SET status = 'done', reasons = CONCAT(reasons, 'done:', :reason, ',') WHERE id = :id
+    retry:
+      max_attempts: column tries
+      attempts_column: attempts
+      delay: 0s
+      update: UPDATE p SET attempts = attempts + 1, reasons = CONCAT(reasons, :reason, ',') WHERE id = :id
+    failed: UPDATE p SET status = 'failed', reasons = CONCAT(reasons, :reason, ',') WHERE id = :id
+YAML
+"$ROWQ" -c p.yaml check >check3.out 2>&1 || fail "check: $(cat check3.out)"
+timeout 60 "$ROWQ" -c p.yaml drain p >p.out 2>p.err || fail "drain p: $(cat p.err)"
+assert_eq "failed no_such_user," "$(sql_value "SELECT CONCAT(status, ' ', reasons) FROM p WHERE id = 1")" "a pipe handler's fail, named"
+assert_eq "done rate_limited,done:," "$(sql_value "SELECT CONCAT(status, ' ', reasons) FROM p WHERE id = 2")" "a pipe handler's retry, named; done's reason is empty"
+assert_eq "failed permanent," "$(sql_value "SELECT CONCAT(status, ' ', reasons) FROM p WHERE id = 3")" "a name of rowq's own is not the handler's"
+# The row's count of tries must be a whole number: the text column is refused.
+sed -i 's/CAST(tries AS SIGNED) AS tries/tries/' p.yaml
+expect_exit 78 "p.yaml:[0-9]+: queues.p.retry.max_attempts: column tries: the server describes it as text, not as an integer" -c p.yaml check
+sed -i 's/max_attempts: column tries/max_attempts: column tries_left/' p.yaml
+expect_exit 78 "p.yaml:[0-9]+: queues.p.retry.max_attempts: tries_left is not a column of the select \(columns: id, attempts, tries\)" -c p.yaml check
