@@ -28,6 +28,7 @@ OBJS =	build/backoff.o \
 	build/check_child.o \
 	build/check_galera.o \
 	build/check_plan.o \
+	build/check_shape.o \
 	build/config.o \
 	build/config_columns.o \
 	build/config_console.o \

@@ -887,9 +887,6 @@ void	 wake_binlog_check(struct db *, const struct queue *);
 struct keyed_claim;
 int	 check_plan(struct db *, const struct queue *, bool verbose,
 	    const struct keyed_claim *, bool cursor);
-struct dialect;
-void	 check_plan_describe(const char *select, const struct dialect *,
-	    unsigned long version, struct buf *);
 
 /* ---- check_galera.c: a Galera node, for check.c ---- */
 
