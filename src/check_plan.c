@@ -25,6 +25,7 @@
 #include "db.h"
 #include "dialect.h"
 #include "check_shape.h"
+#include "claim.h"
 
 #include <ctype.h>
 #include <stdlib.h>

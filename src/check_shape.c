@@ -10,6 +10,7 @@
  */
 #include "rowq.h"
 #include "check_shape.h"
+#include "claim.h"
 #include "dialect.h"
 
 #include <ctype.h>

@@ -7,6 +7,7 @@
 #define SUPERVISOR_H
 
 #include "rowq.h"
+#include "commands.h"
 
 #include <poll.h>
 
