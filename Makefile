@@ -53,6 +53,7 @@ OBJS =	build/backoff.o \
 	build/cron.o \
 	build/cursor.o \
 	build/db.o \
+	build/db_stmt.o \
 	build/db_bulk.o \
 	build/db_connect.o \
 	build/db_limits.o \
