@@ -91,8 +91,8 @@ row_max_attempts(const struct worker *w, const struct row *row)
 		return 1;
 	}
 	if (n > r->max_attempts_ceiling) {
-		log_warnx("%s: %s is %lld, above max_attempts_ceiling: %d "
-		    "tries", r->max_attempts_where, r->max_attempts_column, n,
+		log_warnx("%s: %s is %s, above max_attempts_ceiling: %d "
+		    "tries", r->max_attempts_where, r->max_attempts_column, v,
 		    r->max_attempts_ceiling);
 		return r->max_attempts_ceiling;
 	}
