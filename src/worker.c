@@ -506,6 +506,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	int attempt = row_attempt(w, row);
 	struct buf key = { 0 };
 	struct bound *b;
+	const struct bound *counted;
 	int64_t delay_ms;
 	enum db_status st = DB_OK;
 
@@ -542,6 +543,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	utf8_sanitize(&w->result.error);
 	utf8_sanitize(&w->result.output);
 	b = finish_decide(w, row, attempt, &delay_ms);
+	counted = b;
 	if (b == &w->done) {
 		log_set_outcome("done", w->result.duration_ms * 1000);
 		log_debug("done in %lldms", (long long)w->result.duration_ms);
@@ -556,11 +558,13 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		/* Finished in front of the next claim (worker_finish_text.c). */
 		turn_hold(w, (size_t)(row - w->turn.rows.rows), attempt);
 	} else {
-		st = finish_row(w, b, row, attempt, delay_ms);
+		/* The duration's outcome is what the row counted as. */
+		st = finish_row_as(w, b, row, attempt, delay_ms, &counted);
 		w->turn.finished_alone = true;
 	}
 	if (w->args->stats) {
-		histogram_add(&w->args->stats->handler[worker_outcome(w, b)],
+		histogram_add(&w->args->stats->handler[worker_outcome(w,
+		    counted)],
 		    w->result.duration_ms * 1000);
 		w->args->stats->worked_ms = wall_ms();
 	}

@@ -357,6 +357,9 @@ enum db_status finish_exec(struct worker *, struct bound *,
 	    unsigned long long *affected);
 enum db_status finish_row(struct worker *, struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms);
+enum db_status finish_row_as(struct worker *, struct bound *,
+	    const struct row *, int attempt, int64_t delay_ms,
+	    const struct bound **counted);
 enum db_status finish_settle(struct worker *, struct bound *,
 	    const struct row *, int attempt, enum db_status,
 	    unsigned long long affected);

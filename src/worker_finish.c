@@ -488,10 +488,14 @@ finish_gave_up(struct worker *w, const struct row *row, int attempt,
 static enum db_status finish_settle_as(struct worker *, struct bound *,
     const struct row *, int, enum db_status, unsigned long long, bool);
 
-/* Run a row's finishing statement, and settle what it came to. */
+/*
+ * Run a row's finishing statement, and settle what it came to.  *counted
+ * (when not NULL) says what the row counts as: b, or failed when
+ * retry.gave_up says that retry.update gave it up.
+ */
 enum db_status
-finish_row(struct worker *w, struct bound *b, const struct row *row,
-    int attempt, int64_t delay_ms)
+finish_row_as(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, const struct bound **counted)
 {
 	unsigned long long affected = 0;
 	enum db_status st = finish_exec(w, b, row, attempt, delay_ms,
@@ -503,7 +507,16 @@ finish_row(struct worker *w, struct bound *b, const struct row *row,
 	    (st = finish_gave_up(w, row, attempt, delay_ms, &gave_up)) !=
 	    DB_OK)
 		b = &w->gave_up;	/* the messages name it */
+	if (counted != NULL)
+		*counted = gave_up ? &w->failed : b;
 	return finish_settle_as(w, b, row, attempt, st, affected, gave_up);
+}
+
+enum db_status
+finish_row(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms)
+{
+	return finish_row_as(w, b, row, attempt, delay_ms, NULL);
 }
 
 /*

@@ -195,6 +195,8 @@ assert_eq "15 10 5" "$(counters <<<"$json")" "status: done, retried, failed: $js
 metric() { curl -fs "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 assert_eq 5 "$(metric 'rowq_rows_failed_total{queue="legacy"}')" "failed rows in the metrics"
 assert_eq 10 "$(metric 'rowq_rows_retried_total{queue="legacy"}')" "retried rows in the metrics"
+assert_eq 5 "$(metric 'rowq_handler_duration_seconds_count{queue="legacy",outcome="failed"}')" "handler durations of the given-up rows, as failed"
+assert_eq 10 "$(metric 'rowq_handler_duration_seconds_count{queue="legacy",outcome="retry"}')" "handler durations of the retried tries"
 kill_wait 10 "$ROWQ_PID"
 
 # ---- lease mode: the last try's lease ran out (kill -9) ----
