@@ -59,6 +59,7 @@ OBJS =	build/backoff.o \
 	build/duration.o \
 	build/failed.o \
 	build/handler.o \
+	build/handler_end.o \
 	build/handler_child.o \
 	build/handler_identity.o \
 	build/handler_pipe.o \

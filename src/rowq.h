@@ -51,7 +51,15 @@
 #define HANDLER_LOG_LINE_MAX	1024		/* longer stderr lines are split */
 #define HANDLER_LOG_LINES_MAX	100		/* stderr lines logged per row */
 #define ROW_BYTES_MAX		(64 * 1024 * 1024) /* one claimed row, all columns */
-#define HANDLER_KILL_GRACE_MS	2000		/* after a timeout's SIGTERM, before SIGKILL */
+/*
+ * The graces, one per purpose.  A stop's deadline itself is the
+ * supervisor's (stop_timeout from the stop's start, slot.c tells the
+ * worker); these are the times given after a signal or an EOF:
+ */
+#define HANDLER_KILL_GRACE_MS	2000	/* a handler's timeout: SIGTERM, then SIGKILL */
+#define STOP_KILL_GRACE_MS	3000	/* a stop's deadline: SIGQUIT, then SIGKILL */
+#define PIPE_EOF_GRACE_MS	5000	/* a pipe handler's EOF, then SIGKILL (never past a stop's deadline) */
+/* and a queue's stop_grace: its stop_signal, then the deadline. */
 
 /* ---- buf.c: growable byte buffers ---- */
 
@@ -216,6 +224,17 @@ enum handler_kind {
 	HANDLER_PIPE,
 };
 
+/*
+ * What a handler is run with, whatever runs it: the handler's files read
+ * these through struct handler_job, so that a new setting is a member
+ * here, its key and its use, and nothing copies it on the way.
+ */
+struct handler_settings {
+	int64_t		 timeout_ms;
+	int		 stop_signal;	/* 0: none, the handler is not told */
+	int64_t		 stop_grace_ms;	/* 0: the signal as the stop begins */
+};
+
 enum backoff_kind {
 	BACKOFF_FIXED,
 	BACKOFF_LINEAR,
@@ -342,7 +361,7 @@ struct queue {
 	enum handler_kind handler;
 	char	       **argv;		/* NULL-terminated, as configured */
 	char		*argv_where;	/* "FILE:LINE: queues.email.exec" */
-	int64_t		 timeout_ms;
+	struct handler_settings handling;
 	struct sql	 done;
 	struct retry_policy retry;
 	struct sql	 failed;	/* text NULL when absent */
@@ -537,8 +556,14 @@ void	 json_row(struct buf *, const struct column *, size_t ncolumns,
 /*
  * A process's view of the signals that stop it, read from a signalfd so
  * that poll() wakes for them.  SIGTERM/SIGINT ask for a graceful stop:
- * finish the current row, but give up on it at stop_deadline_ms.  SIGQUIT,
- * sent also when the supervisor dies, asks to stop at once.
+ * finish the current row.  The supervisor sends its SIGTERM with the
+ * stop's deadline (slot.c, proc_deadline_encode), which the worker keeps
+ * in stop_deadline_ms to tell its handler in time (stop_grace) and to
+ * bound its pipe handler's exit; it does not give up at it by itself:
+ * the supervisor's SIGQUIT at the deadline says so.  SIGQUIT, sent also
+ * when the supervisor dies, asks to stop at once (abort).  A process
+ * made with term_aborts (a helper child, whose parent gives it no
+ * deadline) takes any SIGTERM as an abort.
  */
 struct stopper {
 	int		 fd;
@@ -546,8 +571,8 @@ struct stopper {
 	bool		 abort;
 	bool		 hup;
 	bool		 wake;		/* SIGUSR1: the queue has rows (wake_watch.c) */
-	int64_t		 stop_timeout_ms;
-	int64_t		 stop_deadline_ms;
+	bool		 term_aborts;
+	int64_t		 stop_deadline_ms; /* INT64_MAX: none told */
 };
 
 int64_t	 now_ms(void);			/* CLOCK_MONOTONIC */
@@ -561,14 +586,18 @@ void	 proc_close_inherited(void);	/* a forked child: fds 3 and up */
 void	 proc_close_inherited_but(int keep);
 void	 proc_helper_child(pid_t parent); /* see proc.c */
 void	 proc_std_fds(void);		/* /dev/null on a closed 0, 1 or 2 */
-void	 stopper_init(struct stopper *, int64_t stop_timeout_ms);
+void	 stopper_init(struct stopper *, bool term_aborts);
 void	 stopper_read(struct stopper *);
 int	 stopper_sleep(struct stopper *, int64_t ms);
+/* A deadline on CLOCK_MONOTONIC as a signal's int, and back (proc.c). */
+#define PROC_DEADLINE_SPAN_MS	((int64_t)1 << 29)	/* farther is clamped */
+int	 proc_deadline_encode(int64_t deadline_ms, int64_t now);
+int64_t	 proc_deadline_decode(int value, int64_t now);
 void	 proc_title_init(int argc, char **argv);
 void	 proc_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	 describe_wait_status(int status, struct buf *);
 
-/* ---- handler_child.c, handler_identity.c and handler.c, for the rest ---- */
+/* ---- handler_child.c, handler_identity.c, handler.c and handler_end.c, for the rest ---- */
 
 /*
  * The handler's own types and functions are in handler.h, for the
@@ -579,6 +608,10 @@ void	 describe_wait_status(int status, struct buf *);
 extern volatile pid_t *child_pgid_slot;
 int	 identity_try(const struct handler_user *, char *why, size_t len);
 int	 handler_resolve(const char *prog, char **path);
+/* The signals stop_signal: may name (config_queue.c reads them). */
+#define STOP_SIGNAL_NAMES	"TERM, INT, HUP, QUIT, USR1 or USR2"
+int	 handler_stop_signal_parse(const char *name);
+const char *handler_stop_signal_name(int sig);
 
 /* ---- db.c: the database layer, declared in db.h ---- */
 
