@@ -130,6 +130,9 @@ slot_kill_handler_group(struct slot *sl)
  * A finishing worker is told its deadline with its SIGTERM (sigqueue):
  * the supervisor owns it, the worker uses it to warn its handler in time
  * (stop_grace) and to bound its own end; a shorter one is told again.
+ * (A SIGTERM sent while the last is still unread is merged into it by the
+ * kernel, and the worker keeps the first deadline: its handler is then
+ * told late, but the SIGQUIT at the true deadline still ends the row.)
  */
 void
 slot_tell_deadline(const struct slot *sl)
