@@ -82,19 +82,24 @@ assert_le "$signal_ms" 3300 "ms from the stop to the signal (deadline 4s - grace
 assert_le "$took_ms" 3900 "ms to stop: the row finished before the deadline"
 assert_eq "sent 1 1" "$(row_state 4)" "row 4, finished after the signal"
 
-# ---- a reload: the retiring worker's handler is told, its row done once ----
+# ---- a reload: the retiring workers' handlers are told; the row of the
+# one that finishes is done once, that of the one that ignores it comes
+# back at the deadline and is done once by the new generation, its killed
+# try not counted ----
 : >started
 : >trapped
-sql "INSERT INTO email (id, recipient, subject, body) VALUES (7, 'g@example.com', 's', ''), (10, 'j@example.com', 's', '')"
-WORKERS=1 STOP_TIMEOUT=20s TIMEOUT=60s email_config "$cfg" "[$ROWQ_TEST_TMP/handler, \"60\"]" "stop_signal: USR2"
+sql "INSERT INTO email (id, recipient, subject, body) VALUES (7, 'g@example.com', 's', ''), (8, 'h@example.com', 's', '')"
+WORKERS=2 STOP_TIMEOUT=2s TIMEOUT=60s email_config "$cfg" "[$ROWQ_TEST_TMP/handler, \"60\"]" "stop_signal: USR2"
 rowq_start "$cfg" reload.log
-wait_until 10 '[ -s started ]' || fail "row 7 did not start"
-WORKERS=1 STOP_TIMEOUT=20s TIMEOUT=60s email_config "$cfg" "[$ROWQ_TEST_TMP/handler, \"0\"]" "stop_signal: USR2"
+wait_until 10 '[ "$(wc -l 2>/dev/null <started)" = 2 ]' || fail "rows 7 and 8 did not start"
+WORKERS=2 STOP_TIMEOUT=2s TIMEOUT=60s email_config "$cfg" "[$ROWQ_TEST_TMP/handler, \"0\"]" "stop_signal: USR2"
 kill -HUP "$ROWQ_PID"
-wait_until 10 '[ "$(row_state 7)" = "sent 1 1" ] && [ "$(row_state 10)" = "sent 1 1" ]' ||
-	fail "rows 7 and 10 not done once after the reload: $(row_state 7), $(row_state 10)"
+wait_until 15 '[ "$(row_state 7)" = "sent 1 1" ] && [ "$(row_state 8)" = "sent 1 1" ]' ||
+	fail "rows 7 and 8 not done once after the reload: $(row_state 7), $(row_state 8)"
 assert_eq "7" "$(cut -d' ' -f1 trapped)" "the retiring worker's handler trapped the signal"
-assert_match "email worker 1 \(generation 1\) finished its rows and exited" "$(cat reload.log)" "the retiring worker"
+assert_match "email worker [12] \(generation 1\) finished its rows and exited" "$(cat reload.log)" "the retiring worker of row 7"
+assert_match "email worker [12] still busy after stop_timeout \(2s\)" "$(cat reload.log)" "the retiring worker of row 8, at its deadline"
+assert_eq 3 "$(wc -l <started)" "handler runs: 7 and 8 in generation 1, 8 again in generation 2"
 stop_rowq
 assert_le "$took_ms" 3000 "ms to stop an idle rowq"
 

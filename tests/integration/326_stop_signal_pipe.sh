@@ -94,19 +94,24 @@ eof no" "$(cat eof)" "the idle pipe handlers ended at their EOF, unsignalled"
 [ ! -s trapped ] || fail "an idle handler was signalled"
 assert_le "$took_ms" 3000 "ms to stop idle pipe handlers"
 
-# ---- a reload: the retiring worker's handler answers, its row done once ----
+# ---- a reload: the retiring worker's handler that traps the signal
+# answers, its row done once; the row of the one that ignores it comes
+# back at the deadline, its killed try not counted, and the new
+# generation does it ----
 : >started
 : >eof
 sql "INSERT INTO email (id, recipient, subject, body) VALUES (3, 'c@example.com', 's', ''), (4, 'd@example.com', 's', '')"
-pipe_config 1 20s 60
+pipe_config 2 2s 60
 rowq_start "$cfg" reload.log
-wait_until 10 '[ -s started ]' || fail "row 3 did not start"
-pipe_config 1 20s 0
+wait_until 10 '[ "$(wc -l 2>/dev/null <started)" = 2 ]' || fail "rows 3 and 4 did not start"
+pipe_config 2 2s 0
 kill -HUP "$ROWQ_PID"
-wait_until 10 '[ "$(row_state 3)" = "sent 1 1" ] && [ "$(row_state 4)" = "sent 1 1" ]' ||
+wait_until 15 '[ "$(row_state 3)" = "sent 1 1" ] && [ "$(row_state 4)" = "sent 1 1" ]' ||
 	fail "rows 3 and 4 not done once after the reload: $(row_state 3), $(row_state 4)"
 assert_eq "3" "$(cat trapped)" "the retiring worker's handler trapped the signal"
-assert_match "email worker 1 \(generation 1\) finished its rows and exited" "$(cat reload.log)" "the retiring worker"
+assert_match "email worker [12] \(generation 1\) finished its rows and exited" "$(cat reload.log)" "the retiring worker of row 3"
+assert_match "email worker [12] still busy after stop_timeout \(2s\)" "$(cat reload.log)" "the retiring worker of row 4, at its deadline"
+assert_eq 3 "$(wc -l <started)" "rows handled: 3 and 4 in generation 1, 4 again in generation 2"
 stop_rowq
 
 # ---- a drain stopped by SIGTERM: the handler is told, its row done ----
