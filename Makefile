@@ -124,6 +124,7 @@ UNIT_TESTS = \
 	check_cursor \
 	check_dialect \
 	check_duration \
+	check_handler_end \
 	check_json \
 	check_limit \
 	check_log \
