@@ -209,7 +209,7 @@ stopper_read(struct stopper *s)
 		case SIGINT:
 			s->stop = true;
 			if (si.ssi_code == SI_QUEUE) {
-				/* The supervisor's deadline: the earliest told. */
+				/* The supervisor's: the earliest told. */
 				int64_t d = proc_deadline_decode(si.ssi_int,
 				    now_ms());
 				if (d < s->stop_deadline_ms)
