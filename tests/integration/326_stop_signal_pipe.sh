@@ -17,9 +17,10 @@ on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP"/*.log'
 
 # A pipe handler: for each row, an odd id traps TERM (notes it, then
 # answers ok), an even id ignores it; each row sleeps $1 seconds first.
-# Its EOF is noted, with whether it was ever signalled.
+# Its start is noted, and its EOF, with whether it was ever signalled.
 cat >handler <<SH
 #!/bin/sh
+echo up >>"$ROWQ_TEST_TMP/up"
 signalled=no
 while IFS= read -r line; do
 	id=\$(printf '%s\n' "\$line" | sed 's/.*"id": *"\{0,1\}\([0-9]*\).*/\1/')
@@ -82,9 +83,9 @@ sql "DELETE FROM email WHERE id = 2"
 : >trapped
 : >eof
 pipe_config 2 5s 60
+: >up
 rowq_start "$cfg" idle.log
-wait_until 10 '[ "$(sql_value "SELECT COUNT(*) FROM information_schema.processlist WHERE db = '"'$ROWQ_TEST_DB'"'")" -ge 2 ]' ||
-	fail "the workers did not connect"
+wait_until 10 '[ "$(wc -l 2>/dev/null <up)" = 2 ]' || fail "the two pipe handlers did not start"
 sleep 0.5
 : >started
 stop_rowq
