@@ -372,16 +372,11 @@ worker_row_spent(struct worker *w, const struct row *row, int attempt)
 	if (!w->q->lease.enabled || !w->q->retry.enabled ||
 	    w->failed.stmt == NULL || max == 0 || attempt <= max)
 		return false;
-	buf_reset(&w->result.output);
-	buf_reset(&w->result.error);
+	handler_result_begin(&w->result);
 	buf_printf(&w->result.error, "try %d of %d did not finish: its lease "
 	    "ran out (its worker died or was stopped); no try is left",
 	    attempt - 1, max);
 	w->result.outcome = OUTCOME_FAILED;
-	w->result.duration_ms = 0;
-	w->result.retry_in_ms = -1;
-	w->result.throttle_ms = -1;
-	w->result.timed_out = w->result.killed = false;
 	/* No handler ran: the reason is rowq's (reason_of passes it on). */
 	snprintf(w->result.reason, sizeof(w->result.reason), "%s",
 	    REASON_LEASE_LOST);
@@ -421,7 +416,7 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	row_json(w, row, &json);
 	job.input = json.data;
 	job.input_len = json.len;
-	job.timeout_ms = w->q->timeout_ms;
+	job.set = &w->q->handling;
 	if (w->q->lease.enabled) {
 		job.tick = lease_renew;
 		job.tick_ms = w->q->lease.duration_ms / 3;
@@ -742,10 +737,13 @@ worker_drain_look(struct worker *w, int64_t look)
 static void
 worker_free(struct worker *w)
 {
-	int64_t grace = w->args->cfg->stop_timeout_ms;
+	int64_t grace = PIPE_EOF_GRACE_MS;
 
+	/* Never past the stop's deadline, whose SIGQUIT would cut it. */
+	if (w->stopper.stop_deadline_ms - now_ms() < grace)
+		grace = w->stopper.stop_deadline_ms - now_ms();
 	if (w->q->handler == HANDLER_PIPE)
-		pipe_stop(&w->pipe, grace < 5000 ? grace : 5000);
+		pipe_stop(&w->pipe, grace > 0 ? grace : 0);
 	worker_disconnect(w);
 	on_failed_free(w);
 	limit_free(w);
@@ -795,7 +793,7 @@ worker_run(const struct worker_args *args)
 	log_procinit("%s/%d", w.q->name, args->number);
 	log_set_generation(args->generation);
 	proc_title("rowq: %s worker %d (starting)", w.q->name, args->number);
-	stopper_init(&w.stopper, args->cfg->stop_timeout_ms);
+	stopper_init(&w.stopper, false);
 	signal(SIGPIPE, SIG_IGN);
 	if (args->stats) {
 		child_pgid_slot = &args->stats->handler_pgid;
