@@ -467,7 +467,9 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	char **names;
 	int problems = 0;
 
-	if (handler_resolve(q->argv[0], &path) == -1) {
+	if (q->handler == HANDLER_NONE)
+		;	/* no program: done: is the work */
+	else if (handler_resolve(q->argv[0], &path) == -1) {
 		log_error("%s: cannot run %s: %s", q->argv_where, q->argv[0],
 		    strerror(errno));
 		problems++;

@@ -214,6 +214,7 @@ void	 prune_policy_free(struct prune_policy *);
 enum handler_kind {
 	HANDLER_EXEC,
 	HANDLER_PIPE,
+	HANDLER_NONE,		/* handler: none: done: is the work */
 };
 
 enum backoff_kind {
@@ -237,7 +238,12 @@ struct retry_policy {
 
 struct lease_policy {
 	bool		 enabled;
-	struct sql	 claim;		/* takes the row out of the select */
+	/*
+	 * Takes the row out of the select; a list runs in the claim's
+	 * transaction, and its first statement's changed rows say whether
+	 * the row was leased.
+	 */
+	struct sql	 claim;
 	struct sql	 renew;		/* text NULL: claim renews too */
 	int64_t		 duration_ms;
 	char		*where;		/* "FILE:LINE: queues.email.lease" */
