@@ -151,6 +151,13 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 		    "serves the WHERE; in lease mode the rows it reads and "
 		    "rejects are locked only until the claim commits, at once",
 		    q->select.where, c.reason);
+	} else if (explain && q->handler == HANDLER_NONE) {
+		/* handler: none: the transaction lasts the batch's statements. */
+		log_info("%s: the claim does not scan the primary key from a "
+		    "cursor (the select %s): it reads through the index that "
+		    "serves the WHERE; with handler: none the rows it reads "
+		    "and rejects are locked only while the batch's done: "
+		    "statements run", q->select.where, c.reason);
 	} else if (explain) {
 		/*
 		 * A warning, measured: Drupal's and Symfony's selects claimed so
