@@ -237,8 +237,48 @@ config_field_lease(struct load *ld, const struct config_item *it, void *dst,
 
 /* ---- prune: ---- */
 
+/*
+ * prune.delete: a statement, or a list of them, each run in every chunk's
+ * transaction in order: the texts here, each with where it was said;
+ * bounded once chunk: is known (config_field_prune).
+ */
+static void
+config_field_prune_delete(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	const struct node *v = it->value;
+	struct prune_policy *p = dst;
+	char path[CONFIG_PATH_MAX];
+
+	(void)f;
+	if (v->kind != NODE_SEQUENCE) {
+		if (config_scalar(ld, it, "a DELETE or a CALL") == NULL)
+			return;
+		p->text = xstrdup(v->value);
+		p->where = config_where(ld, it->key->line, it->path);
+		return;
+	}
+	if (v->nitems == 0 || v->nitems > SQL_LIST_MAX) {
+		config_error(ld, v->line, it->path, "expected a statement or a "
+		    "list of 1 to %d, not %zu", SQL_LIST_MAX, v->nitems);
+		return;
+	}
+	for (size_t i = 0; i < v->nitems; i++) {
+		const struct node *a = v->items[i];
+		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
+		if (i > 0)
+			p = p->next = xcalloc(1, sizeof(*p));
+		p->where = config_where(ld, a->line, path);
+		if (a->kind == NODE_SCALAR)
+			p->text = xstrdup(a->value);
+		else if (a->kind != NODE_INVALID)
+			config_error(ld, a->line, path, "expected a DELETE or a "
+			    "CALL, not %s", config_node_kind_name(a));
+	}
+}
+
 static const struct config_field prune_fields[] = {
-	FIELD(struct prune_policy, "delete", string, text, 0, 0),
+	WHOLE("delete", prune_delete),
 	FIELD(struct prune_policy, "chunk", int, chunk, 1, PRUNE_CHUNK_MAX),
 	FIELD(struct prune_policy, "pause", duration, pause_ms, 0, 0),
 	FIELD(struct prune_policy, "every", duration, every_ms, 1000, 0),
@@ -262,12 +302,31 @@ config_field_prune(struct load *ld, const struct config_item *it, void *dst,
 	p->enabled = true;
 	config_require(ld, it, prune_fields, NELEMS(prune_fields), seen,
 	    required);
-	if ((k = SEEN(prune_fields, seen, "delete")) == NULL || p->text == NULL)
+	if ((k = SEEN(prune_fields, seen, "delete")) == NULL)
 		return;
 	config_path(path, sizeof(path), it->path, "delete");
-	p->where = config_where(ld, k->line, path);
-	if (prune_compile(p, err, sizeof(err)) == -1)
-		config_error(ld, k->line, path, "%s", err);
+	/* A list's statements are said on lines of their own. */
+	const struct node *v = config_lookup(it->value, "delete");
+	for (size_t n = 0; v != NULL && n + 1 < it->value->nitems; n += 2)
+		if (it->value->items[n] == v) {
+			v = it->value->items[n + 1];	/* the key's value */
+			break;
+		}
+	size_t i = 0;
+	for (struct prune_policy *s = p; s != NULL; s = s->next, i++) {
+		unsigned long line = k->line;
+		char at[CONFIG_PATH_MAX + 24];
+		if (s->text == NULL)
+			continue;
+		snprintf(at, sizeof(at), "%s", path);
+		if (v != NULL && v->kind == NODE_SEQUENCE && i < v->nitems) {
+			line = v->items[i]->line;
+			snprintf(at, sizeof(at), "%s[%zu]", path, i);
+		}
+		s->chunk = p->chunk;
+		if (prune_compile(s, err, sizeof(err)) == -1)
+			config_error(ld, line, at, "%s", err);
+	}
 }
 
 /* ---- a queue ---- */

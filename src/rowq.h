@@ -285,6 +285,12 @@ struct prune_policy {
 	int		 chunk;		/* rows per chunk, at most */
 	int64_t		 pause_ms;	/* between chunks, at least */
 	int64_t		 every_ms;	/* the daemon: a run this often */
+	/*
+	 * The next statement of a delete: list, bounded as this one is and
+	 * run after it in each chunk's transaction (text, where, is_call,
+	 * chunk_sql and count_sql only); NULL: the last, or the only one.
+	 */
+	struct prune_policy *next;
 };
 
 /*
