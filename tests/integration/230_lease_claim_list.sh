@@ -8,7 +8,7 @@
 # and claimed, nor missing from all three of ready, claimed and finished;
 # afterwards every job was claimed once, handled once and finished once.
 # Then rows slower than a third of the lease: each renewal runs the whole
-# renew list.
+# renew list.  check prepares each statement of the lists.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/torture/common.sh"
@@ -100,6 +100,15 @@ places()
 }
 
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
+# check prepares every statement of each list, and names the one the
+# server refuses by its place.
+config c.yaml "$HANDLERS/pipefake, ok, $log"
+sed -i 's/INSERT INTO renewals (job_id)/INSERT INTO renewals (no_such_column)/' c.yaml
+status=0
+"$ROWQ" -c c.yaml check >check.out 2>&1 || status=$?
+assert_eq 78 "$status" "check's exit status with a bad lease.renew[1]"
+assert_match "c.yaml:[0-9]+: queues.jobs.lease.renew\[1\]: Unknown column 'no_such_column'" "$(cat check.out)" "check names the statement"
+
 config a.yaml "$HANDLERS/pipefake, ok, $log"
 config b.yaml "$HANDLERS/pipefake, ok, $log"
 "$ROWQ" -c a.yaml check --strict >check.out 2>&1 || fail "check: $(cat check.out)"

@@ -134,6 +134,23 @@ timeout 60 "$ROWQ" -c a.yaml drain due >drain.out 2>drain.err ||
 assert_match "^due: 1000 done, 0 retried, 0 failed, 0 errors" "$(cat drain.out)" "the drain's summary"
 assert_eq "1000 1000" "$(sql_value "SELECT CONCAT((SELECT COUNT(*) FROM ready_jobs), ' ', (SELECT COUNT(*) FROM moves))")" "drain: ready rows, moves"
 
+# What a batch saves: the same 2,000 rows drained at batch 1 and 100, one
+# worker, in one run (a loaded machine: compared with each other only).
+for b in 1 100; do
+	sql "DELETE FROM delayed_jobs; DELETE FROM ready_jobs; DELETE FROM moves;
+	    INSERT INTO delayed_jobs (id, run_at)
+	    SELECT seq, UNIX_TIMESTAMP() - 1 FROM $(seq_rows 2000)"
+	due_config r$b.yaml
+	sed -i "s/^    workers: 2$/    workers: 1/; s/^    batch: 100$/    batch: $b/" r$b.yaml
+	t0=$(now_us)
+	timeout 120 "$ROWQ" -c r$b.yaml drain due >drain.out 2>drain.err ||
+		fail "drain at batch $b: $(cat drain.err)"
+	took=$(( $(now_us) - t0 ))
+	assert_eq "2000 2000" "$(sql_value "SELECT CONCAT((SELECT COUNT(*) FROM ready_jobs), ' ', (SELECT COUNT(*) FROM moves))")" "batch $b: ready rows, moves"
+	figure "handler none, batch $b: rows a second, 1 worker" \
+	    "$(awk -v t="$took" 'BEGIN { printf "%.0f\n", 2000 / (t / 1e6) }')"
+done
+
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 due_config m.yaml "metrics: 127.0.0.1:$port"
 sed -i "s/^    workers: 2$/    workers: 1/" m.yaml
