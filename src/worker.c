@@ -502,7 +502,8 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		w->args->stats->attempt = attempt;
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key.data);
-	if (worker_row_fits(w, row))
+	/* With no handler no row is too big to hand over. */
+	if (w->q->handler == HANDLER_NONE || worker_row_fits(w, row))
 		worker_handle(w, row, key.data, attempt);
 	if (w->result.outcome == OUTCOME_ABORTED) {
 		log_warnx("handler stopped (%s): the row is not finished",

@@ -6,8 +6,10 @@
 #    (supervisor and workers) in the middle: every due row moved exactly
 #    once (one ready row, one log row), the rows not due left alone, and
 #    no worker ever had a child process.
-# 2. The same as a drain: its summary counts the rows done; and a daemon's
-#    metrics count them; a pause stops the moves, a resume starts them.
+# 2. The same as a drain: its summary counts the rows done; a row whose
+#    done the server refuses is marked by failed:, its batch going on;
+#    batch 1 against 100; a daemon's metrics count the rows; a pause
+#    stops the moves, a resume starts them.
 # 3. A dead worker's claims recovered: a lease queue whose claim moves a
 #    job from ready to claimed, its daemon killed -9 while its handlers
 #    run; a queue with handler: none moves the expired claims back to
@@ -133,6 +135,19 @@ timeout 60 "$ROWQ" -c a.yaml drain due >drain.out 2>drain.err ||
 	fail "drain: $(cat drain.err)"
 assert_match "^due: 1000 done, 0 retried, 0 failed, 0 errors" "$(cat drain.out)" "the drain's summary"
 assert_eq "1000 1000" "$(sql_value "SELECT CONCAT((SELECT COUNT(*) FROM ready_jobs), ' ', (SELECT COUNT(*) FROM moves))")" "drain: ready rows, moves"
+
+# A row whose done the server refuses (its id already ready: a duplicate
+# key) is marked by failed:, and the rest of its batch goes on.
+sql "DELETE FROM delayed_jobs; DELETE FROM ready_jobs; DELETE FROM moves;
+    INSERT INTO delayed_jobs (id, run_at)
+    SELECT seq, UNIX_TIMESTAMP() - 1 FROM $(seq_rows 100);
+    INSERT INTO ready_jobs (id) VALUES (7)"
+due_config f.yaml "    failed: UPDATE delayed_jobs SET run_at = 4000000000 WHERE id = :id"
+status=0
+timeout 60 "$ROWQ" -c f.yaml drain due >drain.out 2>drain.err || status=$?
+assert_match "^due: 99 done, 0 retried, 1 failed" "$(cat drain.out)" "the drain's summary with a refused row"
+assert_match "f.yaml:[0-9]+: queues.due.done\\[0\\] for key 7: Duplicate entry '7'" "$(cat drain.err)" "the refused statement"
+assert_eq "4000000000 100 99" "$(sql_value "SELECT CONCAT((SELECT run_at FROM delayed_jobs WHERE id = 7), ' ', (SELECT COUNT(*) FROM ready_jobs), ' ', (SELECT COUNT(*) FROM moves))")" "row 7 failed, the others moved"
 
 # What a batch saves: the same 2,000 rows drained at batch 1 and 100, one
 # worker, in one run (a loaded machine: compared with each other only).
