@@ -8,7 +8,7 @@
 #    no worker ever had a child process.
 # 2. The same as a drain: its summary counts the rows done; a row whose
 #    done the server refuses is marked by failed:, its batch going on;
-#    batch 1 against 100; a daemon's metrics count the rows; a pause
+#    a rate limit holds it back; batch 1 against 100; a daemon's metrics count the rows; a pause
 #    stops the moves, a resume starts them.
 # 3. A dead worker's claims recovered: a lease queue whose claim moves a
 #    job from ready to claimed, its daemon killed -9 while its handlers
@@ -148,6 +148,20 @@ timeout 60 "$ROWQ" -c f.yaml drain due >drain.out 2>drain.err || status=$?
 assert_match "^due: 99 done, 0 retried, 1 failed" "$(cat drain.out)" "the drain's summary with a refused row"
 assert_match "f.yaml:[0-9]+: queues.due.done\\[0\\] for key 7: Duplicate entry '7'" "$(cat drain.err)" "the refused statement"
 assert_eq "4000000000 100 99" "$(sql_value "SELECT CONCAT((SELECT run_at FROM delayed_jobs WHERE id = 7), ' ', (SELECT COUNT(*) FROM ready_jobs), ' ', (SELECT COUNT(*) FROM moves))")" "row 7 failed, the others moved"
+
+# limit: a rate bounds the rows moved as it bounds a handler's starts:
+# 300 rows at 100/1s, burst 10, take 2.9 s at least.
+sql "DELETE FROM delayed_jobs; DELETE FROM ready_jobs; DELETE FROM moves;
+    INSERT INTO delayed_jobs (id, run_at)
+    SELECT seq, UNIX_TIMESTAMP() - 1 FROM $(seq_rows 300)"
+due_config l.yaml "    limit: {rate: 100/1s, burst: 10}"
+t0=$(now_us)
+timeout 60 "$ROWQ" -c l.yaml drain due >drain.out 2>drain.err ||
+	fail "drain with a rate: $(cat drain.err)"
+took=$(( ($(now_us) - t0) / 1000 ))
+assert_match "^due: 300 done" "$(cat drain.out)" "the drain's summary with a rate"
+assert_ge "$took" 2900 "ms to move 300 rows at 100/1s, burst 10"
+figure "handler none, 300 rows at limit.rate 100/1s: ms" "$took"
 
 # What a batch saves: the same 2,000 rows drained at batch 1 and 100, one
 # worker, in one run (a loaded machine: compared with each other only).
