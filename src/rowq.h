@@ -219,6 +219,7 @@ void	 prune_policy_free(struct prune_policy *);
 enum handler_kind {
 	HANDLER_EXEC,
 	HANDLER_PIPE,
+	HANDLER_NONE,		/* handler: none: done: is the work */
 };
 
 /* What a handler runs with: read through struct handler_job, never copied. */
@@ -258,7 +259,12 @@ struct retry_policy {
 
 struct lease_policy {
 	bool		 enabled;
-	struct sql	 claim;		/* takes the row out of the select */
+	/*
+	 * Takes the row out of the select; a list runs in the claim's
+	 * transaction, and its first statement's changed rows say whether
+	 * the row was leased.
+	 */
+	struct sql	 claim;
 	struct sql	 renew;		/* text NULL: claim renews too */
 	int64_t		 duration_ms;
 	char		*where;		/* "FILE:LINE: queues.email.lease" */
@@ -300,6 +306,12 @@ struct prune_policy {
 	int		 chunk;		/* rows per chunk, at most */
 	int64_t		 pause_ms;	/* between chunks, at least */
 	int64_t		 every_ms;	/* the daemon: a run this often */
+	/*
+	 * The next statement of a delete: list, bounded as this one is and
+	 * run after it in each chunk's transaction (text, where, is_call,
+	 * chunk_sql and count_sql only); NULL: the last, or the only one.
+	 */
+	struct prune_policy *next;
 };
 
 /*
