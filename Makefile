@@ -94,6 +94,7 @@ OBJS =	build/backoff.o \
 	build/stats.o \
 	build/status.o \
 	build/status_db.o \
+	build/status_group.o \
 	build/status_socket.o \
 	build/supervisor.o \
 	build/trace.o \

@@ -52,6 +52,7 @@
 #define HANDLER_LOG_LINES_MAX	100		/* stderr lines logged per row */
 #define ROW_BYTES_MAX		(64 * 1024 * 1024) /* one claimed row, all columns */
 #define HANDLER_KILL_GRACE_MS	2000		/* after a timeout's SIGTERM, before SIGKILL */
+#define STATUS_GROUP_VALUE_MAX	128		/* bytes of a group_by: value compared */
 
 /* ---- buf.c: growable byte buffers ---- */
 
@@ -355,6 +356,7 @@ struct queue {
 	struct column_ref ready_at;	/* since when a row is ready: pickup delay */
 	bool		 times_utc;	/* time_zone: UTC: age:, ready_at: in UTC */
 	struct column_ref traceparent;	/* a W3C traceparent for the handler */
+	struct column_ref group_by;	/* status --by: what groups its rows */
 	struct sql	 failed_count;	/* status: SELECT COUNT(*) ... */
 	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */
 	int64_t		 alert_running_ms; /* a handler running longer; 0: off */
@@ -808,6 +810,9 @@ struct worker_stats {
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
 	volatile int64_t	 worked_ms;	/* wall clock: its start, its last row */
 	char			 key[64];	/* the row being handled, as text */
+	/* And its group_by: value (status --by), cut to fit; NULL: null. */
+	char			 group[STATUS_GROUP_VALUE_MAX];
+	volatile bool		 group_null;
 	volatile int		 attempt;	/* and its try, from 1 */
 	char			 last_error[192];
 	volatile int64_t	 last_error_ms;	/* wall clock */
@@ -1028,6 +1033,41 @@ void	 status_json(struct buf *, const struct status_queue *, size_t n,
 	    const struct schedule_list *);
 int	 status_command(const char *config_path, char **queues, size_t n,
 	    bool json);
+
+/* ---- status_group.c: `rowq status QUEUE --by` ---- */
+
+#define STATUS_GROUP_SCAN	100000	/* rows grouped at most, per select */
+#define STATUS_GROUP_LIMIT	20	/* groups shown unless --limit says */
+#define STATUS_GROUP_LIMIT_MAX	1000
+
+/* One group of a queue's rows, as status --by shows it. */
+struct status_group {
+	char		*value;		/* NULL: the group_by: column is NULL */
+	long		 wait;		/* the select finds, less run (no lease) */
+	long		 run;		/* this daemon's workers handle now; -1 */
+	long		 failed;	/* failed_select finds; -1: no such key */
+	long long	 oldest_age_s;	/* -1: no age:, or no waiting row */
+};
+
+struct status_groups {
+	struct status_group *g;		/* the most rows first, at most limit */
+	size_t		 n;
+	int		 limit;
+	long		 total;		/* groups seen: the scans and the workers */
+	long		 waiting;	/* rows the select scan grouped */
+	long		 failed;	/* rows the failed_select scan grouped */
+	bool		 failed_known;	/* failed_select: given */
+	bool		 run_known;	/* the daemon answered */
+};
+
+int	 status_group_read(struct db *, const struct queue *,
+	    const struct live *, int limit, struct status_groups *);
+int	 status_group_check(struct db *, const struct queue *);
+void	 status_group_free(struct status_groups *);
+void	 status_group_json(struct buf *, const struct queue *,
+	    const struct status_groups *);
+int	 status_group_command(const char *config_path, const char *queue,
+	    bool json, int limit);
 
 /* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue`, `rowq discard` ---- */
 
