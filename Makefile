@@ -44,6 +44,7 @@ OBJS =	build/backoff.o \
 	build/console_bulk.o \
 	build/console_chart.o \
 	build/console_failed.o \
+	build/console_group.o \
 	build/console_html.o \
 	build/console_http.o \
 	build/console_page.o \
