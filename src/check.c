@@ -14,6 +14,8 @@
 #include "db.h"
 #include "dialect.h"
 #include "schedule.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <ctype.h>
 #include <errno.h>

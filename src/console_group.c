@@ -7,6 +7,7 @@
  */
 #include "console.h"
 #include "db.h"
+#include "commands.h"
 
 #include <string.h>
 

@@ -5,6 +5,7 @@
 #include "rowq.h"
 #include "schedule.h"
 #include "console.h"
+#include "commands.h"
 
 #include <getopt.h>
 #include <signal.h>

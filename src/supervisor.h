@@ -7,6 +7,7 @@
 #define SUPERVISOR_H
 
 #include "rowq.h"
+#include "commands.h"
 
 #include <poll.h>
 
@@ -345,13 +346,28 @@ struct probe {
 	int64_t			 throttled_ms[QUEUES_MAX]; /* limit:'s; -1 none */
 };
 
-/* supervisor.c: the worker table, for the files below */
+/* supervisor_totals.c: what a queue's workers did and do */
 struct totals	 supervisor_count(struct supervisor *, const char *queue);
+struct totals	*supervisor_add_exited(struct supervisor *, const char *queue,
+		    const struct worker_stats *);
 int		 supervisor_workers_up(const struct supervisor *,
 		    const struct queue *);
 long		 supervisor_busy(const struct supervisor *, const char *queue);
 long long	 supervisor_running_oldest_s(const struct supervisor *,
 		    const struct queue *);
+bool		 supervisor_wants(const struct supervisor *, const struct queue *);
+
+/* supervisor_parts.c: the loop's parts in turn */
+void		 supervisor_parts_start(struct supervisor *);
+void		 supervisor_parts_stop(struct supervisor *);
+void		 supervisor_parts_tick(struct supervisor *, int64_t now,
+		    int64_t *next);
+nfds_t		 supervisor_parts_poll_fds(struct supervisor *);
+void		 supervisor_parts_handle(struct supervisor *);
+bool		 supervisor_parts_reaped(struct supervisor *, pid_t,
+		    int status);
+
+/* supervisor.c: the worker table, for the files below */
 void		 supervisor_fill(struct supervisor *);
 void		 supervisor_finish_slot(struct slot *, int64_t timeout_ms);
 bool		 supervisor_retire_slot(struct supervisor *, struct slot *);
@@ -381,7 +397,6 @@ uint64_t prune_daemon_total(struct supervisor *, const char *queue);
 void	 prune_daemon_status(struct supervisor *, const char *queue,
 	    struct buf *);
 /* supervisor.c, for report.c */
-bool	 supervisor_wants(const struct supervisor *, const struct queue *);
 int	 supervisor_running(const struct supervisor *, bool *pending);
 
 /* report.c: systemd's STATUS=, a drain's progress line and summary */

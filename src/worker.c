@@ -12,6 +12,8 @@
  * is finished in worker_finish.c.
  */
 #include "worker.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <poll.h>
