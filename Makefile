@@ -36,6 +36,7 @@ OBJS =	build/backoff.o \
 	build/config_hosts.o \
 	build/config_limit.o \
 	build/config_queue.o \
+	build/config_retry.o \
 	build/config_schedule.o \
 	build/config_tls.o \
 	build/config_walk.o \
