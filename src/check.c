@@ -491,6 +491,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 		check_retry_unlimited(q);
 	}
 	check_lease_fenced(q);
+	check_flow(db, q);
 	config_warn_option_args(q, cols, ncols);
 	if (ncols > 0)
 		problems += failed_check(db, q, q->key_column != NULL ?
