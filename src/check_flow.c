@@ -64,8 +64,10 @@ check_flow_reread(const struct sql *sql, const char *server)
 			    "so that reads the value just assigned, not the "
 			    "row's (SET pending = pending - 1, status = "
 			    "IF(pending = 1, ...) is one row early); write "
-			    "the assignment that reads it first, or test the "
-			    "new value (IF(pending = 0, ...))", sql->where,
+			    "the assignment that reads it first (SET status = "
+			    "IF(pending = 1, ...), pending = pending - 1), "
+			    "which reads the row's value whatever the "
+			    "sql_mode", sql->where,
 			    column.data, assignment.data, server);
 	buf_free(&column);
 	buf_free(&assignment);
