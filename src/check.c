@@ -11,6 +11,7 @@
  * (schedule_db.c).
  */
 #include "rowq.h"
+#include "check_flow.h"
 #include "db.h"
 #include "dialect.h"
 #include "schedule.h"

@@ -19,6 +19,7 @@
  * Warnings only: the statements run as written.
  */
 #include "rowq.h"
+#include "check_flow.h"
 #include "db.h"
 #include "dialect.h"
 

@@ -206,25 +206,6 @@ char	*sql_parse_unquote(const struct sql_parse *, size_t i);
 char	*sql_parse_text(const struct sql_parse *, size_t from, size_t to);
 size_t	 sql_parse_skip_hints(const struct sql_parse *, size_t i);
 
-/* ---- sql_update.c: what an UPDATE writes, for check's warnings ---- */
-
-/*
- * The tables an UPDATE writes (of several joined, those its SET targets
- * name; all when a target names none), each unquoted and once: 1 with *tables (caller frees with
- * sql_update_tables_free), 0 when the statement is not an UPDATE.
- */
-int	 sql_update_tables(const char *text, char ***tables, size_t *n);
-void	 sql_update_tables_free(char **tables, size_t n);
-/*
- * 1 when an assignment of the UPDATE's SET list reads a column that an
- * earlier one assigned (column: its name; assignment: the one reading
- * it), 0 when none does or the statement is not an UPDATE.
- */
-int	 sql_update_reread(const char *text, struct buf *column,
-	    struct buf *assignment);
-/* The first table after a select's top-level FROM; NULL if none. */
-char	*sql_select_table(const char *select);
-
 /* ---- prune_sql.c: a prune: statement, bounded and counted ---- */
 
 #define PRUNE_CHUNK_MAX		100000
@@ -840,11 +821,6 @@ void	 wake_binlog_check(struct db *, const struct queue *);
 struct keyed_claim;
 int	 check_plan(struct db *, const struct queue *, bool verbose,
 	    const struct keyed_claim *, bool cursor);
-
-/* ---- check_flow.c: workflow statements, for check.c ---- */
-
-/* Warns of a SET list that rereads, and of a counter a list forgets. */
-void	 check_flow(struct db *, const struct queue *);
 
 /* ---- check_galera.c: a Galera node, for check.c ---- */
 

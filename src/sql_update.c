@@ -14,6 +14,7 @@
  * Pure functions of the text: nothing here talks to a server.
  */
 #include "rowq.h"
+#include "check_flow.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* Unit tests for sql_update.c: what an UPDATE writes, for check_flow.c. */
 #include "rowq.h"
+#include "check_flow.h"
 
 #include <check.h>
 #include "unit.h"
