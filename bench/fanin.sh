@@ -165,9 +165,12 @@ for size in 50 5000; do
 	    "$(median_of "${RATIO[counter$size]}")" \
 	    "$(median_of "${WAITS[counter$size]}")" >>section.md
 done
+echo >>section.md
 for size in 50 5000; do
 	echo "Ratios of the rounds, $size per batch:${RATIO[counter$size]}." >>section.md
 done
+echo "When they spread wider than they differ from 1, the machine was too
+busy for a verdict: run it again on a quiet one." >>section.md
 echo "$MARK_END" >>section.md
 cat section.md
 readme_section "$MARK_BEGIN" "$MARK_END" "$W/section.md"
