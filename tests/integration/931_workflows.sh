@@ -58,7 +58,7 @@ item)
 		exit 65
 		;;
 	sync*)
-		for _ in $(seq 400); do [ -e "$log.go" ] && break; sleep 0.01; done
+		for _ in $(seq 3000); do [ -e "$log.go" ] && break; sleep 0.01; done
 		;;
 	*) sleep "0.$((RANDOM % 3))$((RANDOM % 10))" ;;
 	esac

@@ -135,6 +135,7 @@ sql "CREATE TABLE sync (
     account_id     INT NOT NULL,
     status         ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
     requests       INT NOT NULL DEFAULT 1,
+    seconds        DECIMAL(4,2) NOT NULL DEFAULT 0.3,
     lease          CHAR(32) NULL,
     leased_until   DATETIME NULL,
     done_count     INT NOT NULL DEFAULT 0,
@@ -148,11 +149,11 @@ for f in ua ub; do
   sync:
     workers: 2
     select: |
-      SELECT id, account_id, requests FROM sync
+      SELECT id, account_id, requests, seconds FROM sync
       WHERE status = 'waiting'
         AND (leased_until IS NULL OR leased_until < NOW())
       ORDER BY id
-    exec: [$WORK, $ROWQ_TEST_TMP/sync.log, "account={account_id}", "s=0.3"]
+    exec: [$WORK, $ROWQ_TEST_TMP/sync.log, "account={account_id}", "s={seconds}"]
     lease:
       duration: 3s
       claim: UPDATE sync SET lease = :lease,
@@ -169,8 +170,9 @@ for f in ua ub; do
     idle: 100ms
 YAML
 done
-# Refused while it waits; merged while it waits.
-sql "INSERT INTO sync (account_id) VALUES (9)"
+# Refused while it waits; merged while it waits.  Account 9's row runs
+# for 3 s, long enough to be seen running.
+sql "INSERT INTO sync (account_id, seconds) VALUES (9, 3)"
 err=$(sql "INSERT INTO sync (account_id) VALUES (9)" 2>&1) && fail "a second insert while one waits was accepted"
 assert_match "ERROR 1062" "$err" "a second insert while one waits"
 assert_eq 2 "$(sql_value "INSERT INTO sync (account_id) VALUES (9)
