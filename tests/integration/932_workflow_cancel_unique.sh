@@ -199,7 +199,7 @@ while [ "$(now_us)" -lt "$end" ]; do
 		for w in $(children_of "$A"); do
 			h=$(children_of "$w" | head -1)
 			[ -n "$h" ] || continue
-			killed_key=$(tr '\0' '\n' <"/proc/$h/environ" 2>/dev/null | sed -n 's/^ROWQ_KEY=//p')
+			killed_key=$(tr '\0' '\n' <"/proc/$h/environ" 2>/dev/null | sed -n 's/^ROWQ_KEY=//p' || true)
 			[ -n "$killed_key" ] || continue
 			kill -KILL "$w"
 			killed=1
