@@ -26,6 +26,7 @@ OBJS =	build/backoff.o \
 	build/buf.o \
 	build/check.o \
 	build/check_child.o \
+	build/check_flow.o \
 	build/check_galera.o \
 	build/check_plan.o \
 	build/check_shape.o \
@@ -97,6 +98,7 @@ OBJS =	build/backoff.o \
 	build/schedule_daemon.o \
 	build/slot.o \
 	build/sql.o \
+	build/sql_update.o \
 	build/stats.o \
 	build/status.o \
 	build/status_db.o \
@@ -142,6 +144,7 @@ UNIT_TESTS = \
 	check_retry_in \
 	check_slot \
 	check_sql \
+	check_sql_update \
 	check_stats \
 	check_trace
 
