@@ -520,6 +520,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);
 	problems += prune_check(db, q);
+	problems += status_group_check(db, q);
 	check_session_limits(db, q);
 	wake_binlog_check(db, q);
 	return problems;

@@ -759,6 +759,33 @@ START_TEST(test_time_zone)
 }
 END_TEST
 
+/* group_by: a column name, kept with where it was said. */
+START_TEST(test_group_by)
+{
+	struct config *cfg = accepted("queues:\n" SMALL_QUEUE("a")
+	    "    group_by: batch_id\n" SMALL_QUEUE("b"));
+	char *cols[] = { "id", "batch_id" }, *log;
+
+	ck_assert_str_eq(cfg->queues[0].group_by.name, "batch_id");
+	ck_assert_str_eq(cfg->queues[0].group_by.where,
+	    "rowq.yaml:7: queues.a.group_by");
+	ck_assert_ptr_null(cfg->queues[1].group_by.name);
+	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 2, &log), 0);
+	free(log);
+	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 1, &log), 1);
+	ck_assert_str_eq(log, "rowq: rowq.yaml:7: queues.a.group_by: batch_id "
+	    "is not a column of the select (columns: id)\n");
+	free(log);
+	config_free(cfg);
+	refused("queues:\n" SMALL_QUEUE("a") "    group_by: [batch_id]\n",
+	    "rowq.yaml:7: queues.a.group_by: expected a column name, not a "
+	    "sequence\n");
+	refused("queues:\n" SMALL_QUEUE("a") "    group_by: {column: b}\n",
+	    "rowq.yaml:7: queues.a.group_by: expected a column name, not a "
+	    "mapping\n");
+}
+END_TEST
+
 START_TEST(test_duration_ranges)
 {
 	static const char yaml[] =
@@ -1895,6 +1922,7 @@ config_suite(void)
 	tcase_add_test(tc, test_duration_ranges);
 	tcase_add_test(tc, test_wake);
 	tcase_add_test(tc, test_time_zone);
+	tcase_add_test(tc, test_group_by);
 	tcase_add_test(tc, test_lease);
 	tcase_add_test(tc, test_lease_lists);
 	tcase_add_test(tc, test_handler_none);
