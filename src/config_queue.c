@@ -570,12 +570,14 @@ config_queue_no_handler(struct load *ld, const struct config_item *it,
     const struct node **seen)
 {
 	static const char *const keys[] = { "exec", "pipe", "timeout", "env",
-	    "user", "group", "retry", "lease", NULL };
+	    "user", "group", "stop_signal", "stop_grace", "retry", "lease",
+	    NULL };
 	static const char *const why[] = { "the handler is none",
 	    "the handler is none", "no handler runs", "no handler runs",
-	    "no handler runs", "no handler runs", "no handler fails a try "
-	    "(failed: runs when the server refuses done: for a row)",
-	    "the rows are claimed and finished in one transaction" };
+	    "no handler runs", "no handler runs", "no handler runs",
+	    "no handler runs", "no handler fails a try (failed: runs when "
+	    "the server refuses done: for a row)", "the rows are claimed and "
+	    "finished in one transaction" };
 	const struct node *k;
 	char path[CONFIG_PATH_MAX];
 

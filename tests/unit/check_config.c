@@ -1093,6 +1093,49 @@ START_TEST(test_handler_none)
 }
 END_TEST
 
+/* prune.delete as a list: each bounded with the chunk, named by place. */
+START_TEST(test_prune_list)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    "  job:\n"
+	    "    select: SELECT id FROM job WHERE status = 'waiting' ORDER BY id\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE job SET status = 'done' WHERE id = :id\n"
+	    "    failed: UPDATE job SET status = 'failed' WHERE id = :id\n"
+	    "    prune:\n"
+	    "      delete:\n"
+	    "        - DELETE FROM job_log WHERE created_at < NOW() - INTERVAL 7 DAY\n"
+	    "        - CALL prune_jobs(:chunk)\n"
+	    "      chunk: 250\n");
+	const struct prune_policy *p = &cfg->queues[0].prune;
+
+	ck_assert_str_eq(p->chunk_sql, "DELETE FROM job_log WHERE created_at "
+	    "< NOW() - INTERVAL 7 DAY LIMIT 250");
+	ck_assert_str_eq(p->where, "rowq.yaml:9: queues.job.prune.delete[0]");
+	ck_assert_ptr_nonnull(p->next);
+	ck_assert(p->next->is_call);
+	ck_assert_str_eq(p->next->chunk_sql, "CALL prune_jobs(250)");
+	ck_assert_str_eq(p->next->where,
+	    "rowq.yaml:10: queues.job.prune.delete[1]");
+	ck_assert_ptr_null(p->next->next);
+	config_free(cfg);
+	refused(
+	    "queues:\n"
+	    "  job:\n"
+	    "    select: SELECT id FROM job WHERE status = 'waiting' ORDER BY id\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE job SET status = 'done' WHERE id = :id\n"
+	    "    failed: UPDATE job SET status = 'failed' WHERE id = :id\n"
+	    "    prune:\n"
+	    "      delete:\n"
+	    "        - DELETE FROM job_log WHERE created_at < NOW()\n"
+	    "        - DELETE FROM job\n",
+	    "rowq.yaml:10: queues.job.prune.delete[1]: a DELETE without "
+	    "WHERE would remove the waiting rows too");
+}
+END_TEST
+
 START_TEST(test_select_limit)
 {
 	refused(
@@ -2025,6 +2068,7 @@ config_suite(void)
 	tcase_add_test(tc, test_lease);
 	tcase_add_test(tc, test_lease_lists);
 	tcase_add_test(tc, test_handler_none);
+	tcase_add_test(tc, test_prune_list);
 	tcase_add_test(tc, test_select_limit);
 	tcase_add_test(tc, test_select_for_update);
 	tcase_add_test(tc, test_select_parameters);
