@@ -212,9 +212,18 @@ sql_update_tables_free(char **tables, size_t n)
 	free(tables);
 }
 
+/* A name right after a colon is a statement parameter (:attempt). */
+static bool
+sql_update_is_param(const struct sql_parse *p, size_t i)
+{
+	return i > 0 && sql_parse_is(p, i - 1, ":") &&
+	    p->t[i - 1].start + p->t[i - 1].len == p->t[i].start;
+}
+
 /*
  * Whether the expression [from, to) reads the column name: a name token
- * (or the last part of a qualified one) that is not a function's name.
+ * (or the last part of a qualified one) that is not a function's name
+ * or a parameter of the statement's.
  */
 static bool
 sql_update_reads(const struct sql_parse *p, size_t from, size_t to,
@@ -223,7 +232,7 @@ sql_update_reads(const struct sql_parse *p, size_t from, size_t to,
 	size_t next;
 
 	for (size_t i = from; i < to; i = next) {
-		if (!sql_parse_is_name(p, i)) {
+		if (!sql_parse_is_name(p, i) || sql_update_is_param(p, i)) {
 			next = i + 1;
 			continue;
 		}

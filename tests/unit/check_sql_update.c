@@ -56,6 +56,10 @@ START_TEST(test_reread_not)
 	/* A literal, a comment, a function of the same name, the WHERE. */
 	reread_is("UPDATE t SET a = 1, b = 'a', c = /* a */ 2 WHERE a = 1", "-");
 	reread_is("UPDATE t SET `left` = 1, b = LEFT('x', 1) WHERE id = 1", "-");
+	/* A parameter of the same name, and a JSON key, read no column. */
+	reread_is("UPDATE j SET attempt = attempt + 1, errors = "
+	    "JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', :attempt, "
+	    "'error', :error)) WHERE id = :id", "-");
 	/* Not an UPDATE: an upsert's list is not read. */
 	reread_is("INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE "
 	    "a = a + 1, b = a", "-");
