@@ -79,6 +79,8 @@ OBJS =	build/backoff.o \
 	build/pause_watch.o \
 	build/proc.o \
 	build/prune.o \
+	build/runs.o \
+	build/runs_cmd.o \
 	build/prune_daemon.o \
 	build/prune_sql.o \
 	build/reload.o \
@@ -111,6 +113,7 @@ OBJS =	build/backoff.o \
 	build/worker_on_failed.o \
 	build/worker_pickup.o \
 	build/worker_recent.o \
+	build/worker_runs.o \
 	build/worker_row.o \
 	build/worker_turn.o
 

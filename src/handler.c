@@ -508,6 +508,7 @@ handler_exec(const char *path, const struct handler_job *job,
 	buf_reset(&res->error);
 	res->outcome = OUTCOME_RETRY;
 	res->retry_in_ms = -1;
+	res->exit_status = -1;
 	res->timed_out = res->killed = false;
 	res->throttle_ms = -1;
 	if (child_spawn(&c, path, job->argv, job->envp) == -1) {
@@ -538,12 +539,15 @@ handler_exec(const char *path, const struct handler_job *job,
 			buf_printf(&res->error, "cannot execute %s: %s", path,
 			    strerror(c.exec_errno));
 		} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+			res->exit_status = 0;
 			res->outcome = OUTCOME_DONE;
 		} else {
 			res->outcome = WIFEXITED(status) &&
 			    WEXITSTATUS(status) == ROWQ_EXIT_DATAERR ?
 			    OUTCOME_FAILED : OUTCOME_RETRY;
 			res->killed = WIFSIGNALED(status);
+			if (WIFEXITED(status))
+				res->exit_status = WEXITSTATUS(status);
 			describe_wait_status(status, &res->error);
 		}
 		break;

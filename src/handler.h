@@ -67,6 +67,7 @@ struct handler_result {
 	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
 	bool		 timed_out;	/* killed for its timeout */
 	bool		 killed;	/* it died of a signal */
+	int		 exit_status;	/* exec: its exit status; -1: none */
 	int64_t		 throttle_ms;	/* OUTCOME_THROTTLED: for how long */
 };
 

@@ -309,6 +309,7 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 	buf_reset(&p->answer);
 	res->outcome = OUTCOME_RETRY;
 	res->retry_in_ms = -1;
+	res->exit_status = -1;
 	res->timed_out = res->killed = false;
 	res->throttle_ms = -1;
 	if (p->child.pid <= 0) {

@@ -282,6 +282,20 @@ struct prune_policy {
 };
 
 /*
+ * runs: the run log, a table rowq owns (runs.c): one row for each try of
+ * each row, written in the transaction of its outcome.
+ */
+#define RUNS_TABLE_DEFAULT	"rowq_runs"
+#define RUNS_KEEP_DEFAULT_MS	(7 * 24 * 3600 * (int64_t)1000)
+
+struct run_policy {
+	bool		 enabled;	/* runs: is there */
+	char		*table;		/* NULL: RUNS_TABLE_DEFAULT */
+	int64_t		 keep_ms;	/* pruned when older; 0: kept for ever */
+	char		*where;		/* "FILE:LINE: queues.email.runs" */
+};
+
+/*
  * limit: how many of a queue's handlers run at once and how often they
  * start, on every daemon together, and the same per value of a column
  * (config_limit.c parses it; limit.c and worker_limit.c enforce it).
@@ -365,6 +379,7 @@ struct queue {
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
 	struct prune_policy prune;
+	struct run_policy runs;
 	struct program	 on_failed;	/* argv NULL: the top level's */
 	int64_t		 on_failed_timeout_ms;
 	int		 on_failed_rate; /* runs a minute, at most */
@@ -682,6 +697,41 @@ void	 cursor_rewind(struct cursor_state *);
 bool	 cursor_fallback_due(const struct cursor_state *, int64_t now_ms);
 int	 cursor_claimed(struct cursor_state *, enum cursor_from,
 	    const char *key, size_t len, int64_t now_ms);
+
+/* ---- runs.c: the run log's table, its rows as text, its prune ---- */
+
+#define RUNS_KEY_MAX		1024	/* bytes of a key kept */
+#define RUNS_KEY_MAX_S		"1024"
+#define RUNS_ERROR_MAX		512	/* bytes of stderr or :error kept */
+#define RUNS_ERROR_MAX_S	"512"
+
+/* One try of a row, as the run log keeps it. */
+struct run_rec {
+	const char	*queue;
+	const char	*key;
+	size_t		 key_len;
+	int		 attempt;
+	const char	*outcome;	/* done, retry, failed */
+	const char	*reason;	/* why it failed or retried; "" */
+	int		 exit_status;	/* exec's; -1: none (pipe, a signal) */
+	int64_t		 started_us;	/* wall clock, since the epoch */
+	int64_t		 finished_us;
+	int64_t		 duration_ms;	/* the handler's */
+	const char	*host;
+	int		 worker;	/* its number in the queue */
+	long		 pid;
+	const char	*error;		/* stderr's tail or :error */
+	size_t		 error_len;
+	const char	*trace_id;	/* 32 hex digits, or NULL */
+};
+
+struct db;
+const char *runs_table(const struct queue *);
+int	 runs_ensure(struct db *, const struct queue *);
+void	 runs_values(struct buf *, const struct run_rec *);
+void	 runs_insert_head(struct buf *, const struct queue *);
+int	 runs_prune(struct db *, const struct queue *, struct stopper *,
+	    unsigned long long *rows, char *err, size_t errlen);
 
 /* ---- prune.c: one prune run, `rowq prune`, and its check ---- */
 
@@ -1046,6 +1096,9 @@ struct failed_action {
 };
 
 int	 failed_command(const char *config_path, int argc, char **argv);
+/* runs_cmd.c: `rowq runs` and `rowq show` */
+int	 runs_command(const char *config_path, int argc, char **argv);
+int	 show_command(const char *config_path, int argc, char **argv);
 int	 failed_open(const char *config_path, const char *queue,
 	    const char *cmd, bool need_select, const struct failed_action *need,
 	    struct failed_ctx *);

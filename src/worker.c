@@ -161,6 +161,8 @@ worker_connect(struct worker *w)
 	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK ||
 	    (r = limit_connect(w)) != CONNECT_OK)
 		return r;
+	if (w->q->runs.enabled && runs_ensure(w->db, w->q) == -1)
+		return db_denied(w->db) ? CONNECT_CONFIG : CONNECT_AWAY;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
 	pickup_clock_read(w);
@@ -247,6 +249,12 @@ worker_commit(struct worker *w)
 
 	if (st != DB_OK) {
 		worker_db_failed(w, st, w->failing);
+		turn_rolled_back(w);
+		return -1;
+	}
+	if ((st = runs_flush(w)) != DB_OK) {
+		worker_db_failed(w, st, w->failing);
+		(void)db_rollback(w->db);
 		turn_rolled_back(w);
 		return -1;
 	}
@@ -346,6 +354,7 @@ worker_row_fits(struct worker *w, const struct row *row)
 	w->result.outcome = OUTCOME_FAILED;
 	w->result.duration_ms = 0;
 	w->result.retry_in_ms = -1;
+	w->result.exit_status = -1;
 	w->result.throttle_ms = -1;
 	return false;
 }
@@ -504,6 +513,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	utf8_sanitize(&w->result.error);
 	utf8_sanitize(&w->result.output);
 	b = finish_decide(w, attempt, &delay_ms);
+	runs_note(w, row, attempt, b);
 	if (b == &w->done) {
 		log_set_outcome("done", w->result.duration_ms * 1000);
 		log_debug("done in %lldms", (long long)w->result.duration_ms);
