@@ -723,6 +723,12 @@ struct run_rec {
 	const char	*error;		/* stderr's tail or :error */
 	size_t		 error_len;
 	const char	*trace_id;	/* 32 hex digits, or NULL */
+	/*
+	 * Written behind its `done`, whose effect it cannot know: outcome
+	 * and reason as the server finds it, "none" and "no_row" when the
+	 * statement before changed no row (ROW_COUNT()).
+	 */
+	bool		 if_changed;
 };
 
 struct db;

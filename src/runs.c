@@ -144,9 +144,17 @@ runs_values(struct buf *b, const struct run_rec *r)
 	buf_puts(b, ", ");
 	runs_hex(b, r->key, klen);
 	buf_printf(b, ", %d, ", r->attempt);
-	runs_word(b, r->outcome);
-	buf_puts(b, ", ");
-	runs_word(b, r->reason);
+	if (r->if_changed) {
+		buf_puts(b, "IF(ROW_COUNT() > 0, ");
+		runs_word(b, r->outcome);
+		buf_puts(b, ", 'none'), IF(ROW_COUNT() > 0, ");
+		runs_word(b, r->reason);
+		buf_puts(b, ", 'no_row')");
+	} else {
+		runs_word(b, r->outcome);
+		buf_puts(b, ", ");
+		runs_word(b, r->reason);
+	}
 	if (r->exit_status >= 0)
 		buf_printf(b, ", %d, ", r->exit_status);
 	else

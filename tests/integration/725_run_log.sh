@@ -43,7 +43,7 @@ for batch in 1 10; do
 	    WHERE outcome = 'retry' AND reason = 'exit' AND exit_status = 3")" \
 	    "batch $batch: retries"
 	assert_eq $rows "$(sql_value "SELECT COUNT(*) FROM rowq_runs
-	    WHERE outcome = 'done' AND exit_status = 0 AND error = ''")" \
+	    WHERE outcome = 'done' AND reason = '' AND exit_status = 0 AND error = ''")" \
 	    "batch $batch: done"
 	"$ROWQ" -c "$ROWQ_TEST_TMP/rowq.yaml" runs email 17 --json \
 	    >"$ROWQ_TEST_TMP/runs.json" || fail "rowq runs --json failed"
