@@ -79,3 +79,21 @@ assert_eq $((before - old)) "$(sql_value "SELECT COUNT(*) FROM rowq_runs")" \
     "runs left after the prune"
 assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM rowq_runs WHERE attempt = 1")" \
     "old runs left"
+
+# Batch 1: a done that changes no row (its WHERE misses row 5) leaves a
+# run of outcome none, reason no_row, written behind that done; the
+# other rows' runs are done.  The row comes straight back, and the drain
+# ends unsuccessful.
+sql "DROP TABLE email"
+sql "TRUNCATE rowq_runs"
+email_table 10
+email_config "$ROWQ_TEST_TMP/miss.yaml" "[$HANDLERS/fake, append, $ROWQ_TEST_TMP/miss.log]" \
+    "runs: {}"
+sed -i 's|done_count = done_count + 1 WHERE id = :id|done_count = done_count + 1 WHERE id = :id AND id <> 5|' \
+    "$ROWQ_TEST_TMP/miss.yaml"
+"$ROWQ" -c "$ROWQ_TEST_TMP/miss.yaml" drain email >/dev/null 2>"$ROWQ_TEST_TMP/miss.err" &&
+	fail "the drain succeeded with a row that never leaves"
+assert_eq 9 "$(sql_value "SELECT COUNT(*) FROM rowq_runs WHERE outcome = 'done'
+    AND row_key <> '5'")" "done runs of the other rows"
+assert_eq "none no_row" "$(sql_value "SELECT DISTINCT CONCAT(outcome, ' ', reason)
+    FROM rowq_runs WHERE row_key = '5'")" "row 5's runs"
