@@ -459,26 +459,37 @@ show_running(const struct live *lv, const struct queue *q, const char *key)
 	return NULL;
 }
 
-/* Tries the attempts column counts and the run log has no run of. */
+/*
+ * Tries that ended with no run: the tries the row has had (its attempts
+ * column, when a select returns it, or else the highest try of its runs)
+ * less its runs.  In lease mode the claim commits, and usually counts
+ * the try, before the handler runs: a try whose outcome then rolled back
+ * shows here, and as a gap in the runs' try numbers.  -1: unknown.
+ */
 static long long
 show_lost_tries(const struct show_view *v, const struct queue *q,
     const struct rowset *runs)
 {
 	const char *col = q->retry.attempts_column;
-	long long last = 0;
+	long long tries = 0, n = 0;
 
-	if (col == NULL || !v->read || v->rs.nrows == 0)
-		return -1;
-	for (size_t i = 0; i < runs->nrows; i++)
-		if (atoll(runs_v(&runs->rows[i], R_TRY)) > last)
-			last = atoll(runs_v(&runs->rows[i], R_TRY));
-	for (size_t c = 0; c < v->ncols; c++)
+	for (size_t i = 0; i < runs->nrows; i++) {
+		const char *o = runs_v(&runs->rows[i], R_OUTCOME);
+		if (strcmp(o, "none") == 0)
+			continue;
+		n++;
+		if (atoll(runs_v(&runs->rows[i], R_TRY)) > tries)
+			tries = atoll(runs_v(&runs->rows[i], R_TRY));
+	}
+	for (size_t c = 0; col != NULL && v->read && v->rs.nrows > 0 &&
+	    c < v->ncols; c++)
 		if (strcasecmp(v->cols[c].name, col) == 0 &&
-		    v->rs.rows[0].value[c] != NULL) {
-			long long n = atoll(v->rs.rows[0].value[c]);
-			return n > last ? n - last : 0;
-		}
-	return -1;
+		    v->rs.rows[0].value[c] != NULL &&
+		    atoll(v->rs.rows[0].value[c]) > tries)
+			tries = atoll(v->rs.rows[0].value[c]);
+	if (tries == 0 && n == 0)
+		return -1;
+	return tries > n ? tries - n : 0;
 }
 
 /* What the row is now, in one word. */
