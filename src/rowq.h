@@ -1102,9 +1102,6 @@ struct failed_action {
 };
 
 int	 failed_command(const char *config_path, int argc, char **argv);
-/* runs_cmd.c: `rowq runs` and `rowq show` */
-int	 runs_command(const char *config_path, int argc, char **argv);
-int	 show_command(const char *config_path, int argc, char **argv);
 int	 failed_open(const char *config_path, const char *queue,
 	    const char *cmd, bool need_select, const struct failed_action *need,
 	    struct failed_ctx *);
@@ -1142,6 +1139,11 @@ int	 requeue_all(struct requeue_run *, const char *where_error);
 void	 requeue_end(struct requeue_run *);
 const char *requeue_error_column(const struct column *, size_t n);
 void	 requeue_like(struct buf *, const char *text);
+
+/* ---- runs_cmd.c: `rowq runs` and `rowq show` ---- */
+
+int	 runs_command(const char *config_path, int argc, char **argv);
+int	 show_command(const char *config_path, int argc, char **argv);
 
 /* ---- metrics.c: Prometheus exposition, over mhd.h ---- */
 
