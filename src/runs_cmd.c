@@ -10,6 +10,7 @@
  * or one with bytes a shell cannot pass).  Runs are listed oldest first.
  */
 #include "rowq.h"
+#include "commands.h"
 #include "db.h"
 
 #include <stdlib.h>
