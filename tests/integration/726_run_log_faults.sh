@@ -8,7 +8,7 @@
 # (its finishing statements count the tries that committed), no try has
 # two runs, the handlers ran more tries than there are runs (the killed
 # ones left none), and row 1 has one run, of try 1, though its handler
-# started twice.
+# started twice or more.
 #
 # Runs its own server: killing the shared one would take the other tests
 # down with it.
@@ -126,6 +126,7 @@ tries=$(wc -l <"$log")
 figure "tries started" "$tries"
 figure "runs written" "$runs"
 assert_ge "$tries" $((runs + 1)) "tries started against runs (the killed ones)"
-assert_eq 2 "$(grep -c '^1 ' "$log")" "row 1's tries started"
+# Twice at least: its try after the kill may meet the server's too.
+assert_ge "$(grep -c '^1 ' "$log")" 2 "row 1's tries started"
 assert_eq "1 done" "$(sql_value "SELECT CONCAT(attempt, ' ', outcome)
     FROM rowq_runs WHERE row_key = '1'")" "row 1's runs"
