@@ -26,6 +26,7 @@ OBJS =	build/backoff.o \
 	build/buf.o \
 	build/check.o \
 	build/check_child.o \
+	build/check_flow.o \
 	build/check_galera.o \
 	build/check_plan.o \
 	build/check_shape.o \
@@ -45,6 +46,7 @@ OBJS =	build/backoff.o \
 	build/console_bulk.o \
 	build/console_chart.o \
 	build/console_failed.o \
+	build/console_group.o \
 	build/console_html.o \
 	build/console_http.o \
 	build/console_page.o \
@@ -96,9 +98,11 @@ OBJS =	build/backoff.o \
 	build/schedule_daemon.o \
 	build/slot.o \
 	build/sql.o \
+	build/sql_update.o \
 	build/stats.o \
 	build/status.o \
 	build/status_db.o \
+	build/status_group.o \
 	build/status_socket.o \
 	build/supervisor.o \
 	build/supervisor_parts.o \
@@ -140,6 +144,7 @@ UNIT_TESTS = \
 	check_retry_in \
 	check_slot \
 	check_sql \
+	check_sql_update \
 	check_stats \
 	check_trace
 

@@ -11,6 +11,7 @@
  * (schedule_db.c).
  */
 #include "rowq.h"
+#include "check_flow.h"
 #include "db.h"
 #include "dialect.h"
 #include "schedule.h"
@@ -502,6 +503,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 		check_retry_unlimited(q);
 	}
 	check_lease_fenced(q);
+	check_flow(db, q);
 	config_warn_option_args(q, cols, ncols);
 	if (ncols > 0)
 		problems += failed_check(db, q, q->key_column != NULL ?
@@ -520,6 +522,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);
 	problems += prune_check(db, q);
+	problems += status_group_check(db, q);
 	check_session_limits(db, q);
 	wake_binlog_check(db, q);
 	return problems;

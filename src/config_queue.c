@@ -546,7 +546,7 @@ config_field_key(struct load *ld, const struct config_item *it, void *dst,
 
 /*
  * A key naming a column of the select (age:, ready_at:,
- * traceparent_column:), checked against the select's columns once it is
+ * traceparent_column:, group_by:), checked against the select's columns once it is
  * prepared (config_columns.c).
  */
 static void
@@ -636,6 +636,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "ready_at", column, ready_at, 0, 0),
 	FIELD(struct queue, "time_zone", time_zone, times_utc, 0, 0),
 	FIELD(struct queue, "traceparent_column", column, traceparent, 0, 0),
+	FIELD(struct queue, "group_by", column, group_by, 0, 0),
 	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
 	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),
 	FIELD(struct queue, "alert_running", duration, alert_running_ms, 1, 0),
@@ -690,12 +691,14 @@ config_queue_no_handler(struct load *ld, const struct config_item *it,
     const struct node **seen)
 {
 	static const char *const keys[] = { "exec", "pipe", "timeout", "env",
-	    "user", "group", "retry", "lease", NULL };
+	    "user", "group", "stop_signal", "stop_grace", "retry", "lease",
+	    NULL };
 	static const char *const why[] = { "the handler is none",
 	    "the handler is none", "no handler runs", "no handler runs",
-	    "no handler runs", "no handler runs", "no handler fails a try "
-	    "(failed: runs when the server refuses done: for a row)",
-	    "the rows are claimed and finished in one transaction" };
+	    "no handler runs", "no handler runs", "no handler runs",
+	    "no handler runs", "no handler fails a try (failed: runs when "
+	    "the server refuses done: for a row)", "the rows are claimed and "
+	    "finished in one transaction" };
 	const struct node *k;
 	char path[CONFIG_PATH_MAX];
 
@@ -884,6 +887,8 @@ config_queue_free(struct queue *q)
 	free(q->ready_at.where);
 	free(q->traceparent.name);
 	free(q->traceparent.where);
+	free(q->group_by.name);
+	free(q->group_by.where);
 	config_program_free(&q->on_failed);
 	free(q->lease.where);
 	free(q->wake_where);

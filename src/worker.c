@@ -508,6 +508,9 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	log_set_row(key.data);
 	log_set_attempt(attempt);
 	log_set_trace(row_traceparent(w, row, id) ? id : NULL);
+	/* The group before the state: a busy worker's group is its row's. */
+	if (w->args->stats != NULL)
+		row_group_note(w, row, w->args->stats);
 	worker_set_state(w, WORKER_BUSY, key.data);
 	if (w->args->stats != NULL)
 		w->args->stats->attempt = attempt;

@@ -759,6 +759,33 @@ START_TEST(test_time_zone)
 }
 END_TEST
 
+/* group_by: a column name, kept with where it was said. */
+START_TEST(test_group_by)
+{
+	struct config *cfg = accepted("queues:\n" SMALL_QUEUE("a")
+	    "    group_by: batch_id\n" SMALL_QUEUE("b"));
+	char *cols[] = { "id", "batch_id" }, *log;
+
+	ck_assert_str_eq(cfg->queues[0].group_by.name, "batch_id");
+	ck_assert_str_eq(cfg->queues[0].group_by.where,
+	    "rowq.yaml:7: queues.a.group_by");
+	ck_assert_ptr_null(cfg->queues[1].group_by.name);
+	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 2, &log), 0);
+	free(log);
+	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 1, &log), 1);
+	ck_assert_str_eq(log, "rowq: rowq.yaml:7: queues.a.group_by: batch_id "
+	    "is not a column of the select (columns: id)\n");
+	free(log);
+	config_free(cfg);
+	refused("queues:\n" SMALL_QUEUE("a") "    group_by: [batch_id]\n",
+	    "rowq.yaml:7: queues.a.group_by: expected a column name, not a "
+	    "sequence\n");
+	refused("queues:\n" SMALL_QUEUE("a") "    group_by: {column: b}\n",
+	    "rowq.yaml:7: queues.a.group_by: expected a column name, not a "
+	    "mapping\n");
+}
+END_TEST
+
 START_TEST(test_duration_ranges)
 {
 	static const char yaml[] =
@@ -967,6 +994,49 @@ START_TEST(test_handler_none)
 	    "rowq.yaml:2: queues.due: missing exec: or pipe:, the handler (or "
 	    "handler: none, for a queue whose done: statements are its "
 	    "work)\n");
+}
+END_TEST
+
+/* prune.delete as a list: each bounded with the chunk, named by place. */
+START_TEST(test_prune_list)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    "  job:\n"
+	    "    select: SELECT id FROM job WHERE status = 'waiting' ORDER BY id\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE job SET status = 'done' WHERE id = :id\n"
+	    "    failed: UPDATE job SET status = 'failed' WHERE id = :id\n"
+	    "    prune:\n"
+	    "      delete:\n"
+	    "        - DELETE FROM job_log WHERE created_at < NOW() - INTERVAL 7 DAY\n"
+	    "        - CALL prune_jobs(:chunk)\n"
+	    "      chunk: 250\n");
+	const struct prune_policy *p = &cfg->queues[0].prune;
+
+	ck_assert_str_eq(p->chunk_sql, "DELETE FROM job_log WHERE created_at "
+	    "< NOW() - INTERVAL 7 DAY LIMIT 250");
+	ck_assert_str_eq(p->where, "rowq.yaml:9: queues.job.prune.delete[0]");
+	ck_assert_ptr_nonnull(p->next);
+	ck_assert(p->next->is_call);
+	ck_assert_str_eq(p->next->chunk_sql, "CALL prune_jobs(250)");
+	ck_assert_str_eq(p->next->where,
+	    "rowq.yaml:10: queues.job.prune.delete[1]");
+	ck_assert_ptr_null(p->next->next);
+	config_free(cfg);
+	refused(
+	    "queues:\n"
+	    "  job:\n"
+	    "    select: SELECT id FROM job WHERE status = 'waiting' ORDER BY id\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE job SET status = 'done' WHERE id = :id\n"
+	    "    failed: UPDATE job SET status = 'failed' WHERE id = :id\n"
+	    "    prune:\n"
+	    "      delete:\n"
+	    "        - DELETE FROM job_log WHERE created_at < NOW()\n"
+	    "        - DELETE FROM job\n",
+	    "rowq.yaml:10: queues.job.prune.delete[1]: a DELETE without "
+	    "WHERE would remove the waiting rows too");
 }
 END_TEST
 
@@ -1892,9 +1962,11 @@ config_suite(void)
 	tcase_add_test(tc, test_duration_ranges);
 	tcase_add_test(tc, test_wake);
 	tcase_add_test(tc, test_time_zone);
+	tcase_add_test(tc, test_group_by);
 	tcase_add_test(tc, test_lease);
 	tcase_add_test(tc, test_lease_lists);
 	tcase_add_test(tc, test_handler_none);
+	tcase_add_test(tc, test_prune_list);
 	tcase_add_test(tc, test_select_limit);
 	tcase_add_test(tc, test_select_for_update);
 	tcase_add_test(tc, test_select_parameters);
