@@ -85,6 +85,8 @@ OBJS =	build/backoff.o \
 	build/pause_watch.o \
 	build/proc.o \
 	build/prune.o \
+	build/runs.o \
+	build/runs_cmd.o \
 	build/prune_daemon.o \
 	build/prune_sql.o \
 	build/reload.o \
@@ -114,6 +116,7 @@ OBJS =	build/backoff.o \
 	build/wake_watch.o \
 	build/worker.o \
 	build/worker_claim.o \
+	build/worker_db.o \
 	build/worker_finish.o \
 	build/worker_finish_text.o \
 	build/worker_lease.o \
@@ -122,6 +125,7 @@ OBJS =	build/backoff.o \
 	build/worker_on_failed.o \
 	build/worker_pickup.o \
 	build/worker_recent.o \
+	build/worker_runs.o \
 	build/worker_row.o \
 	build/worker_turn.o
 

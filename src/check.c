@@ -17,6 +17,7 @@
 #include "schedule.h"
 #include "claim.h"
 #include "commands.h"
+#include "prune.h"
 
 #include <ctype.h>
 #include <errno.h>

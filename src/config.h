@@ -149,6 +149,11 @@ void		 config_field_string(struct load *,
 void		 config_field_path(struct load *, const struct config_item *,
 		    void *, const struct config_field *);
 
+/* config.c: a table's name, spliced into rowq's own statements */
+void		 config_field_table(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
+
 /* config_walk.c: a mapping walked with a table of keys */
 const struct node *config_lookup(const struct node *map, const char *name);
 bool		 config_expect_mapping(struct load *,

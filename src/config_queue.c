@@ -257,6 +257,34 @@ config_field_prune(struct load *ld, const struct config_item *it, void *dst,
 	}
 }
 
+/* ---- runs: ---- */
+
+static const struct config_field runs_fields[] = {
+	FIELD(struct run_policy, "table", table, table, 0, 0),
+	FIELD(struct run_policy, "keep", duration, keep_ms, 0, 0),
+};
+
+/* runs: {} takes the defaults; runs: true too, false leaves it off. */
+static void
+config_field_runs(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const struct node *seen[NELEMS(runs_fields)] = { 0 };
+	struct run_policy *r = dst;
+
+	if (it->value->kind == NODE_SCALAR) {
+		bool on = false;
+		config_field_bool(ld, it, &on, f);
+		r->enabled = on;
+	} else if (config_walk(ld, it, runs_fields, NELEMS(runs_fields), r,
+	    seen) == -1)
+		return;
+	else
+		r->enabled = true;
+	free(r->where);
+	r->where = config_where(ld, it->key->line, it->path);
+}
+
 /* ---- a queue ---- */
 
 static void
@@ -528,6 +556,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),
 	FIELD(struct queue, "prune", prune, prune, 0, 0),
+	FIELD(struct queue, "runs", runs, runs, 0, 0),
 	FIELD(struct queue, "on_failed", program, on_failed, 0, 0),
 	FIELD(struct queue, "on_failed_timeout", duration,
 	    on_failed_timeout_ms, 1, 0),
@@ -554,6 +583,7 @@ config_queue_defaults(struct queue *q)
 	q->prune.chunk = 1000;
 	q->prune.pause_ms = 100;
 	q->prune.every_ms = 10 * 60 * 1000;
+	q->runs.keep_ms = RUNS_KEEP_DEFAULT_MS;
 	q->alert_failed = -1;
 	q->on_failed_timeout_ms = 10 * 1000;
 	q->on_failed_rate = 60;
@@ -782,5 +812,7 @@ config_queue_free(struct queue *q)
 	config_env_free(&q->env);
 	config_user_free(&q->user);
 	prune_policy_free(&q->prune);
+	free(q->runs.table);
+	free(q->runs.where);
 	config_limit_free(&q->limit);
 }

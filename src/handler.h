@@ -70,6 +70,7 @@ struct handler_result {
 	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
 	bool		 timed_out;	/* killed for its timeout */
 	bool		 killed;	/* it died of a signal */
+	int		 exit_status;	/* exec: its exit status; -1: none */
 	bool		 stop_signalled; /* it was sent its stop_signal */
 	int64_t		 throttle_ms;	/* OUTCOME_THROTTLED: for how long */
 	char		 reason[REASON_NAME_MAX + 1]; /* its own; "" none */

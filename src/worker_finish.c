@@ -361,8 +361,8 @@ finish_remember(struct worker *w, const struct row *row, const char *where)
  * and the row is not counted as finished.
  */
 static void
-finish_counted(struct worker *w, struct bound *b, unsigned long long affected,
-    const char *key)
+finish_counted(struct worker *w, struct bound *b, const struct row *row,
+    unsigned long long affected, const char *key)
 {
 	if (w->statement_failing) {
 		log_info("%s runs again", b->sql->where);
@@ -370,6 +370,7 @@ finish_counted(struct worker *w, struct bound *b, unsigned long long affected,
 	}
 	if (affected > 0) {
 		finish_count(w, b, 1);
+		runs_settled(w, row, b);
 		return;
 	}
 	if (w->q->lease.enabled)
@@ -392,7 +393,7 @@ finish_one(struct worker *w, struct bound *b, const struct row *row,
 
 	st = finish_exec(w, b, row, attempt, delay_ms, &affected);
 	if (st == DB_OK)
-		finish_counted(w, b, affected, key);
+		finish_counted(w, b, row, affected, key);
 	return st;
 }
 
@@ -546,7 +547,7 @@ finish_settle_as(struct worker *w, struct bound *b, const struct row *row,
 
 	row_key_text(w, row, &key);
 	if (st == DB_OK)
-		finish_counted(w, b, affected, key.data);
+		finish_counted(w, b, row, affected, key.data);
 	if (st == DB_OK && gave_up) {
 		/* retry.update ran (affected > 0), and failed the row. */
 		w->turn.pending_retried--;
@@ -619,9 +620,12 @@ finish_oks_bulk(struct worker *w, struct value *values, bool *fell_back)
 		if (affected < n)
 			finish_oks_unmatched(w, affected);
 		finish_count(w, &w->done, affected < n ? affected : n);
-		for (size_t i = 0; i < n; i++)
-			finish_remember(w, &w->turn.rows.rows[w->turn.ok_row[i]],
-			    w->done.sql->where);
+		for (size_t i = 0; i < n; i++) {
+			const struct row *row =
+			    &w->turn.rows.rows[w->turn.ok_row[i]];
+			finish_remember(w, row, w->done.sql->where);
+			runs_settled(w, row, &w->done);
+		}
 		return DB_OK;
 	}
 	snprintf(w->failing, sizeof(w->failing), "%s for %zu rows",

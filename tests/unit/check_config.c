@@ -946,6 +946,46 @@ START_TEST(test_duration_ranges)
 }
 END_TEST
 
+/* runs: the defaults, its keys, and what it refuses. */
+#define RUNS_QUEUE \
+	"queues:\n" \
+	"  q:\n" \
+	"    select: SELECT id FROM t\n" \
+	"    exec: [/bin/true]\n" \
+	"    done: UPDATE t SET done = 1 WHERE id = :id\n" \
+	"    failed: UPDATE t SET done = 2 WHERE id = :id\n"
+
+START_TEST(test_runs)
+{
+	struct config *cfg = accepted(RUNS_QUEUE "    runs: {}\n");
+
+	ck_assert(cfg->queues[0].runs.enabled);
+	ck_assert_ptr_null(cfg->queues[0].runs.table);
+	ck_assert_int_eq(cfg->queues[0].runs.keep_ms, 7 * 24 * 3600 * 1000LL);
+	ck_assert_str_eq(cfg->queues[0].runs.where, "rowq.yaml:7: queues.q.runs");
+	config_free(cfg);
+	cfg = accepted(RUNS_QUEUE "    runs: {table: ops.q_runs, keep: 36h}\n");
+	ck_assert_str_eq(cfg->queues[0].runs.table, "ops.q_runs");
+	ck_assert_int_eq(cfg->queues[0].runs.keep_ms, 36 * 3600 * 1000LL);
+	config_free(cfg);
+	cfg = accepted(RUNS_QUEUE "    runs: true\n");
+	ck_assert(cfg->queues[0].runs.enabled);
+	config_free(cfg);
+	cfg = accepted(RUNS_QUEUE);
+	ck_assert(!cfg->queues[0].runs.enabled);
+	config_free(cfg);
+	refused(RUNS_QUEUE "    runs: {table: \"runs; DROP TABLE t\"}\n",
+	    "rowq.yaml:7: queues.q.runs.table: not a table name (letters, "
+	    "digits, _ and $, or DATABASE.TABLE): ");
+	refused(RUNS_QUEUE "    runs: {keep: soon}\n",
+	    "rowq.yaml:7: queues.q.runs.keep: ");
+	refused(RUNS_QUEUE "    runs: {kept: 1h}\n",
+	    "rowq.yaml:7: queues.q.runs.kept: unknown key: did you mean keep?");
+	refused(RUNS_QUEUE "    runs: maybe\n",
+	    "rowq.yaml:7: queues.q.runs: expected true or false, not \"maybe\"");
+}
+END_TEST
+
 START_TEST(test_lease)
 {
 	struct config *cfg = accepted(
@@ -2108,6 +2148,7 @@ config_suite(void)
 	tcase_add_test(tc, test_builtins);
 	tcase_add_test(tc, test_all_errors);
 	tcase_add_test(tc, test_free_null);
+	tcase_add_test(tc, test_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }
