@@ -16,6 +16,7 @@
 #include "rowq.h"
 #include "check_flow.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -79,6 +80,7 @@ sql_update_name(const struct sql_parse *p, size_t i, size_t *next)
 static void
 sql_update_add(char ***names, size_t *n, char *name)
 {
+	assert(name != NULL);	/* sql_parse_unquote never returns NULL */
 	for (size_t k = 0; k < *n; k++)
 		if (strcasecmp((*names)[k], name) == 0) {
 			free(name);
