@@ -32,9 +32,10 @@
  * digits, NULL, and the bytes of a binary column as a binary string in
  * every context (dialect_bytes), as the same bytes bound as a BLOB are
  * (in a numeric one too: X'313233' + 0 is 123 on MariaDB).  A row
- * with a text value (a VARCHAR key; :error, :output and :lease are
- * refused at once) runs its `done` prepared, at once: as a literal, its
- * character set and collation would be the literal's, not the binding's.
+ * with a text value (a VARCHAR key; :error and :output are refused at
+ * once) runs its `done` prepared, at once: as a literal, its character
+ * set and collation would be the literal's, not the binding's.  A
+ * lease's token (:lease) is hex digits, which read the same either way.
  */
 #include "worker.h"
 
@@ -43,8 +44,9 @@
 
 /* Longer bytes than this go bound, not as hex in the claim's text. */
 #define FINISH_TEXT_BYTES_MAX	1024
-/* The session's name for the `done` prepared by SQL. */
+/* The session's names for the `done` and lease.claim prepared by SQL. */
 #define FINISH_TEXT_NAME	"rowq_done"
+#define FINISH_TEXT_LEASE	"rowq_lease"
 
 /* The statements that return no rows and run as one result. */
 static const char *const finish_text_verbs[] = { "UPDATE", "DELETE",
@@ -70,23 +72,30 @@ finish_text_verb(const char *text)
  * After finish_bind: whether the statement can go in front of the claim,
  * and if so, make it the session's (dialect_stmt_init: prepared by SQL
  * where the server can).  When it cannot, or the server refuses, the
- * prepared `done` runs as before.
+ * prepared `done` runs as before.  The same for lease.claim (b is
+ * w->lease), whose statements go with the lease's COMMIT in one round
+ * trip (worker_lease.c), at any batch.  Not with limit:, whose slot's
+ * lease goes with each row's statements in lease mode.
  */
 void
 finish_text_bind(struct worker *w, struct bound *b)
 {
 	struct dialect_stmt *s;
 	struct buf sql = { 0 };
+	bool lease = b == &w->lease;
 
-	if (b->stmt == NULL || b->next != NULL || w->q->lease.enabled ||
-	    w->q->batch != 1 || !finish_text_verb(b->sql->positional))
+	if (b->stmt == NULL || b->next != NULL ||
+	    (!lease && w->q->batch != 1) ||
+	    (w->q->lease.enabled && w->q->limit.enabled) ||
+	    !finish_text_verb(b->sql->positional))
 		return;
 	for (size_t i = 0; i < b->sql->nparams; i++)
 		if (b->source[i] == PARAM_ERROR ||
-		    b->source[i] == PARAM_OUTPUT || b->source[i] == PARAM_LEASE)
+		    b->source[i] == PARAM_OUTPUT)
 			return;
 	s = xcalloc(1, sizeof(*s));
-	if (dialect_stmt_init(s, db_dialect(w->db), FINISH_TEXT_NAME,
+	if (dialect_stmt_init(s, db_dialect(w->db), lease ? FINISH_TEXT_LEASE :
+	    FINISH_TEXT_NAME,
 	    b->sql->positional, &sql) == 0 &&
 	    (sql.len == 0 || db_run(w->db, sql.data) == DB_OK)) {
 		b->text = s;
@@ -107,30 +116,41 @@ finish_text_bind(struct worker *w, struct bound *b)
 static bool
 finish_text_value(const struct value *v)
 {
-	return v->type != VALUE_TEXT &&
+	return (v->type != VALUE_TEXT || v->plain) &&
 	    (v->type != VALUE_BLOB || v->len <= FINISH_TEXT_BYTES_MAX);
 }
 
 /*
- * Batch 1, in transaction mode, a row whose handler said ok: write its
- * `done` (EXECUTE with the row's values, or its text with them) into the
- * turn's held_sql.  Returns false when it cannot be (see above): the
- * caller runs it prepared, at once.
+ * A row's statement b as text, appended to out: EXECUTE with the row's
+ * values, or its text with them.  Returns false, appending nothing, when
+ * it cannot be (see above): the caller runs it prepared.
  */
 bool
-finish_text_hold(struct worker *w, const struct row *row, int attempt)
+finish_text_append(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, struct buf *out)
 {
-	struct bound *b = &w->done;
-	struct buf *out = &w->turn.held_sql;
-
 	if (b->text == NULL)
 		return false;
 	finish_values(w, b, row, attempt, 0, b->values);
 	for (size_t i = 0; i < b->sql->nparams; i++)
 		if (!finish_text_value(&b->values[i]))
 			return false;
-	buf_reset(out);
 	return dialect_stmt_execute(b->text, out, b->values, b->sql->nparams);
+}
+
+/*
+ * Batch 1, a row whose handler said ok: write its `done` (EXECUTE with
+ * the row's values, or its text with them) into the turn's held_sql.  In
+ * lease mode too: its :lease is hex digits, the same as a literal.
+ * Returns false when it cannot be (see above): the caller runs it
+ * prepared, at once.
+ */
+bool
+finish_text_hold(struct worker *w, const struct row *row, int attempt)
+{
+	buf_reset(&w->turn.held_sql);
+	return finish_text_append(w, &w->done, row, attempt,
+	    &w->turn.held_sql);
 }
 
 /*
@@ -143,9 +163,16 @@ enum db_status
 finish_held(struct worker *w, const struct db_ahead *ahead, enum db_status st)
 {
 	struct turn *t = &w->turn;
+	struct buf key = { 0 };
 
+	/* Its lines name the row, as every line about a row does. */
+	row_key_text(w, &t->held, &key);
+	log_set_row(key.data);
+	w->token = t->held_token;
 	st = finish_settle(w, &w->done, &t->held, t->held_attempt,
 	    ahead->finished ? DB_OK : st, ahead->affected);
+	log_set_row(NULL);
+	buf_free(&key);
 	turn_release_held(w);
 	return st;
 }
@@ -155,8 +182,15 @@ enum db_status
 finish_held_now(struct worker *w)
 {
 	struct turn *t = &w->turn;
-	enum db_status st = finish_row(w, &w->done, &t->held,
-	    t->held_attempt, 0);
+	struct buf key = { 0 };
+	enum db_status st;
+
+	row_key_text(w, &t->held, &key);
+	log_set_row(key.data);
+	w->token = t->held_token;
+	st = finish_row(w, &w->done, &t->held, t->held_attempt, 0);
+	log_set_row(NULL);
+	buf_free(&key);
 
 	turn_release_held(w);
 	return st;
