@@ -297,6 +297,7 @@ struct worker {
 	bool			 lease_live[CLAIM_MAX];
 	struct lease_token	 lease_tokens[CLAIM_MAX];
 	int			 lease_rows;
+	bool			 lease_one_by_one; /* the next turn: no bulk */
 	struct recent		*recent;	/* rows finished lately */
 	int			 hot_loops;	/* in a row, for backoff */
 	int64_t			 last_hot_ms;
@@ -364,6 +365,8 @@ enum db_status finish_settle(struct worker *, struct bound *,
 	    unsigned long long affected);
 void	 finish_values(struct worker *, const struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms, struct value *);
+void	 finish_values_token(const struct bound *, struct value *,
+	    const struct lease_token *);
 enum db_status finish_oks(struct worker *);
 
 /* worker_finish_text.c */

@@ -178,6 +178,19 @@ finish_values(struct worker *w, const struct bound *b, const struct row *row,
 }
 
 /*
+ * Values kept for a bulk execute, row after row: a row's :lease must be
+ * its own token, not w->token, which the next row's values overwrite.
+ */
+void
+finish_values_token(const struct bound *b, struct value *values,
+    const struct lease_token *token)
+{
+	for (size_t i = 0; i < b->sql->nparams; i++)
+		if (b->source[i] == PARAM_LEASE)
+			values[i].s = token->hex;
+}
+
+/*
  * Run a statement for a row; a database error is returned to roll back.
  * *affected says how many rows it changed.  A list runs in order behind
  * a savepoint, so that its statements take effect together or, once
@@ -574,6 +587,8 @@ finish_oks(struct worker *w)
 		finish_values(w, &w->done,
 		    &w->turn.rows.rows[w->turn.ok_row[i]],
 		    w->turn.ok_attempt[i], 0, values + i * np);
+		finish_values_token(&w->done, values + i * np,
+		    &w->turn.ok_token[i]);
 	}
 	if (n > 1 && db_stmt_bulk_possible(w->done.stmt, values, n)) {
 		st = finish_oks_bulk(w, values, &one_by_one);

@@ -197,21 +197,26 @@ lease_keep_batch(struct worker *w)
  * Lease the rows of leased[] (their tokens in w->lease_tokens) in one
  * execute, where the server takes an array of values (MariaDB's bulk):
  * one round trip for the batch.  Returns DB_OK with *all set when each
- * row's lease.claim changed a row; when some did not (which one is not
- * told), the claim's savepoint takes them back and *all is false: the
- * caller leases them one by one.
+ * row's lease.claim changed a row.  When one did not, or the server
+ * refused the statement for a row (which one is not told), the claim is
+ * rolled back whole (*undone): its rows wait as they were, and the next
+ * turn leases one by one, which finds the row and says it.
  */
 static enum db_status
-lease_rows_bulk(struct worker *w, const bool *leased, int n, bool *all)
+lease_rows_bulk(struct worker *w, const bool *leased, int n, bool *all,
+    bool *undone)
 {
 	size_t np = w->lease.sql->nparams, k = 0;
 	struct value *values;
 	unsigned long long affected = 0;
 	enum db_status st;
 
-	*all = false;
-	if (n < 2 || w->lease.next != NULL || !w->bulk_done)
+	*all = *undone = false;
+	if (n < 2 || w->lease.next != NULL || !w->bulk_done ||
+	    w->lease_one_by_one) {
+		w->lease_one_by_one = false;
 		return DB_OK;
+	}
 	values = xcalloc((size_t)n * np, sizeof(*values));
 	for (int i = 0; i < w->lease_rows; i++) {
 		const struct row *row = &w->turn.rows.rows[i];
@@ -219,7 +224,9 @@ lease_rows_bulk(struct worker *w, const bool *leased, int n, bool *all)
 			continue;
 		w->token = w->lease_tokens[i];
 		finish_values(w, &w->lease, row, row_attempt(w, row), 0,
-		    values + k++ * np);
+		    values + k * np);
+		finish_values_token(&w->lease, values + k++ * np,
+		    &w->lease_tokens[i]);
 	}
 	if (!db_stmt_bulk_possible(w->lease.stmt, values, k)) {
 		free(values);
@@ -227,11 +234,17 @@ lease_rows_bulk(struct worker *w, const bool *leased, int n, bool *all)
 	}
 	st = db_stmt_exec_bulk(w->lease.stmt, values, k, &affected);
 	free(values);
-	if (st == DB_OK && affected == k)
+	if (st == DB_OK && affected == k) {
 		*all = true;
-	else if (st == DB_OK || (st == DB_FATAL && db_in_transaction(w->db)))
-		st = db_run(w->db, "ROLLBACK TO SAVEPOINT " CLAIMED_SAVEPOINT);
-	return st;
+		return DB_OK;
+	}
+	if (st != DB_OK && (st != DB_FATAL || !db_in_transaction(w->db)))
+		return st;
+	log_info("%s for %zu rows at once: %s; the claim goes back, and the "
+	    "next leases them one by one", w->lease.sql->where, k, st != DB_OK ?
+	    db_error(w->db) : "a row was not leased");
+	*undone = w->lease_one_by_one = true;
+	return db_rollback(w->db);
 }
 
 /*
@@ -293,7 +306,7 @@ lease_rows(struct worker *w, bool *leased)
 	unsigned long long affected;
 	enum db_status st;
 	int n = (int)w->turn.rows.nrows, nleased = 0;
-	bool all, sent = false;
+	bool all, sent = false, undone;
 
 	w->lease_rows = n;
 	for (int i = 0; i < n; i++) {
@@ -304,7 +317,13 @@ lease_rows(struct worker *w, bool *leased)
 		leased[i] = true;
 		nleased++;
 	}
-	st = lease_rows_bulk(w, leased, nleased, &all);
+	st = lease_rows_bulk(w, leased, nleased, &all, &undone);
+	if (st == DB_OK && undone) {
+		turn_rolled_back(w);
+		for (int i = 0; i < n; i++)
+			leased[i] = false;
+		return 0;
+	}
 	if (st == DB_OK && !all && nleased > 0)
 		st = lease_rows_text(w, leased, &nleased, &sent);
 	for (int i = 0; i < n && st == DB_OK && !all && !sent; i++) {
