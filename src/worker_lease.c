@@ -1,8 +1,15 @@
 /*
  * worker_lease.c: lease mode.  Claim and lease the batch in one short
- * transaction, then handle each row with no transaction open and no lock
- * held, renewing its lease while the handler runs, and finish each in a
- * transaction of its own, only while the lease is still this worker's.
+ * transaction (the leases and the COMMIT in one round trip), then handle
+ * each row with no transaction open and no lock held, renewing the
+ * batch's leases while a handler runs, and finish each row only while the
+ * lease is still this worker's: every finishing statement checks the
+ * row's own :lease.  As in transaction mode, a row's `done` waits to go
+ * with the next claim (batch 1, worker_finish_text.c) or with the batch's
+ * others at its end (finish_oks), so that a row costs about what it costs
+ * there; a retry or a failure is finished in a transaction of its own.
+ * Where a worker dies before its `done` went, the row comes back when its
+ * lease runs out (rowq.yaml(5), LEASES).
  */
 #include "worker.h"
 
