@@ -61,6 +61,7 @@ OBJS =	build/backoff.o \
 	build/duration.o \
 	build/failed.o \
 	build/handler.o \
+	build/handler_end.o \
 	build/handler_child.o \
 	build/handler_identity.o \
 	build/handler_pipe.o \
@@ -127,6 +128,7 @@ UNIT_TESTS = \
 	check_cursor \
 	check_dialect \
 	check_duration \
+	check_handler_end \
 	check_json \
 	check_limit \
 	check_log \

@@ -153,6 +153,13 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 		    "serves the WHERE; in lease mode the rows it reads and "
 		    "rejects are locked only until the claim commits, at once",
 		    q->select.where, c.reason);
+	} else if (explain && q->handler == HANDLER_NONE) {
+		/* handler: none: the transaction lasts the batch's statements. */
+		log_info("%s: the claim does not scan the primary key from a "
+		    "cursor (the select %s): it reads through the index that "
+		    "serves the WHERE; with handler: none the rows it reads "
+		    "and rejects are locked only while the batch's done: "
+		    "statements run", q->select.where, c.reason);
 	} else if (explain) {
 		/*
 		 * A warning, measured: Drupal's and Symfony's selects claimed so
@@ -207,7 +214,7 @@ check_session_limits(struct db *db, const struct queue *q)
 		return;
 	}
 	db_idle_need(q, &need);
-	duration_format(q->timeout_ms, timeout, sizeof(timeout));
+	duration_format(q->handling.timeout_ms, timeout, sizeof(timeout));
 	duration_format(q->idle_ms, idle, sizeof(idle));
 	for (int i = 0; i < n; i++) {
 		unsigned want = limits[i].transaction ? need.transaction_s :
@@ -469,7 +476,9 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	char **names;
 	int problems = 0;
 
-	if (handler_resolve(q->argv[0], &path) == -1) {
+	if (q->handler == HANDLER_NONE)
+		;	/* no program: done: is the work */
+	else if (handler_resolve(q->argv[0], &path) == -1) {
 		log_error("%s: cannot run %s: %s", q->argv_where, q->argv[0],
 		    strerror(errno));
 		problems++;

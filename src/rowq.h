@@ -53,7 +53,10 @@
 #define HANDLER_LOG_LINE_MAX	1024		/* longer stderr lines are split */
 #define HANDLER_LOG_LINES_MAX	100		/* stderr lines logged per row */
 #define ROW_BYTES_MAX		(64 * 1024 * 1024) /* one claimed row, all columns */
-#define HANDLER_KILL_GRACE_MS	2000		/* after a timeout's SIGTERM, before SIGKILL */
+/* The graces, one per purpose; a queue's stop_grace is before a stop's end. */
+#define HANDLER_KILL_GRACE_MS	2000	/* timeout: SIGTERM, then SIGKILL */
+#define STOP_KILL_GRACE_MS	3000	/* a stop: SIGQUIT, then SIGKILL */
+#define PIPE_EOF_GRACE_MS	5000	/* EOF, SIGKILL (not past a stop) */
 
 /* ---- buf.c: growable byte buffers ---- */
 
@@ -216,6 +219,14 @@ void	 prune_policy_free(struct prune_policy *);
 enum handler_kind {
 	HANDLER_EXEC,
 	HANDLER_PIPE,
+	HANDLER_NONE,		/* handler: none: done: is the work */
+};
+
+/* What a handler runs with: read through struct handler_job, never copied. */
+struct handler_settings {
+	int64_t		 timeout_ms;
+	int		 stop_signal;	/* 0: none, the handler is not told */
+	int64_t		 stop_grace_ms;	/* 0: the signal as the stop begins */
 };
 
 enum backoff_kind {
@@ -239,7 +250,12 @@ struct retry_policy {
 
 struct lease_policy {
 	bool		 enabled;
-	struct sql	 claim;		/* takes the row out of the select */
+	/*
+	 * Takes the row out of the select; a list runs in the claim's
+	 * transaction, and its first statement's changed rows say whether
+	 * the row was leased.
+	 */
+	struct sql	 claim;
 	struct sql	 renew;		/* text NULL: claim renews too */
 	int64_t		 duration_ms;
 	char		*where;		/* "FILE:LINE: queues.email.lease" */
@@ -281,6 +297,12 @@ struct prune_policy {
 	int		 chunk;		/* rows per chunk, at most */
 	int64_t		 pause_ms;	/* between chunks, at least */
 	int64_t		 every_ms;	/* the daemon: a run this often */
+	/*
+	 * The next statement of a delete: list, bounded as this one is and
+	 * run after it in each chunk's transaction (text, where, is_call,
+	 * chunk_sql and count_sql only); NULL: the last, or the only one.
+	 */
+	struct prune_policy *next;
 };
 
 /*
@@ -344,7 +366,7 @@ struct queue {
 	enum handler_kind handler;
 	char	       **argv;		/* NULL-terminated, as configured */
 	char		*argv_where;	/* "FILE:LINE: queues.email.exec" */
-	int64_t		 timeout_ms;
+	struct handler_settings handling;
 	struct sql	 done;
 	struct retry_policy retry;
 	struct sql	 failed;	/* text NULL when absent */
@@ -538,9 +560,11 @@ void	 json_row(struct buf *, const struct column *, size_t ncolumns,
 
 /*
  * A process's view of the signals that stop it, read from a signalfd so
- * that poll() wakes for them.  SIGTERM/SIGINT ask for a graceful stop:
- * finish the current row, but give up on it at stop_deadline_ms.  SIGQUIT,
- * sent also when the supervisor dies, asks to stop at once.
+ * that poll() wakes for them.  SIGTERM/SIGINT: finish the current row;
+ * the supervisor's brings the stop's deadline (slot.c), kept to warn the
+ * handler (stop_grace), not to give up at: SIGQUIT, at the deadline or
+ * when the supervisor dies, says that.  With term_aborts (a helper child)
+ * any SIGTERM is a SIGQUIT.
  */
 struct stopper {
 	int		 fd;
@@ -548,8 +572,8 @@ struct stopper {
 	bool		 abort;
 	bool		 hup;
 	bool		 wake;		/* SIGUSR1: the queue has rows (wake_watch.c) */
-	int64_t		 stop_timeout_ms;
-	int64_t		 stop_deadline_ms;
+	bool		 term_aborts;
+	int64_t		 stop_deadline_ms; /* INT64_MAX: none told */
 };
 
 int64_t	 now_ms(void);			/* CLOCK_MONOTONIC */
@@ -563,14 +587,17 @@ void	 proc_close_inherited(void);	/* a forked child: fds 3 and up */
 void	 proc_close_inherited_but(int keep);
 void	 proc_helper_child(pid_t parent); /* see proc.c */
 void	 proc_std_fds(void);		/* /dev/null on a closed 0, 1 or 2 */
-void	 stopper_init(struct stopper *, int64_t stop_timeout_ms);
+void	 stopper_init(struct stopper *, bool term_aborts);
 void	 stopper_read(struct stopper *);
 int	 stopper_sleep(struct stopper *, int64_t ms);
+#define PROC_DEADLINE_SPAN_MS	((int64_t)1 << 29) /* a deadline as an int */
+int	 proc_deadline_encode(int64_t deadline_ms, int64_t now);
+int64_t	 proc_deadline_decode(int value, int64_t now);
 void	 proc_title_init(int argc, char **argv);
 void	 proc_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	 describe_wait_status(int status, struct buf *);
 
-/* ---- handler_child.c, handler_identity.c and handler.c, for the rest ---- */
+/* ---- handler*.c, for the rest ---- */
 
 /*
  * The handler's own types and functions are in handler.h, for the
@@ -581,6 +608,9 @@ void	 describe_wait_status(int status, struct buf *);
 extern volatile pid_t *child_pgid_slot;
 int	 identity_try(const struct handler_user *, char *why, size_t len);
 int	 handler_resolve(const char *prog, char **path);
+#define STOP_SIGNAL_NAMES	"TERM, INT, HUP, QUIT, USR1 or USR2"
+int	 handler_stop_signal_parse(const char *name);
+const char *handler_stop_signal_name(int sig);
 
 /* ---- db.c: the database layer, declared in db.h ---- */
 

@@ -11,15 +11,12 @@
  * in a child process, so that reaping, stopping and the watchdog go on
  * while it connects.
  *
- * A worker's life, as the supervisor drives it:
- *
- *	running --SIGTERM--> finishing --stop_timeout--> SIGQUIT: aborting
- *	    --STOP_KILL_GRACE_MS--> SIGKILL, with its handler's process group
- *
- * A finishing worker completes its current row and commits; an aborting
- * one kills its handler's group and exits with its transaction rolled back
- * (the rows wait again).  The same steps serve a stop (every worker) and a
- * reload (the old generation's workers, while the new ones already run).
+ * A worker's stop, as the supervisor drives it, is drawn in
+ * supervisor.h (enum stage): the supervisor owns the deadline, tells it
+ * with the SIGTERM, and its SIGQUIT at the deadline is what makes a worker
+ * give up its row.  The same steps serve a stop (every worker), a drain's
+ * end and a reload (the old generation's workers, while the new ones
+ * already run).
  */
 #include "rowq.h"
 #include "db.h"
@@ -50,8 +47,6 @@
  */
 #define RESTART_CONFIG_MIN_MS	2000
 #define RESTART_CONFIG_MAX_MS	300000
-/* After stop_timeout and SIGQUIT, workers get this long before SIGKILL. */
-#define STOP_KILL_GRACE_MS	3000
 /*
  * While workers finish during a stop, systemd hears from us this often,
  * each time asking for EXTEND_TIMEOUT_MS more: a live supervisor that is
@@ -372,7 +367,8 @@ supervisor_reap(struct supervisor *s)
 
 /*
  * Ask a worker to finish its current row and exit within timeout_ms.  A
- * worker already finishing keeps the earlier of the two deadlines.
+ * worker already finishing keeps the earlier of the two deadlines, and
+ * is told when it is the new one.
  */
 void
 supervisor_finish_slot(struct slot *sl, int64_t timeout_ms)
@@ -384,8 +380,10 @@ supervisor_finish_slot(struct slot *sl, int64_t timeout_ms)
 	if (sl->stage == STAGE_RUNNING)
 		slot_set_stage(sl, STAGE_FINISHING, deadline);
 	else if (sl->stage == STAGE_FINISHING &&
-	    deadline < sl->stage_deadline_ms)
+	    deadline < sl->stage_deadline_ms) {
 		sl->stage_deadline_ms = deadline;
+		slot_tell_deadline(sl);
+	}
 }
 
 /*
@@ -409,7 +407,7 @@ supervisor_retire_slot(struct supervisor *s, struct slot *sl)
 /*
  * Past its deadline a finishing worker is told to roll back (SIGQUIT: it
  * kills its handler's group and exits), and STOP_KILL_GRACE_MS later it
- * is killed, its handler's group first.
+ * is killed, then its handler's group.
  */
 static void
 supervisor_escalate(struct supervisor *s, int64_t now, int64_t *next)

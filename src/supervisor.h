@@ -14,9 +14,34 @@
 #define SLOTS_MAX		4096
 #define GENERATIONS_MAX		64
 
+/*
+ * A worker's stop (a stop, a drain's end, a reload's or a pause's or
+ * scale's retiring): one deadline, the supervisor's (stage_deadline_ms),
+ * told to the worker with the stop; the SIGQUIT at it is the one thing
+ * that makes a worker give up a row.
+ *
+ *   supervisor (slot.c)      worker (proc.c, handler*.c)   handler's group
+ *   deadline = now + the generation's stop_timeout
+ *   SIGTERM + deadline ----> stop: no new row; the row's
+ *    (sigqueue; an earlier   handler goes on
+ *    deadline: told again)   at deadline - stop_grace (at
+ *                            once without): stop_signal ---> traps it, or
+ *                                                            dies of it
+ *                            an answer or an exit <-------- (dead of it:
+ *                            counts as usual: committed,     row back,
+ *                            exit 0                          no try)
+ *   at the deadline:
+ *   SIGQUIT: aborting -----> abort: SIGKILL to the group --> killed
+ *                            row rolled back, no try; exit 0
+ *   deadline + STOP_KILL_GRACE_MS (a worker stuck in a statement):
+ *   SIGKILL: killed, then the handler's group
+ *
+ * A pipe handler between rows is not signalled: its EOF comes when the
+ * worker exits, PIPE_EOF_GRACE_MS before its kill, never past the deadline.
+ */
 enum stage {
 	STAGE_RUNNING,
-	STAGE_FINISHING,	/* SIGTERM sent: finish the row, then exit */
+	STAGE_FINISHING,	/* SIGTERM with the deadline: finish, exit */
 	STAGE_ABORTING,		/* SIGQUIT sent: roll back and exit now */
 	STAGE_KILLED,		/* SIGKILL sent */
 };
@@ -385,6 +410,7 @@ bool		 slot_stage_allowed(enum stage from, enum stage to);
 void		 slot_set_state(struct supervisor *, struct slot *,
 		    enum slot_state);
 void		 slot_set_stage(struct slot *, enum stage, int64_t deadline_ms);
+void		 slot_tell_deadline(const struct slot *);
 void		 slot_kill_handler_group(struct slot *);
 
 /* reload.c */

@@ -371,6 +371,22 @@ worker_watch_link(void *ctx, struct handler_result *res)
 	return 1;
 }
 
+/*
+ * handler: none: the row's work is its done: statements, which run in the
+ * claim's transaction; nothing is started and nothing can fail but them.
+ */
+static void
+worker_no_handler(struct worker *w)
+{
+	buf_reset(&w->result.output);
+	buf_reset(&w->result.error);
+	w->result.outcome = OUTCOME_DONE;
+	w->result.duration_ms = 0;
+	w->result.retry_in_ms = -1;
+	w->result.throttle_ms = -1;
+	w->result.timed_out = w->result.killed = false;
+}
+
 /* Run the handler for a row, whichever kind the queue has. */
 void
 worker_handle(struct worker *w, const struct row *row, const char *key,
@@ -383,10 +399,14 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	char id[33];
 
 	limit_started(w);
+	if (w->q->handler == HANDLER_NONE) {
+		worker_no_handler(w);
+		return;
+	}
 	row_json(w, row, &json);
 	job.input = json.data;
 	job.input_len = json.len;
-	job.timeout_ms = w->q->timeout_ms;
+	job.set = &w->q->handling;
 	if (w->q->lease.enabled) {
 		job.tick = lease_renew;
 		job.tick_ms = w->q->lease.duration_ms / 3;
@@ -485,7 +505,8 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		w->args->stats->attempt = attempt;
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key.data);
-	if (worker_row_fits(w, row))
+	/* With no handler no row is too big to hand over. */
+	if (w->q->handler == HANDLER_NONE || worker_row_fits(w, row))
 		worker_handle(w, row, key.data, attempt);
 	if (w->result.outcome == OUTCOME_ABORTED) {
 		log_warnx("handler stopped (%s): the row is not finished",
@@ -526,8 +547,9 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		w->turn.finished_alone = true;
 	}
 	if (w->args->stats) {
-		histogram_add(&w->args->stats->handler[worker_outcome(w, b)],
-		    w->result.duration_ms * 1000);
+		if (w->q->handler != HANDLER_NONE)
+			histogram_add(&w->args->stats->handler[
+			    worker_outcome(w, b)], w->result.duration_ms * 1000);
 		w->args->stats->worked_ms = wall_ms();
 	}
 	w->jobs++;
@@ -704,10 +726,13 @@ worker_drain_look(struct worker *w, int64_t look)
 static void
 worker_free(struct worker *w)
 {
-	int64_t grace = w->args->cfg->stop_timeout_ms;
+	int64_t grace = PIPE_EOF_GRACE_MS;
 
+	/* Never past the stop's deadline, whose SIGQUIT would cut it. */
+	if (w->stopper.stop_deadline_ms - now_ms() < grace)
+		grace = w->stopper.stop_deadline_ms - now_ms();
 	if (w->q->handler == HANDLER_PIPE)
-		pipe_stop(&w->pipe, grace < 5000 ? grace : 5000);
+		pipe_stop(&w->pipe, grace > 0 ? grace : 0);
 	worker_disconnect(w);
 	on_failed_free(w);
 	limit_free(w);
@@ -757,20 +782,23 @@ worker_run(const struct worker_args *args)
 	log_procinit("%s/%d", w.q->name, args->number);
 	log_set_generation(args->generation);
 	proc_title("rowq: %s worker %d (starting)", w.q->name, args->number);
-	stopper_init(&w.stopper, args->cfg->stop_timeout_ms);
+	stopper_init(&w.stopper, false);
 	signal(SIGPIPE, SIG_IGN);
 	if (args->stats) {
 		child_pgid_slot = &args->stats->handler_pgid;
 		args->stats->worked_ms = wall_ms();
 	}
 	worker_set_state(&w, WORKER_STARTING, NULL);
-	if (handler_resolve(w.q->argv[0], &w.path) == -1) {
+	if (w.q->handler != HANDLER_NONE &&
+	    handler_resolve(w.q->argv[0], &w.path) == -1) {
 		log_error("%s: cannot run %s: %s", w.q->argv_where,
 		    w.q->argv[0], strerror(errno));
 		return ROWQ_EXIT_CONFIG;
 	}
-	w.base_env = handler_base_env(args->cfg, w.q);
-	identity_worker_init(config_handler_user(args->cfg, w.q));
+	if (w.q->handler != HANDLER_NONE) {
+		w.base_env = handler_base_env(args->cfg, w.q);
+		identity_worker_init(config_handler_user(args->cfg, w.q));
+	}
 	if (w.q->handler == HANDLER_PIPE)
 		worker_pipe_init(&w);
 	while (!w.stopper.stop) {

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -199,7 +200,7 @@ START_TEST(test_example)
 	ck_assert_str_eq(q->argv[1], "{recipient}");
 	ck_assert_ptr_null(q->argv[2]);
 	ck_assert_str_eq(q->argv_where, "rowq.yaml:17: queues.email.exec");
-	ck_assert_int_eq(q->timeout_ms, 30000);
+	ck_assert_int_eq(q->handling.timeout_ms, 30000);
 	ck_assert_str_eq(q->done.positional,
 	    "UPDATE email SET status = 'sent' WHERE id = ?");
 	ck_assert_uint_eq(q->done.nparams, 1);
@@ -249,7 +250,7 @@ START_TEST(test_defaults)
 	ck_assert_ptr_null(cfg->db.password);
 	ck_assert_int_eq(q->workers, 1);
 	ck_assert_int_eq(q->batch, 1);
-	ck_assert_int_eq(q->timeout_ms, 30000);
+	ck_assert_int_eq(q->handling.timeout_ms, 30000);
 	ck_assert_int_eq(q->idle_ms, 2000);
 	ck_assert_int_eq(q->max_jobs, 0);
 	ck_assert(!q->retry.enabled);
@@ -484,6 +485,85 @@ END_TEST
 	"    exec: [/bin/true]\n" \
 	"    done: UPDATE t SET s = 1 WHERE id = :id\n" \
 	"    failed: UPDATE t SET s = 2 WHERE id = :id\n"
+
+/* stop_signal: and stop_grace: (handler_end.c), and what they refuse. */
+START_TEST(test_stop_signal)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: TERM\n"
+	    "    stop_grace: 10s\n"
+	    SMALL_QUEUE("sms")
+	    "    stop_signal: SIGUSR2\n"
+	    SMALL_QUEUE("push"));
+
+	ck_assert_int_eq(cfg->queues[0].handling.stop_signal, SIGTERM);
+	ck_assert_int_eq(cfg->queues[0].handling.stop_grace_ms, 10000);
+	ck_assert_int_eq(cfg->queues[1].handling.stop_signal, SIGUSR2);
+	ck_assert_int_eq(cfg->queues[1].handling.stop_grace_ms, 0);
+	ck_assert_int_eq(cfg->queues[2].handling.stop_signal, 0);
+	ck_assert_str_eq(handler_stop_signal_name(SIGQUIT), "QUIT");
+	config_free(cfg);
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: KILL\n",
+	    "rowq.yaml:7: queues.email.stop_signal: expected TERM, INT, HUP, "
+	    "QUIT, USR1 or USR2, not \"KILL\"\n");
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: [TERM]\n",
+	    "rowq.yaml:7: queues.email.stop_signal: expected a signal's name");
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_grace: 5s\n",
+	    "rowq.yaml:7: queues.email.stop_grace: stop_grace needs "
+	    "stop_signal:, the signal it is the grace of\n");
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: INT\n"
+	    "    stop_grace: 0s\n",
+	    "rowq.yaml:8: queues.email.stop_grace: must be more than 0\n");
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: HUP\n"
+	    "    stop_grace: soon\n",
+	    "rowq.yaml:8: queues.email.stop_grace: not a duration: "
+	    "\"soon\"\n");
+}
+END_TEST
+
+/*
+ * A stop's deadline travels in a signal's int: read back exactly on
+ * either side of a wrap of its 31 bits, and clamped when too far.
+ */
+START_TEST(test_stop_deadline_encoding)
+{
+	const int64_t nows[] = { 5, 1000, ((int64_t)1 << 31) - 10,
+	    ((int64_t)1 << 31) + 10, ((int64_t)7 << 40) + 12345 };
+
+	for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++) {
+		int64_t now = nows[i];
+		const int64_t ahead[] = { 0, 1, 30000, 3600000,
+		    PROC_DEADLINE_SPAN_MS };
+		for (size_t j = 0; j < sizeof(ahead) / sizeof(ahead[0]); j++)
+			ck_assert_int_eq(proc_deadline_decode(
+			    proc_deadline_encode(now + ahead[j], now), now + 7),
+			    now + ahead[j]);
+		/* Read a little late, or before (a deadline already past). */
+		ck_assert_int_eq(proc_deadline_decode(
+		    proc_deadline_encode(now - 500, now), now), now - 500);
+		ck_assert_int_eq(proc_deadline_decode(proc_deadline_encode(
+		    now + PROC_DEADLINE_SPAN_MS * 3, now), now),
+		    now + PROC_DEADLINE_SPAN_MS);
+	}
+}
+END_TEST
 
 START_TEST(test_duplicate_queue)
 {
@@ -736,6 +816,120 @@ START_TEST(test_lease)
 }
 END_TEST
 
+/* lease.claim and lease.renew as lists; a claim list needs a renew. */
+START_TEST(test_lease_lists)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    "  jobs:\n"
+	    "    select: SELECT job_id AS id FROM ready\n"
+	    "    exec: [/usr/bin/run]\n"
+	    "    done: DELETE FROM claimed WHERE job_id = :id AND lease = :lease\n"
+	    "    failed: DELETE FROM claimed WHERE job_id = :id AND lease = :lease\n"
+	    "    lease:\n"
+	    "      claim:\n"
+	    "        - INSERT INTO claimed (job_id, lease) SELECT job_id, :lease FROM ready WHERE job_id = :id\n"
+	    "        - DELETE FROM ready WHERE job_id = :id\n"
+	    "      renew: [UPDATE claimed SET t = NOW() WHERE job_id = :id AND lease = :lease, INSERT INTO renewals VALUES (:id)]\n"
+	    "      duration: 1m\n");
+	struct queue *q = &cfg->queues[0];
+
+	ck_assert_ptr_nonnull(q->lease.claim.next);
+	ck_assert_ptr_null(q->lease.claim.next->next);
+	ck_assert_str_eq(q->lease.claim.next->where,
+	    "rowq.yaml:10: queues.jobs.lease.claim[1]");
+	ck_assert_ptr_nonnull(q->lease.renew.next);
+	config_free(cfg);
+	refused(
+	    "queues:\n"
+	    "  jobs:\n"
+	    "    select: SELECT id FROM ready\n"
+	    "    exec: [/usr/bin/run]\n"
+	    "    done: DELETE FROM claimed WHERE job_id = :id\n"
+	    "    failed: DELETE FROM claimed WHERE job_id = :id\n"
+	    "    lease:\n"
+	    "      claim:\n"
+	    "        - INSERT INTO claimed VALUES (:id, :lease)\n"
+	    "        - DELETE FROM ready WHERE id = :id\n"
+	    "      duration: 1m\n",
+	    "rowq.yaml:8: queues.jobs.lease.claim: a list of statements "
+	    "cannot renew the lease by running again: give lease.renew");
+	refused(
+	    "queues:\n"
+	    "  jobs:\n"
+	    "    select: SELECT id FROM ready\n"
+	    "    exec: [/usr/bin/run]\n"
+	    "    done: DELETE FROM claimed WHERE job_id = :id\n"
+	    "    failed: DELETE FROM claimed WHERE job_id = :id\n"
+	    "    lease:\n"
+	    "      claim: UPDATE ready SET lease = :lease WHERE id = :id\n"
+	    "      renew: []\n"
+	    "      duration: 1m\n",
+	    "rowq.yaml:9: queues.jobs.lease.renew: expected a statement or "
+	    "a list of 1 to 16, not 0\n");
+}
+END_TEST
+
+/* handler: none: done: is the work; the keys of a handler refused. */
+START_TEST(test_handler_none)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    "  due:\n"
+	    "    handler: none\n"
+	    "    batch: 100\n"
+	    "    select: SELECT id FROM delayed WHERE run_at <= NOW() ORDER BY run_at\n"
+	    "    done: [INSERT INTO ready SELECT id FROM delayed WHERE id = :id, DELETE FROM delayed WHERE id = :id]\n");
+	struct queue *q = &cfg->queues[0];
+
+	ck_assert_int_eq(q->handler, HANDLER_NONE);
+	ck_assert_ptr_null(q->argv);
+	ck_assert_int_eq(q->batch, 100);
+	config_free(cfg);
+	char *log;
+
+	put("rowq.yaml",
+	    "queues:\n"
+	    "  due:\n"
+	    "    handler: none\n"
+	    "    select: SELECT id FROM delayed\n"
+	    "    exec: [/bin/true]\n"
+	    "    timeout: 5s\n"
+	    "    retry: {update: UPDATE delayed SET n = n + 1 WHERE id = :id}\n"
+	    "    lease: {claim: UPDATE delayed SET l = :lease WHERE id = :id, duration: 1m}\n"
+	    "    done: DELETE FROM delayed WHERE id = :id\n");
+	ck_assert_ptr_null(load("rowq.yaml", &log));
+	ck_assert_has(log, "rowq.yaml:5: queues.due.exec: not with handler: "
+	    "none: the handler is none\n");
+	ck_assert_has(log, "rowq.yaml:6: queues.due.timeout: not with "
+	    "handler: none: no handler runs\n");
+	ck_assert_has(log, "rowq.yaml:7: queues.due.retry: not with handler: "
+	    "none: no handler fails a try (failed: runs when the server "
+	    "refuses done: for a row)\n");
+	ck_assert_has(log, "rowq.yaml:8: queues.due.lease: not with handler: "
+	    "none: the rows are claimed and finished in one transaction\n");
+	ck_assert_uint_eq(count_lines(log), 4);
+	free(log);
+	refused(
+	    "queues:\n"
+	    "  due:\n"
+	    "    handler: sql\n"
+	    "    select: SELECT id FROM delayed\n"
+	    "    done: DELETE FROM delayed WHERE id = :id\n",
+	    "rowq.yaml:3: queues.due.handler: expected none (a queue whose "
+	    "done: statements are its work), not \"sql\"; a program is exec: or "
+	    "pipe:\n");
+	refused(
+	    "queues:\n"
+	    "  due:\n"
+	    "    select: SELECT id FROM delayed\n"
+	    "    done: DELETE FROM delayed WHERE id = :id\n",
+	    "rowq.yaml:2: queues.due: missing exec: or pipe:, the handler (or "
+	    "handler: none, for a queue whose done: statements are its "
+	    "work)\n");
+}
+END_TEST
+
 START_TEST(test_select_limit)
 {
 	refused(
@@ -775,7 +969,7 @@ START_TEST(test_select_parameters)
 	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
 	    "rowq.yaml:3: queues.email.select: :since: the select takes no "
 	    "parameters (only done, failed, retry.update, lease.claim, "
-	    "requeue and discard do)\n");
+	    "lease.renew, requeue and discard do)\n");
 }
 END_TEST
 
@@ -825,7 +1019,8 @@ START_TEST(test_missing_keys)
 	ck_assert_has(log, "rowq.yaml:2: queues.email: missing required key "
 	    "done\n");
 	ck_assert_has(log, "rowq.yaml:2: queues.email: missing exec: or "
-	    "pipe:, the handler\n");
+	    "pipe:, the handler (or handler: none, for a queue whose done: "
+	    "statements are its work)\n");
 	ck_assert_uint_eq(count_lines(log), 3);
 	free(log);
 }
@@ -1645,6 +1840,8 @@ config_suite(void)
 	tcase_add_test(tc, test_unknown_keys);
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_duplicate_queue);
+	tcase_add_test(tc, test_stop_signal);
+	tcase_add_test(tc, test_stop_deadline_encoding);
 	tcase_add_test(tc, test_duplicate_queue_across_include);
 	tcase_add_test(tc, test_include);
 	tcase_add_test(tc, test_include_self);
@@ -1656,6 +1853,8 @@ config_suite(void)
 	tcase_add_test(tc, test_wake);
 	tcase_add_test(tc, test_time_zone);
 	tcase_add_test(tc, test_lease);
+	tcase_add_test(tc, test_lease_lists);
+	tcase_add_test(tc, test_handler_none);
 	tcase_add_test(tc, test_select_limit);
 	tcase_add_test(tc, test_select_for_update);
 	tcase_add_test(tc, test_select_parameters);
