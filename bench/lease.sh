@@ -107,7 +107,7 @@ for b in 1 10; do
 	config "lease$b.yaml" "$b" lease
 done
 
-questions() { sql_value "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'"; }
+questions() { sql "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
 
 declare -A RESULT LAST RATIO STMTS REFUSED
 # run NAME ROWQ CONFIG [BASE]: one drain, its rows/s into RESULT, its
