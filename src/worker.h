@@ -374,6 +374,7 @@ void	 finish_text_bind(struct worker *, struct bound *);
 bool	 finish_text_hold(struct worker *, const struct row *, int attempt);
 bool	 finish_text_append(struct worker *, struct bound *,
 	    const struct row *, int attempt, struct buf *);
+enum db_status finish_text_oks(struct worker *, bool *all);
 enum db_status finish_held(struct worker *, const struct db_ahead *,
 	    enum db_status);
 enum db_status finish_held_now(struct worker *);

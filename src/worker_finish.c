@@ -595,6 +595,12 @@ finish_oks(struct worker *w)
 		if (st != DB_OK)
 			one_by_one = false;
 	}
+	/* Lease mode without a bulk execute: as text, in one round trip. */
+	if (one_by_one && st == DB_OK && n > 1 && w->q->lease.enabled) {
+		bool all;
+		st = finish_text_oks(w, &all);
+		one_by_one = !all;
+	}
 	/* Another row's :output must not reach a failed statement. */
 	buf_reset(&w->result.output);
 	for (size_t i = 0; one_by_one && i < n && st == DB_OK; i++) {

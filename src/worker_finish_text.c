@@ -85,7 +85,7 @@ finish_text_bind(struct worker *w, struct bound *b)
 	bool lease = b == &w->lease;
 
 	if (b->stmt == NULL || b->next != NULL ||
-	    (!lease && w->q->batch != 1) ||
+	    (!lease && !w->q->lease.enabled && w->q->batch != 1) ||
 	    (w->q->lease.enabled && w->q->limit.enabled) ||
 	    !finish_text_verb(b->sql->positional))
 		return;
@@ -151,6 +151,56 @@ finish_text_hold(struct worker *w, const struct row *row, int attempt)
 	buf_reset(&w->turn.held_sql);
 	return finish_text_append(w, &w->done, row, attempt,
 	    &w->turn.held_sql);
+}
+
+/*
+ * Lease mode, a batch's ok rows where no bulk execute can take them
+ * (MySQL): each row's `done` as text, all in one round trip, each row's
+ * rows changed read apart, so that a row whose lease was lost is said
+ * and left, the others counted.  *all is false when they did not go so
+ * (a value that cannot be text, or the server refused one: what ran is
+ * rolled back, the batch's `done` being alone in its transaction): the
+ * caller runs them one by one, which finds the row.
+ */
+enum db_status
+finish_text_oks(struct worker *w, bool *all)
+{
+	struct db_ahead_result res[CLAIM_MAX];
+	struct turn *t = &w->turn;
+	struct buf sql = { 0 }, key = { 0 };
+	enum db_status st = DB_OK;
+
+	*all = false;
+	for (int i = 0; i < t->noks; i++) {
+		w->token = t->ok_token[i];
+		if (!finish_text_append(w, &w->done,
+		    &t->rows.rows[t->ok_row[i]], t->ok_attempt[i], &sql)) {
+			buf_free(&sql);
+			return DB_OK;
+		}
+		buf_puts(&sql, ";\n");
+	}
+	sql.data[--sql.len] = '\0';	/* no empty statement last */
+	sql.data[--sql.len] = '\0';
+	if (db_run_results(w->db, sql.data, t->noks, res) != DB_OK) {
+		log_info("%s for %d rows at once: %s; finishing them one by "
+		    "one", w->done.sql->where, t->noks, db_error(w->db));
+		buf_free(&sql);
+		return db_rollback(w->db);
+	}
+	buf_free(&sql);
+	*all = true;
+	for (int i = 0; i < t->noks && st == DB_OK; i++) {
+		const struct row *row = &t->rows.rows[t->ok_row[i]];
+		row_key_text(w, row, &key);
+		log_set_row(key.data);
+		w->token = t->ok_token[i];
+		st = finish_settle(w, &w->done, row, t->ok_attempt[i], DB_OK,
+		    res[i].affected);
+		log_set_row(NULL);
+	}
+	buf_free(&key);
+	return st;
 }
 
 /*
