@@ -1,6 +1,9 @@
 /*
  * worker_finish_text.c: at batch 1, the row's `done` sent in front of the
- * COMMIT and the next claim, all three in one round trip.
+ * COMMIT and the next claim, all three in one round trip.  In lease mode
+ * the same, and the same text carries a batch's lease.claim statements
+ * with their COMMIT (worker_lease.c), and on MySQL a batch's `done`
+ * statements, in one round trip each.
  *
  * A batch-1 turn costs a round trip for its claim (which carries the last
  * turn's COMMIT) and one for its `done`.  Held until the next claim, the
