@@ -165,7 +165,6 @@ worker_connect(struct worker *w)
 		return r;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
-	finish_text_bind(w, &w->lease);
 	pickup_clock_read(w);
 	return CONNECT_OK;
 }

@@ -1,9 +1,8 @@
 /*
  * worker_finish_text.c: at batch 1, the row's `done` sent in front of the
  * COMMIT and the next claim, all three in one round trip.  In lease mode
- * the same, and the same text carries a batch's lease.claim statements
- * with their COMMIT (worker_lease.c), and on MySQL a batch's `done`
- * statements, in one round trip each.
+ * the same, and on MySQL a batch's `done` statements, in one round
+ * trip.
  *
  * A batch-1 turn costs a round trip for its claim (which carries the last
  * turn's COMMIT) and one for its `done`.  Held until the next claim, the
@@ -47,9 +46,8 @@
 
 /* Longer bytes than this go bound, not as hex in the claim's text. */
 #define FINISH_TEXT_BYTES_MAX	1024
-/* The session's names for the `done` and lease.claim prepared by SQL. */
+/* The session's name for the `done` prepared by SQL. */
 #define FINISH_TEXT_NAME	"rowq_done"
-#define FINISH_TEXT_LEASE	"rowq_lease"
 
 /* The statements that return no rows and run as one result. */
 static const char *const finish_text_verbs[] = { "UPDATE", "DELETE",
@@ -75,20 +73,17 @@ finish_text_verb(const char *text)
  * After finish_bind: whether the statement can go in front of the claim,
  * and if so, make it the session's (dialect_stmt_init: prepared by SQL
  * where the server can).  When it cannot, or the server refuses, the
- * prepared `done` runs as before.  The same for lease.claim (b is
- * w->lease), whose statements go with the lease's COMMIT in one round
- * trip (worker_lease.c), at any batch.  Not with limit:, whose slot's
- * lease goes with each row's statements in lease mode.
+ * prepared `done` runs as before.  In lease mode at any batch (on MySQL
+ * a batch's `done` goes as text, finish_text_oks); not with limit:,
+ * whose slot's lease goes with each row's statements in lease mode.
  */
 void
 finish_text_bind(struct worker *w, struct bound *b)
 {
 	struct dialect_stmt *s;
 	struct buf sql = { 0 };
-	bool lease = b == &w->lease;
-
 	if (b->stmt == NULL || b->next != NULL ||
-	    (!lease && !w->q->lease.enabled && w->q->batch != 1) ||
+	    (!w->q->lease.enabled && w->q->batch != 1) ||
 	    (w->q->lease.enabled && w->q->limit.enabled) ||
 	    !finish_text_verb(b->sql->positional))
 		return;
@@ -97,8 +92,7 @@ finish_text_bind(struct worker *w, struct bound *b)
 		    b->source[i] == PARAM_OUTPUT)
 			return;
 	s = xcalloc(1, sizeof(*s));
-	if (dialect_stmt_init(s, db_dialect(w->db), lease ? FINISH_TEXT_LEASE :
-	    FINISH_TEXT_NAME,
+	if (dialect_stmt_init(s, db_dialect(w->db), FINISH_TEXT_NAME,
 	    b->sql->positional, &sql) == 0 &&
 	    (sql.len == 0 || db_run(w->db, sql.data) == DB_OK)) {
 		b->text = s;
