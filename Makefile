@@ -26,6 +26,7 @@ OBJS =	build/backoff.o \
 	build/buf.o \
 	build/check.o \
 	build/check_child.o \
+	build/check_flow.o \
 	build/check_galera.o \
 	build/check_plan.o \
 	build/check_shape.o \
@@ -36,6 +37,7 @@ OBJS =	build/backoff.o \
 	build/config_hosts.o \
 	build/config_limit.o \
 	build/config_queue.o \
+	build/config_retry.o \
 	build/config_schedule.o \
 	build/config_tls.o \
 	build/config_walk.o \
@@ -45,6 +47,7 @@ OBJS =	build/backoff.o \
 	build/console_bulk.o \
 	build/console_chart.o \
 	build/console_failed.o \
+	build/console_group.o \
 	build/console_html.o \
 	build/console_http.o \
 	build/console_page.o \
@@ -85,6 +88,7 @@ OBJS =	build/backoff.o \
 	build/prune_daemon.o \
 	build/prune_sql.o \
 	build/reload.o \
+	build/reason.o \
 	build/report.o \
 	build/requeue.o \
 	build/scale.o \
@@ -94,9 +98,11 @@ OBJS =	build/backoff.o \
 	build/schedule_daemon.o \
 	build/slot.o \
 	build/sql.o \
+	build/sql_update.o \
 	build/stats.o \
 	build/status.o \
 	build/status_db.o \
+	build/status_group.o \
 	build/status_socket.o \
 	build/supervisor.o \
 	build/supervisor_parts.o \
@@ -133,10 +139,12 @@ UNIT_TESTS = \
 	check_limit \
 	check_log \
 	check_prune_sql \
+	check_reason \
 	check_recent \
 	check_retry_in \
 	check_slot \
 	check_sql \
+	check_sql_update \
 	check_stats \
 	check_trace
 

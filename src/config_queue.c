@@ -1,6 +1,7 @@
 /*
  * config_queue.c: queues: and the keys of each queue (the select, the
- * handler, done, retry:, failed, lease: and the rest), with the checks
+ * handler, done, failed, lease: and the rest; retry: is config_retry.c's),
+ * with the checks
  * across keys, which say what a queue lacks or what does not go together.
  */
 #include "config.h"
@@ -10,32 +11,6 @@
 #include <string.h>
 
 /* ---- values of a queue's own kinds ---- */
-
-static void
-config_field_backoff(struct load *ld, const struct config_item *it, void *dst,
-    const struct config_field *f)
-{
-	static const char *const names[] = {
-		[BACKOFF_FIXED] = "fixed",
-		[BACKOFF_LINEAR] = "linear",
-		[BACKOFF_EXPONENTIAL] = "exponential",
-	};
-	const char *s = config_scalar(ld, it, "fixed, linear or exponential");
-	char shown[CONFIG_SHOW_MAX + 8];
-	size_t i;
-
-	(void)f;
-	if (s == NULL)
-		return;
-	for (i = 0; i < NELEMS(names); i++)
-		if (strcmp(s, names[i]) == 0) {
-			*(enum backoff_kind *)dst = (enum backoff_kind)i;
-			return;
-		}
-	config_error(ld, it->value->line, it->path,
-	    "expected fixed, linear or exponential, not %s",
-	    config_show(s, shown, sizeof(shown)));
-}
 
 /* One statement with :name parameters, said at line, named path. */
 static void
@@ -69,7 +44,7 @@ config_field_statement(struct load *ld, const struct config_item *it, void *dst,
  * transaction (struct sql's next), each named by its place:
  * queues.email.done[1].
  */
-static void
+void
 config_field_statements(struct load *ld, const struct config_item *it,
     void *dst, const struct config_field *f)
 {
@@ -148,74 +123,7 @@ config_field_stop_signal(struct load *ld, const struct config_item *it,
 		    config_show(s, shown, sizeof(shown)));
 }
 
-/* ---- retry: and lease: ---- */
-
-static const struct config_field retry_fields[] = {
-	FIELD(struct retry_policy, "max_attempts", int, max_attempts,
-	    1, INT_MAX),
-	FIELD(struct retry_policy, "attempts_column", string, attempts_column,
-	    0, 0),
-	FIELD(struct retry_policy, "backoff", backoff, backoff, 0, 0),
-	FIELD(struct retry_policy, "delay", duration, delay_ms, 0, 0),
-	FIELD(struct retry_policy, "max_delay", duration, max_delay_ms, 0, 0),
-	FIELD(struct retry_policy, "jitter", bool, jitter, 0, 0),
-	FIELD(struct retry_policy, "update", statements, update, 0, 0),
-};
-
-/*
- * max_attempts stays 0 here when absent: the queue's checks, which know
- * whether there is a failed: statement and an attempts_column, turn that
- * into the default or into "unlimited".  Without attempts_column no try
- * is counted: every try is try 1, retried without a limit (a job table
- * that keeps no count, as Drupal's queue).
- */
-static void
-config_field_retry(struct load *ld, const struct config_item *it, void *dst,
-    const struct config_field *f)
-{
-	static const char *const required[] = { "update", NULL };
-	const struct node *seen[NELEMS(retry_fields)] = { 0 };
-	struct retry_policy *r = dst;
-	const struct node *k;
-	char path[CONFIG_PATH_MAX], d[32], md[32];
-
-	(void)f;
-	if (config_walk(ld, it, retry_fields, NELEMS(retry_fields), r,
-	    seen) == -1)
-		return;
-	r->enabled = true;
-	config_require(ld, it, retry_fields, NELEMS(retry_fields), seen,
-	    required);
-	if ((k = SEEN(retry_fields, seen, "attempts_column")) != NULL) {
-		config_path(path, sizeof(path), it->path, "attempts_column");
-		r->attempts_where = config_where(ld, k->line, path);
-	}
-	if ((k = SEEN(retry_fields, seen, "max_attempts")) != NULL &&
-	    config_lookup(it->parent, "failed") == NULL) {
-		config_path(path, sizeof(path), it->path, "max_attempts");
-		config_error(ld, k->line, path, "max_attempts needs a failed "
-		    "statement to run after the last attempt");
-	} else if (k != NULL &&
-	    SEEN(retry_fields, seen, "attempts_column") == NULL) {
-		config_path(path, sizeof(path), it->path, "max_attempts");
-		config_error(ld, k->line, path, "max_attempts counts tries in "
-		    "retry.attempts_column: name one, or leave max_attempts "
-		    "out to retry without a limit");
-	}
-	r->where = config_where(ld, it->key->line, it->path);
-	/* A long delay: alone is no mistake; max_delay follows it up. */
-	if (SEEN(retry_fields, seen, "max_delay") == NULL) {
-		if (r->max_delay_ms < r->delay_ms)
-			r->max_delay_ms = r->delay_ms;
-	} else if (r->max_delay_ms < r->delay_ms) {
-		k = SEEN(retry_fields, seen, "max_delay");
-		config_path(path, sizeof(path), it->path, "max_delay");
-		duration_format(r->delay_ms, d, sizeof(d));
-		duration_format(r->max_delay_ms, md, sizeof(md));
-		config_error(ld, k->line, path, "%s is shorter than delay (%s)",
-		    md, d);
-	}
-}
+/* ---- lease: ---- */
 
 static const struct config_field lease_fields[] = {
 	FIELD(struct lease_policy, "claim", statements, claim, 0, 0),
@@ -518,7 +426,7 @@ config_field_key(struct load *ld, const struct config_item *it, void *dst,
 
 /*
  * A key naming a column of the select (age:, ready_at:,
- * traceparent_column:), checked against the select's columns once it is
+ * traceparent_column:, group_by:), checked against the select's columns once it is
  * prepared (config_columns.c).
  */
 static void
@@ -608,6 +516,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "ready_at", column, ready_at, 0, 0),
 	FIELD(struct queue, "time_zone", time_zone, times_utc, 0, 0),
 	FIELD(struct queue, "traceparent_column", column, traceparent, 0, 0),
+	FIELD(struct queue, "group_by", column, group_by, 0, 0),
 	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
 	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),
 	FIELD(struct queue, "alert_running", duration, alert_running_ms, 1, 0),
@@ -641,6 +550,7 @@ config_queue_defaults(struct queue *q)
 	q->retry.delay_ms = 10 * 1000;
 	q->retry.max_delay_ms = 3600 * 1000;
 	q->retry.jitter = true;
+	q->retry.max_attempts_ceiling = RETRY_CEILING_DEFAULT;
 	q->prune.chunk = 1000;
 	q->prune.pause_ms = 100;
 	q->prune.every_ms = 10 * 60 * 1000;
@@ -660,12 +570,14 @@ config_queue_no_handler(struct load *ld, const struct config_item *it,
     const struct node **seen)
 {
 	static const char *const keys[] = { "exec", "pipe", "timeout", "env",
-	    "user", "group", "retry", "lease", NULL };
+	    "user", "group", "stop_signal", "stop_grace", "retry", "lease",
+	    NULL };
 	static const char *const why[] = { "the handler is none",
 	    "the handler is none", "no handler runs", "no handler runs",
-	    "no handler runs", "no handler runs", "no handler fails a try "
-	    "(failed: runs when the server refuses done: for a row)",
-	    "the rows are claimed and finished in one transaction" };
+	    "no handler runs", "no handler runs", "no handler runs",
+	    "no handler runs", "no handler fails a try (failed: runs when "
+	    "the server refuses done: for a row)", "the rows are claimed and "
+	    "finished in one transaction" };
 	const struct node *k;
 	char path[CONFIG_PATH_MAX];
 
@@ -707,6 +619,7 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	 * attempt, so max_attempts stays 0: retry for ever.
 	 */
 	if (q->retry.enabled && q->retry.max_attempts == 0 &&
+	    q->retry.max_attempts_column == NULL &&
 	    q->retry.attempts_column != NULL &&
 	    SEEN(queue_fields, seen, "failed") != NULL)
 		q->retry.max_attempts = 5;
@@ -835,8 +748,11 @@ config_queue_free(struct queue *q)
 	sql_free(&q->done);
 	free(q->retry.attempts_column);
 	free(q->retry.attempts_where);
+	free(q->retry.max_attempts_column);
+	free(q->retry.max_attempts_where);
 	free(q->retry.where);
 	sql_free(&q->retry.update);
+	sql_free(&q->retry.gave_up);
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
 	sql_free(&q->lease.renew);
@@ -846,6 +762,8 @@ config_queue_free(struct queue *q)
 	free(q->ready_at.where);
 	free(q->traceparent.name);
 	free(q->traceparent.where);
+	free(q->group_by.name);
+	free(q->group_by.where);
 	config_program_free(&q->on_failed);
 	free(q->lease.where);
 	free(q->wake_where);

@@ -260,6 +260,7 @@ struct console {
 	struct console_action	 actions[CONSOLE_ACTIONS_MAX];	/* a ring */
 	size_t			 nactions;	/* ever done */
 	struct console_bulk	*bulk;		/* running; NULL: none */
+	struct console_groups_cache *groups;	/* console_group.c's; NULL */
 };
 
 struct db	*console_db(struct console *);
@@ -370,6 +371,13 @@ void		 console_failed_page(struct console_request *,
 void		 console_failed_post(struct console_request *,
 		    struct console_reply *, const struct queue *);
 void		 console_failed_api(struct console_request *,
+		    struct console_reply *, const struct queue *);
+
+/* ---- console_group.c: a queue's groups (group_by:) ---- */
+
+void		 console_groups(struct console *, struct buf *,
+		    const struct queue *);
+void		 console_groups_api(struct console_request *,
 		    struct console_reply *, const struct queue *);
 
 /* ---- console_bulk.c: an action on every failed row, in a child ---- */

@@ -63,6 +63,7 @@ handler_result_begin(struct handler_result *res)
 	res->timed_out = res->killed = res->stop_signalled = false;
 	res->throttle_ms = -1;
 	res->duration_ms = 0;
+	res->reason[0] = '\0';
 }
 
 /*

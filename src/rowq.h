@@ -12,7 +12,8 @@
  * supervisor.h (the supervisor and its parts), worker.h (one worker),
  * handler.h (a handler process), claim.h (the claims built in place of a
  * select's own), commands.h (what the commands on a queue share with the
- * daemon and the console) and metrics.h (the Prometheus exposition).  Each prototype sits under the section
+ * daemon and the console), metrics.h (the Prometheus exposition) and
+ * on_failed.h (the on_failed: runner's messages).  Each prototype sits under the section
  * of the file that defines it (`make lint` checks that); src/README says
  * which file holds what.
  */
@@ -57,6 +58,7 @@
 #define HANDLER_KILL_GRACE_MS	2000	/* timeout: SIGTERM, then SIGKILL */
 #define STOP_KILL_GRACE_MS	3000	/* a stop: SIGQUIT, then SIGKILL */
 #define PIPE_EOF_GRACE_MS	5000	/* EOF, SIGKILL (not past a stop) */
+#define STATUS_GROUP_VALUE_MAX	128	/* bytes of a group_by: value compared */
 
 /* ---- buf.c: growable byte buffers ---- */
 
@@ -235,9 +237,18 @@ enum backoff_kind {
 	BACKOFF_EXPONENTIAL,
 };
 
+/* retry.max_attempts_ceiling's default, and its largest value. */
+#define RETRY_CEILING_DEFAULT	100
+#define RETRY_CEILING_MAX	100000
+
 struct retry_policy {
 	bool		 enabled;	/* the retry: key is present */
 	int		 max_attempts;	/* tries in all, the first included */
+	/* max_attempts: column NAME: each row's own, at most ceiling. */
+	char		*max_attempts_column;
+	char		*max_attempts_where; /* "FILE:LINE: queues.email.retry.max_attempts" */
+	int		 max_attempts_ceiling;
+	struct sql	 gave_up;	/* after update: was the row given up? */
 	char		*attempts_column;
 	char		*attempts_where; /* "FILE:LINE: queues.email.retry.attempts_column" */
 	char		*where;		/* "FILE:LINE: queues.email.retry" */
@@ -379,6 +390,7 @@ struct queue {
 	struct column_ref ready_at;	/* since when a row is ready: pickup delay */
 	bool		 times_utc;	/* time_zone: UTC: age:, ready_at: in UTC */
 	struct column_ref traceparent;	/* a W3C traceparent for the handler */
+	struct column_ref group_by;	/* status --by: what groups its rows */
 	struct sql	 failed_count;	/* status: SELECT COUNT(*) ... */
 	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */
 	int64_t		 alert_running_ms; /* a handler running longer; 0: off */
@@ -507,8 +519,11 @@ const struct handler_user *config_handler_user(const struct config *,
  */
 int		 config_check_columns(const struct queue *,
 		    char *const *columns, size_t ncolumns);
-/* Warn of {column} arguments that can begin with '-' (rowq check). */
 struct column;
+/* max_attempts: column NAME must be an integer column.  Problems found. */
+int		 config_check_column_kinds(const struct queue *,
+		    const struct column *, size_t ncols);
+/* Warn of {column} arguments that can begin with '-' (rowq check). */
 void		 config_warn_option_args(const struct queue *,
 		    const struct column *, size_t ncols);
 
@@ -742,6 +757,9 @@ struct worker_stats {
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
 	volatile int64_t	 worked_ms;	/* wall clock: its start, its last row */
 	char			 key[64];	/* the row being handled, as text */
+	/* And its group_by: value (status --by), cut to fit; NULL: null. */
+	char			 group[STATUS_GROUP_VALUE_MAX];
+	volatile bool		 group_null;
 	volatile int		 attempt;	/* and its try, from 1 */
 	char			 last_error[192];
 	volatile int64_t	 last_error_ms;	/* wall clock */
@@ -845,35 +863,6 @@ enum check_verdict checker_run(const struct config *, const struct checker *);
 struct sockaddr_storage;
 /* "HOST:PORT" (IPv4 or [IPv6]) into a socket address; 0, or -1. */
 int		 mhd_address(const char *addr, struct sockaddr_storage *);
-/* ---- on_failed.c: a program for each row that failed for good ---- */
-
-/* How the last try of a row that failed for good ended. */
-enum on_failed_outcome {
-	ON_FAILED_FAILED,	/* exit 65, "fail", or tries used up */
-	ON_FAILED_TIMEOUT,	/* the last try timed out */
-	ON_FAILED_KILLED,	/* the last try died of a signal */
-};
-
-#define ON_FAILED_ROW_MAX	(60 * 1024)	/* the row's JSON, at most */
-#define ON_FAILED_MSG_MAX	(64 * 1024 + 2 * 4096)
-
-/*
- * One datagram from a worker to the runner, followed by the key, the
- * error and the row's JSON (a row over ON_FAILED_ROW_MAX: "{}").
- */
-struct on_failed_msg {
-	char		 queue[96];
-	int		 attempt;
-	int		 outcome;	/* enum on_failed_outcome */
-	uint32_t	 key_len, error_len, row_len;
-};
-
-/* What the runner did, per queue, in memory shared with the supervisor. */
-struct on_failed_counts {
-	char		 queue[96];	/* "": a free entry */
-	volatile uint64_t runs, failures, dropped;
-};
-
 /* ---- supervisor.c and reload.c: the worker table, restarts, reload ---- */
 
 struct run_options {

@@ -106,6 +106,7 @@ worker_disconnect(struct worker *w)
 	finish_unbind(&w->failed);
 	finish_unbind(&w->lease);
 	finish_unbind(&w->renew);
+	finish_unbind(&w->gave_up);
 	limit_disconnect(w);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
@@ -161,7 +162,8 @@ worker_connect(struct worker *w)
 	    (r = finish_bind(w, &w->failed, &w->q->failed)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->lease, &w->q->lease.claim)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK ||
-	    (r = limit_connect(w)) != CONNECT_OK)
+	    (r = finish_bind(w, &w->gave_up, &w->q->retry.gave_up)) !=
+	    CONNECT_OK || (r = limit_connect(w)) != CONNECT_OK)
 		return r;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
@@ -349,7 +351,36 @@ worker_row_fits(struct worker *w, const struct row *row)
 	w->result.duration_ms = 0;
 	w->result.retry_in_ms = -1;
 	w->result.throttle_ms = -1;
+	w->result.timed_out = w->result.killed = false;
+	w->result.reason[0] = '\0';
 	return false;
+}
+
+/*
+ * Lease mode: a row claimed with no try left.  lease.claim counts each
+ * try, so its last try was counted and never finished: its worker died,
+ * or was stopped, and the lease ran out.  It fails now, with :reason
+ * lease_lost, rather than run a try past max_attempts.  (In transaction
+ * mode a try that never finished was rolled back, uncounted; a row past
+ * its count there was changed by hand, and gets its one more try.)
+ */
+static bool
+worker_row_spent(struct worker *w, const struct row *row, int attempt)
+{
+	int max = row_max_attempts(w, row);
+
+	if (!w->q->lease.enabled || !w->q->retry.enabled ||
+	    w->failed.stmt == NULL || max == 0 || attempt <= max)
+		return false;
+	handler_result_begin(&w->result);
+	buf_printf(&w->result.error, "try %d of %d did not finish: its lease "
+	    "ran out (its worker died or was stopped); no try is left",
+	    attempt - 1, max);
+	w->result.outcome = OUTCOME_FAILED;
+	/* No handler ran: the reason is rowq's (reason_of passes it on). */
+	snprintf(w->result.reason, sizeof(w->result.reason), "%s",
+	    REASON_LEASE_LOST);
+	return true;
 }
 
 /*
@@ -490,6 +521,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	int attempt = row_attempt(w, row);
 	struct buf key = { 0 };
 	struct bound *b;
+	const struct bound *counted;
 	int64_t delay_ms;
 	enum db_status st = DB_OK;
 
@@ -499,13 +531,17 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	log_set_row(key.data);
 	log_set_attempt(attempt);
 	log_set_trace(row_traceparent(w, row, id) ? id : NULL);
+	/* The group before the state: a busy worker's group is its row's. */
+	if (w->args->stats != NULL)
+		row_group_note(w, row, w->args->stats);
 	worker_set_state(w, WORKER_BUSY, key.data);
 	if (w->args->stats != NULL)
 		w->args->stats->attempt = attempt;
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key.data);
 	/* With no handler no row is too big to hand over. */
-	if (w->q->handler == HANDLER_NONE || worker_row_fits(w, row))
+	if ((w->q->handler == HANDLER_NONE || worker_row_fits(w, row)) &&
+	    !worker_row_spent(w, row, attempt))
 		worker_handle(w, row, key.data, attempt);
 	if (w->result.outcome == OUTCOME_ABORTED) {
 		log_warnx("handler stopped (%s): the row is not finished",
@@ -526,7 +562,8 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	/* Text parameters must be valid UTF-8 for a utf8mb4 column. */
 	utf8_sanitize(&w->result.error);
 	utf8_sanitize(&w->result.output);
-	b = finish_decide(w, attempt, &delay_ms);
+	b = finish_decide(w, row, attempt, &delay_ms);
+	counted = b;
 	if (b == &w->done) {
 		log_set_outcome("done", w->result.duration_ms * 1000);
 		log_debug("done in %lldms", (long long)w->result.duration_ms);
@@ -542,13 +579,15 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		/* Finished in front of the next claim (worker_finish_text.c). */
 		turn_hold(w, (size_t)(row - w->turn.rows.rows), attempt);
 	} else {
-		st = finish_row(w, b, row, attempt, delay_ms);
+		/* The duration's outcome is what the row counted as. */
+		st = finish_row_as(w, b, row, attempt, delay_ms, &counted);
 		w->turn.finished_alone = true;
 	}
 	if (w->args->stats) {
 		if (w->q->handler != HANDLER_NONE)
 			histogram_add(&w->args->stats->handler[
-			    worker_outcome(w, b)], w->result.duration_ms * 1000);
+			    worker_outcome(w, counted)],
+			    w->result.duration_ms * 1000);
 		w->args->stats->worked_ms = wall_ms();
 	}
 	w->jobs++;

@@ -29,6 +29,7 @@ enum param_source {
 	PARAM_LEASE,
 	PARAM_LEASE_INT,
 	PARAM_DURATION,
+	PARAM_REASON,
 };
 
 /*
@@ -118,7 +119,9 @@ struct turn {
 	size_t		 ncols;
 	int		 key_index;	/* in cols */
 	int		 attempts_index; /* in cols, or -1 */
+	int		 max_attempts_index; /* retry.max_attempts' column, or -1 */
 	int		 trace_index;	/* traceparent_column: in cols, or -1 */
+	int		 group_index;	/* group_by: in cols, or -1 */
 	/* Rows failed for good in the transaction, for on_failed: */
 	struct buf	 failed_notes[ON_FAILED_NOTES_MAX];
 	size_t		 nfailed_notes;
@@ -269,12 +272,15 @@ struct worker {
 	int64_t			 keyed_read_ms;
 	struct buf		 claim_text;	/* as sent, with what rides on it */
 	struct bound		 done, retry, failed, lease, renew;
+	struct bound		 gave_up;	/* retry.gave_up: */
 	/* The connection's layout: the prepared claim's columns. */
 	const struct column	*cols;
 	size_t			 ncols;
 	int			 key_index;
 	int			 attempts_index;
+	int			 max_attempts_index;
 	int			 trace_index;
+	int			 group_index;	/* group_by: in cols, or -1 */
 	int			 ready_index;
 	struct server_clock	 clock;		/* for ready_at: */
 	int			 widen;		/* extra rows for the next claim */
@@ -309,6 +315,7 @@ struct worker {
 	int			 claims[CLAIM_KINDS];
 	int64_t			 slow_logged_ms;
 	struct handler_result	 result;
+	const char		*reason;	/* :reason of the row's statement */
 	long			 jobs;
 	int			 db_failures;	/* in a row, for backoff */
 	int64_t			 db_failing_since;
@@ -354,12 +361,17 @@ enum connect_status finish_bind(struct worker *, struct bound *,
 	    const struct sql *);
 void	 finish_unbind(struct bound *);
 bool	 finish_batches_done(const struct worker *);
-struct bound *finish_decide(struct worker *, int attempt, int64_t *delay_ms);
+bool	 finish_param_source(const char *name, enum param_source *);
+struct bound *finish_decide(struct worker *, const struct row *, int attempt,
+	    int64_t *delay_ms);
 enum db_status finish_exec(struct worker *, struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms,
 	    unsigned long long *affected);
 enum db_status finish_row(struct worker *, struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms);
+enum db_status finish_row_as(struct worker *, struct bound *,
+	    const struct row *, int attempt, int64_t delay_ms,
+	    const struct bound **counted);
 enum db_status finish_settle(struct worker *, struct bound *,
 	    const struct row *, int attempt, enum db_status,
 	    unsigned long long affected);
@@ -396,8 +408,11 @@ const char *row_key(const struct worker *, const struct row *, size_t *len);
 void	 row_key_text(const struct worker *, const struct row *,
 	    struct buf *);
 int	 row_attempt(const struct worker *, const struct row *);
+int	 row_max_attempts(const struct worker *, const struct row *);
 size_t	 row_bytes(const struct worker *, const struct row *);
 void	 row_json(const struct worker *, const struct row *, struct buf *);
+void	 row_group_note(const struct worker *, const struct row *,
+	    struct worker_stats *);
 const char *row_traceparent(const struct worker *, const struct row *,
 	    char *trace_id);
 

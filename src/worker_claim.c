@@ -49,15 +49,20 @@ claim_prepare_select(struct worker *w)
 	names = xcalloc(w->ncols + 1, sizeof(*names));
 	for (size_t i = 0; i < w->ncols; i++)
 		names[i] = w->cols[i].name;
-	problems = config_check_columns(w->q, names, w->ncols);
+	problems = config_check_columns(w->q, names, w->ncols) +
+	    config_check_column_kinds(w->q, w->cols, w->ncols);
 	free(names);
 	if (problems > 0)
 		return CONNECT_CONFIG;
 	w->key_index = w->q->key_column ? worker_column(w, w->q->key_column) : 0;
 	w->attempts_index = w->q->retry.attempts_column ?
 	    worker_column(w, w->q->retry.attempts_column) : -1;
+	w->max_attempts_index = w->q->retry.max_attempts_column ?
+	    worker_column(w, w->q->retry.max_attempts_column) : -1;
 	w->trace_index = w->q->traceparent.name ?
 	    worker_column(w, w->q->traceparent.name) : -1;
+	w->group_index = w->q->group_by.name ?
+	    worker_column(w, w->q->group_by.name) : -1;
 	w->ready_index = w->q->ready_at.name ?
 	    worker_column(w, w->q->ready_at.name) : -1;
 	return CONNECT_OK;
