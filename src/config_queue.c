@@ -653,14 +653,6 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	    q->retry.attempts_column != NULL &&
 	    SEEN(queue_fields, seen, "failed") != NULL)
 		q->retry.max_attempts = 5;
-	/*
-	 * A lease is renewed only while its row's handler runs: the other
-	 * rows of a batch would sit leased and unrenewed meanwhile.
-	 */
-	if (q->lease.enabled && q->batch > 1)
-		config_error(ld, SEEN(queue_fields, seen, "batch")->line,
-		    it->path, "batch: %d with lease: a lease queue handles one "
-		    "row at a time; use batch: 1 (or leave it out)", q->batch);
 	if (SEEN(queue_fields, seen, "alert_failed") != NULL &&
 	    SEEN(queue_fields, seen, "failed_count") == NULL) {
 		char path[CONFIG_PATH_MAX];

@@ -33,6 +33,9 @@ struct value {
 	long long	 i;
 	const char	*s;
 	size_t		 len;
+	/* VALUE_TEXT of ASCII letters and digits only (a lease's token):
+	 * the same as a literal as bound, whatever the character set. */
+	bool		 plain;
 };
 
 struct rowset {

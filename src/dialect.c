@@ -160,9 +160,15 @@ dialect_value(const struct dialect *d, struct buf *out, const struct value *v)
 		dialect_bytes(d, out, v->s, v->len);
 		return true;
 	case VALUE_TEXT:
-		/* As a literal its character set and collation would be
-		 * the connection's, not the binding's. */
-		break;
+		/*
+		 * As a literal its character set and collation would be
+		 * the connection's, not the binding's: only a value of
+		 * ASCII letters and digits reads the same either way.
+		 */
+		if (!v->plain)
+			break;
+		buf_printf(out, "'%.*s'", (int)v->len, v->s);
+		return true;
 	}
 	return false;
 }

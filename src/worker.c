@@ -397,6 +397,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	if (b == &w->done && w->bulk_done) {
 		/* Finished with the batch's other ok rows, at the end. */
 		w->turn.ok_row[w->turn.noks] = (int)(row - w->turn.rows.rows);
+		w->turn.ok_token[w->turn.noks] = w->token;
 		w->turn.ok_attempt[w->turn.noks++] = attempt;
 	} else if (b == &w->done && finish_text_hold(w, row, attempt)) {
 		/* Finished in front of the next claim (worker_finish_text.c). */

@@ -152,6 +152,7 @@ struct turn {
 	int		 noks;
 	int		 ok_row[CLAIM_MAX];
 	int		 ok_attempt[CLAIM_MAX];
+	struct lease_token ok_token[CLAIM_MAX];	/* lease mode: each one's */
 	bool		 finished_alone; /* a row finished on its own */
 	bool		 uncommitted;	/* rows finished, COMMIT not sent */
 	bool		 link_lost;	/* the connection went during it */
@@ -163,6 +164,7 @@ struct turn {
 	bool		 holding;
 	struct row	 held;
 	int		 held_attempt;
+	struct lease_token held_token;	/* lease mode: its lease */
 	struct buf	 held_sql;	/* its `done`, as text */
 	/* Counted when the transaction that finished them commits. */
 	uint64_t	 pending_done, pending_retried, pending_failed;
@@ -325,6 +327,14 @@ struct worker {
 	const struct row	*leased_row;	/* being renewed, or NULL */
 	int			 leased_attempt;
 	int64_t			 lease_renewed_ms;
+	/*
+	 * Lease mode: the turn's rows whose lease this worker keeps (leased,
+	 * not yet finished), each with its token; renewed together.
+	 */
+	bool			 lease_live[CLAIM_MAX];
+	struct lease_token	 lease_tokens[CLAIM_MAX];
+	int			 lease_rows;
+	bool			 lease_one_by_one; /* the next turn: no bulk */
 	struct recent		*recent;	/* rows finished lately */
 	int			 hot_loops;	/* in a row, for backoff */
 	int64_t			 last_hot_ms;
@@ -402,11 +412,16 @@ enum db_status finish_settle(struct worker *, struct bound *,
 	    unsigned long long affected);
 void	 finish_values(struct worker *, const struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms, struct value *);
+void	 finish_values_token(const struct bound *, struct value *,
+	    const struct lease_token *);
 enum db_status finish_oks(struct worker *);
 
 /* worker_finish_text.c */
 void	 finish_text_bind(struct worker *, struct bound *);
 bool	 finish_text_hold(struct worker *, const struct row *, int attempt);
+bool	 finish_text_append(struct worker *, struct bound *,
+	    const struct row *, int attempt, struct buf *);
+enum db_status finish_text_oks(struct worker *, bool *all);
 enum db_status finish_held(struct worker *, const struct db_ahead *,
 	    enum db_status);
 enum db_status finish_held_now(struct worker *);

@@ -23,7 +23,7 @@ claim_sql_for(struct worker *w, int limit)
 	struct buf b = { 0 };
 
 	buf_printf(&b, "%s%s", COMMIT_FIRST, claim);
-	if (w->bulk_done)
+	if (w->bulk_done && !w->q->lease.enabled)
 		buf_printf(&b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
 	free(claim);
 	free(w->claim_sql);
@@ -323,7 +323,7 @@ claim_from(struct worker *w, enum cursor_from from, const char *key,
 	buf_reset(b);
 	claim_front_text(w, f, b);
 	cursor_claim_sql(b, &w->cursor, from, key, limit);
-	if (w->bulk_done)
+	if (w->bulk_done && !w->q->lease.enabled)
 		buf_printf(b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
 	return claim_send(w, f, b->data);
 }
@@ -501,7 +501,7 @@ claim_key_lock(struct worker *w, const char **keys, size_t n, int limit,
 	buf_reset(b);
 	claim_front_text(w, f, b);
 	keyed_lock_sql(b, &w->keyed, keys, n, limit);
-	if (w->bulk_done)
+	if (w->bulk_done && !w->q->lease.enabled)
 		buf_printf(b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
 	return claim_send(w, f, b->data);
 }

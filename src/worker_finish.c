@@ -89,16 +89,18 @@ finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
 }
 
 /*
- * Whether `done` can run for a batch's ok rows at once: a batch, in one
- * transaction, and a statement whose values are the row's own (:output
- * differs from row to row and would have to be kept for each).  After
- * finish_bind, which says where each value comes from.
+ * Whether `done` can run for a batch's ok rows at once: a batch, and a
+ * statement whose values are the row's own (:output differs from row to
+ * row and would have to be kept for each).  In lease mode too (each row's
+ * :lease is kept), unless limit: is set, whose slot's lease goes with
+ * each row's finishing statement.  After finish_bind, which says where
+ * each value comes from.
  */
 bool
 finish_batches_done(const struct worker *w)
 {
-	if (w->q->batch < 2 || w->q->lease.enabled || w->done.stmt == NULL ||
-	    w->done.next != NULL)
+	if (w->q->batch < 2 || w->done.stmt == NULL || w->done.next != NULL ||
+	    (w->q->lease.enabled && w->q->limit.enabled))
 		return false;
 	for (size_t i = 0; i < w->done.sql->nparams; i++)
 		if (w->done.source[i] == PARAM_OUTPUT ||
@@ -174,6 +176,7 @@ finish_values(struct worker *w, const struct bound *b, const struct row *row,
 			v->type = VALUE_TEXT;
 			v->s = w->token.hex;
 			v->len = strlen(w->token.hex);
+			v->plain = true;	/* hex digits */
 			break;
 		case PARAM_LEASE_INT:
 			v->type = VALUE_INT;
@@ -192,6 +195,19 @@ finish_values(struct worker *w, const struct bound *b, const struct row *row,
 			break;
 		}
 	}
+}
+
+/*
+ * Values kept for a bulk execute, row after row: a row's :lease must be
+ * its own token, not w->token, which the next row's values overwrite.
+ */
+void
+finish_values_token(const struct bound *b, struct value *values,
+    const struct lease_token *token)
+{
+	for (size_t i = 0; i < b->sql->nparams; i++)
+		if (b->source[i] == PARAM_LEASE)
+			values[i].s = token->hex;
 }
 
 /*
@@ -603,19 +619,33 @@ finish_oks_bulk(struct worker *w, struct value *values, bool *fell_back)
 	size_t n = (size_t)w->turn.noks;
 	unsigned long long affected;
 	enum db_status st;
+	bool lease = w->q->lease.enabled;
 
 	*fell_back = false;
 	/*
 	 * Rows finished on their own (retry, failed) since the claim's
-	 * savepoint would be undone with the bulk: move it here.
+	 * savepoint would be undone with the bulk: move it here.  In lease
+	 * mode the bulk runs alone in its transaction (the others commit as
+	 * they finish), which the fallback rolls back whole.
 	 */
-	if (w->turn.finished_alone && (st = db_run(w->db, "SAVEPOINT "
+	if (w->turn.finished_alone && !lease && (st = db_run(w->db, "SAVEPOINT "
 	    CLAIMED_SAVEPOINT)) != DB_OK) {
 		snprintf(w->failing, sizeof(w->failing), "a savepoint before "
 		    "%s", w->done.sql->where);
 		return st;
 	}
 	st = db_stmt_exec_bulk(w->done.stmt, values, n, &affected);
+	/*
+	 * A lease lost changes no row, and which one is not told: one by
+	 * one, that row alone is said and left, the others finished.
+	 */
+	if (st == DB_OK && lease && affected < n) {
+		log_info("%s changed %llu of %zu rows: a lease was lost; "
+		    "finishing them one by one", w->done.sql->where, affected,
+		    n);
+		*fell_back = true;
+		return db_rollback(w->db);
+	}
 	if (st == DB_OK) {
 		if (affected < n)
 			finish_oks_unmatched(w, affected);
@@ -635,6 +665,8 @@ finish_oks_bulk(struct worker *w, struct value *values, bool *fell_back)
 	log_info("%s for %zu rows at once: %s; finishing them one by one",
 	    w->done.sql->where, n, db_error(w->db));
 	*fell_back = true;
+	if (lease)
+		return db_rollback(w->db);
 	return db_run(w->db, "ROLLBACK TO SAVEPOINT " CLAIMED_SAVEPOINT);
 }
 
@@ -657,14 +689,24 @@ finish_oks(struct worker *w)
 		return DB_OK;
 	np = w->done.sql->nparams;
 	values = xcalloc(n * np, sizeof(*values));
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		w->token = w->turn.ok_token[i];
 		finish_values(w, &w->done,
 		    &w->turn.rows.rows[w->turn.ok_row[i]],
 		    w->turn.ok_attempt[i], 0, values + i * np);
+		finish_values_token(&w->done, values + i * np,
+		    &w->turn.ok_token[i]);
+	}
 	if (n > 1 && db_stmt_bulk_possible(w->done.stmt, values, n)) {
 		st = finish_oks_bulk(w, values, &one_by_one);
 		if (st != DB_OK)
 			one_by_one = false;
+	}
+	/* Lease mode without a bulk execute: as text, in one round trip. */
+	if (one_by_one && st == DB_OK && n > 1 && w->q->lease.enabled) {
+		bool all;
+		st = finish_text_oks(w, &all);
+		one_by_one = !all;
 	}
 	/* Another row's :output must not reach a failed statement. */
 	buf_reset(&w->result.output);
@@ -673,6 +715,7 @@ finish_oks(struct worker *w)
 		struct buf key = { 0 };
 		row_key_text(w, row, &key);
 		log_set_row(key.data);
+		w->token = w->turn.ok_token[i];
 		st = finish_row(w, &w->done, row, w->turn.ok_attempt[i], 0);
 		log_set_row(NULL);
 		buf_free(&key);

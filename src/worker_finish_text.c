@@ -1,6 +1,8 @@
 /*
  * worker_finish_text.c: at batch 1, the row's `done` sent in front of the
- * COMMIT and the next claim, all three in one round trip.
+ * COMMIT and the next claim, all three in one round trip.  In lease mode
+ * the same, and on MySQL a batch's `done` statements, in one round
+ * trip.
  *
  * A batch-1 turn costs a round trip for its claim (which carries the last
  * turn's COMMIT) and one for its `done`.  Held until the next claim, the
@@ -32,9 +34,10 @@
  * digits, NULL, and the bytes of a binary column as a binary string in
  * every context (dialect_bytes), as the same bytes bound as a BLOB are
  * (in a numeric one too: X'313233' + 0 is 123 on MariaDB).  A row
- * with a text value (a VARCHAR key; :error, :output and :lease are
- * refused at once) runs its `done` prepared, at once: as a literal, its
- * character set and collation would be the literal's, not the binding's.
+ * with a text value (a VARCHAR key; :error and :output are refused at
+ * once) runs its `done` prepared, at once: as a literal, its character
+ * set and collation would be the literal's, not the binding's.  A
+ * lease's token (:lease) is hex digits, which read the same either way.
  */
 #include "worker.h"
 
@@ -70,20 +73,23 @@ finish_text_verb(const char *text)
  * After finish_bind: whether the statement can go in front of the claim,
  * and if so, make it the session's (dialect_stmt_init: prepared by SQL
  * where the server can).  When it cannot, or the server refuses, the
- * prepared `done` runs as before.
+ * prepared `done` runs as before.  In lease mode at any batch (on MySQL
+ * a batch's `done` goes as text, finish_text_oks); not with limit:,
+ * whose slot's lease goes with each row's statements in lease mode.
  */
 void
 finish_text_bind(struct worker *w, struct bound *b)
 {
 	struct dialect_stmt *s;
 	struct buf sql = { 0 };
-
-	if (b->stmt == NULL || b->next != NULL || w->q->lease.enabled ||
-	    w->q->batch != 1 || !finish_text_verb(b->sql->positional))
+	if (b->stmt == NULL || b->next != NULL ||
+	    (!w->q->lease.enabled && w->q->batch != 1) ||
+	    (w->q->lease.enabled && w->q->limit.enabled) ||
+	    !finish_text_verb(b->sql->positional))
 		return;
 	for (size_t i = 0; i < b->sql->nparams; i++)
 		if (b->source[i] == PARAM_ERROR ||
-		    b->source[i] == PARAM_OUTPUT || b->source[i] == PARAM_LEASE)
+		    b->source[i] == PARAM_OUTPUT)
 			return;
 	s = xcalloc(1, sizeof(*s));
 	if (dialect_stmt_init(s, db_dialect(w->db), FINISH_TEXT_NAME,
@@ -107,30 +113,91 @@ finish_text_bind(struct worker *w, struct bound *b)
 static bool
 finish_text_value(const struct value *v)
 {
-	return v->type != VALUE_TEXT &&
+	return (v->type != VALUE_TEXT || v->plain) &&
 	    (v->type != VALUE_BLOB || v->len <= FINISH_TEXT_BYTES_MAX);
 }
 
 /*
- * Batch 1, in transaction mode, a row whose handler said ok: write its
- * `done` (EXECUTE with the row's values, or its text with them) into the
- * turn's held_sql.  Returns false when it cannot be (see above): the
- * caller runs it prepared, at once.
+ * A row's statement b as text, appended to out: EXECUTE with the row's
+ * values, or its text with them.  Returns false, appending nothing, when
+ * it cannot be (see above): the caller runs it prepared.
  */
 bool
-finish_text_hold(struct worker *w, const struct row *row, int attempt)
+finish_text_append(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, struct buf *out)
 {
-	struct bound *b = &w->done;
-	struct buf *out = &w->turn.held_sql;
-
 	if (b->text == NULL)
 		return false;
 	finish_values(w, b, row, attempt, 0, b->values);
 	for (size_t i = 0; i < b->sql->nparams; i++)
 		if (!finish_text_value(&b->values[i]))
 			return false;
-	buf_reset(out);
 	return dialect_stmt_execute(b->text, out, b->values, b->sql->nparams);
+}
+
+/*
+ * Batch 1, a row whose handler said ok: write its `done` (EXECUTE with
+ * the row's values, or its text with them) into the turn's held_sql.  In
+ * lease mode too: its :lease is hex digits, the same as a literal.
+ * Returns false when it cannot be (see above): the caller runs it
+ * prepared, at once.
+ */
+bool
+finish_text_hold(struct worker *w, const struct row *row, int attempt)
+{
+	buf_reset(&w->turn.held_sql);
+	return finish_text_append(w, &w->done, row, attempt,
+	    &w->turn.held_sql);
+}
+
+/*
+ * Lease mode, a batch's ok rows where no bulk execute can take them
+ * (MySQL): each row's `done` as text, all in one round trip, each row's
+ * rows changed read apart, so that a row whose lease was lost is said
+ * and left, the others counted.  *all is false when they did not go so
+ * (a value that cannot be text, or the server refused one: what ran is
+ * rolled back, the batch's `done` being alone in its transaction): the
+ * caller runs them one by one, which finds the row.
+ */
+enum db_status
+finish_text_oks(struct worker *w, bool *all)
+{
+	struct db_ahead_result res[CLAIM_MAX];
+	struct turn *t = &w->turn;
+	struct buf sql = { 0 }, key = { 0 };
+	enum db_status st = DB_OK;
+
+	*all = false;
+	for (int i = 0; i < t->noks; i++) {
+		w->token = t->ok_token[i];
+		if (!finish_text_append(w, &w->done,
+		    &t->rows.rows[t->ok_row[i]], t->ok_attempt[i], &sql)) {
+			buf_free(&sql);
+			return DB_OK;
+		}
+		buf_puts(&sql, ";\n");
+	}
+	sql.data[--sql.len] = '\0';	/* no empty statement last */
+	sql.data[--sql.len] = '\0';
+	if (db_run_results(w->db, sql.data, t->noks, res) != DB_OK) {
+		log_info("%s for %d rows at once: %s; finishing them one by "
+		    "one", w->done.sql->where, t->noks, db_error(w->db));
+		buf_free(&sql);
+		return db_rollback(w->db);
+	}
+	buf_free(&sql);
+	*all = true;
+	for (int i = 0; i < t->noks && st == DB_OK; i++) {
+		const struct row *row = &t->rows.rows[t->ok_row[i]];
+		row_key_text(w, row, &key);
+		log_set_row(key.data);
+		w->token = t->ok_token[i];
+		st = finish_settle(w, &w->done, row, t->ok_attempt[i], DB_OK,
+		    res[i].affected);
+		log_set_row(NULL);
+	}
+	buf_free(&key);
+	return st;
 }
 
 /*
@@ -143,9 +210,16 @@ enum db_status
 finish_held(struct worker *w, const struct db_ahead *ahead, enum db_status st)
 {
 	struct turn *t = &w->turn;
+	struct buf key = { 0 };
 
+	/* Its lines name the row, as every line about a row does. */
+	row_key_text(w, &t->held, &key);
+	log_set_row(key.data);
+	w->token = t->held_token;
 	st = finish_settle(w, &w->done, &t->held, t->held_attempt,
 	    ahead->finished ? DB_OK : st, ahead->affected);
+	log_set_row(NULL);
+	buf_free(&key);
 	turn_release_held(w);
 	return st;
 }
@@ -155,8 +229,15 @@ enum db_status
 finish_held_now(struct worker *w)
 {
 	struct turn *t = &w->turn;
-	enum db_status st = finish_row(w, &w->done, &t->held,
-	    t->held_attempt, 0);
+	struct buf key = { 0 };
+	enum db_status st;
+
+	row_key_text(w, &t->held, &key);
+	log_set_row(key.data);
+	w->token = t->held_token;
+	st = finish_row(w, &w->done, &t->held, t->held_attempt, 0);
+	log_set_row(NULL);
+	buf_free(&key);
 
 	turn_release_held(w);
 	return st;

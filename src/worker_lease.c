@@ -1,11 +1,19 @@
 /*
  * worker_lease.c: lease mode.  Claim and lease the batch in one short
- * transaction, then handle each row with no transaction open and no lock
- * held, renewing its lease while the handler runs, and finish each in a
- * transaction of its own, only while the lease is still this worker's.
+ * transaction (a batch's leases in one bulk execute on MariaDB), then handle
+ * each row with no transaction open and no lock held, renewing the
+ * batch's leases while a handler runs, and finish each row only while the
+ * lease is still this worker's: every finishing statement checks the
+ * row's own :lease.  As in transaction mode, a row's `done` waits to go
+ * with the next claim (batch 1, worker_finish_text.c) or with the batch's
+ * others at its end (finish_oks), so that a row costs about what it costs
+ * there; a retry or a failure is finished in a transaction of its own.
+ * Where a worker dies before its `done` went, the row comes back when its
+ * lease runs out (rowq.yaml(5), LEASES).
  */
 #include "worker.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -49,11 +57,57 @@ lease_reconnect(struct worker *w)
 }
 
 /*
+ * Renew the leases of the turn's live rows (leased, not yet finished),
+ * each with its own token, in the transaction the caller commits: with
+ * batch > 1 the rows waiting for their handler and those whose `done`
+ * waits for the batch's end are kept too, not only the one being
+ * handled.  A row other than cur whose renewal changes no row has lost
+ * its lease: it is left (not handled, or not finished), and said.
+ * *cur_affected is what cur's renewal changed.
+ */
+static enum db_status
+lease_renew_rows(struct worker *w, int cur, unsigned long long *cur_affected)
+{
+	struct bound *b = w->renew.stmt ? &w->renew : &w->lease;
+	struct lease_token keep = w->token;
+	unsigned long long affected;
+	enum db_status st = DB_OK;
+	struct buf key = { 0 };
+
+	*cur_affected = 0;
+	for (int i = 0; i < w->lease_rows && st == DB_OK; i++) {
+		const struct row *row = &w->turn.rows.rows[i];
+		if (!w->lease_live[i] || row->value == NULL)
+			continue;
+		w->token = w->lease_tokens[i];
+		st = finish_exec(w, b, row, row_attempt(w, row), 0, &affected);
+		if (st != DB_OK || i == cur) {
+			*cur_affected = affected;
+			continue;
+		}
+		if (affected > 0)
+			continue;
+		w->lease_live[i] = false;
+		row_key_text(w, row, &key);
+		log_error("%s changed no row for key %s on renewal: the lease "
+		    "was lost; this worker leaves the row", b->sql->where,
+		    key.data);
+		if (w->args->stats)
+			w->args->stats->errors++;
+	}
+	w->token = keep;
+	buf_free(&key);
+	return st;
+}
+
+/*
  * Lease renewal, called while the handler runs: run lease.renew (or
- * lease.claim again) in a short transaction of its own.  A renewal that
- * changes no row means the lease is lost, and a lease that could not be
- * renewed for two thirds of its duration is about to run out: either way
- * another worker may take the row, so this handler is stopped.
+ * lease.claim again) in a short transaction of its own, for each row of
+ * the turn whose lease this worker keeps.  A renewal of the row being
+ * handled that changes no row means its lease is lost, and a lease that
+ * could not be renewed for two thirds of its duration is about to run
+ * out: either way another worker may take the row, so this handler is
+ * stopped.
  */
 int
 lease_renew(void *ctx, struct handler_result *res)
@@ -64,6 +118,7 @@ lease_renew(void *ctx, struct handler_result *res)
 	unsigned long long affected = 0;
 	bool slot_kept = true;
 	enum db_status st = lease_reconnect(w);
+	int cur = (int)(row - w->turn.rows.rows);
 
 	if (st == DB_FATAL) {
 		log_error("%s: the select's columns changed while the database "
@@ -73,8 +128,11 @@ lease_renew(void *ctx, struct handler_result *res)
 		return 1;
 	}
 	if (st == DB_OK) {
-		st = finish_exec(w, w->renew.stmt ? &w->renew : &w->lease, row,
-		    w->leased_attempt, 0, &affected);
+		if (cur >= 0 && cur < w->lease_rows && w->lease_live[cur])
+			st = lease_renew_rows(w, cur, &affected);
+		else
+			st = finish_exec(w, w->renew.stmt ? &w->renew :
+			    &w->lease, row, w->leased_attempt, 0, &affected);
 		if (st == DB_OK && affected > 0)
 			st = limit_lease_keep(w, true, &slot_kept);
 		if (st == DB_OK)
@@ -115,40 +173,140 @@ lease_renew(void *ctx, struct handler_result *res)
 }
 
 /*
- * Lease the turn's workable rows, up to a batch, in the claim's
- * transaction.  Returns how many were leased, or -1 after a database
- * error (rolled back).
+ * Between two rows of a batch: when a third of the lease has gone since
+ * the batch's leases were last set, renew them, in a transaction of its
+ * own, before the next handler starts (whose own renewals come a third
+ * of the lease after its start).  Returns -1 when the turn must end.
  */
 static int
-lease_rows(struct worker *w, struct lease_token *tokens, bool *leased)
+lease_keep_batch(struct worker *w)
+{
+	unsigned long long affected;
+	enum db_status st;
+
+	if (now_ms() - w->lease_renewed_ms < w->q->lease.duration_ms / 3)
+		return 0;
+	if (lease_reconnect(w) != DB_OK || !turn_layout_current(w))
+		return -1;
+	st = lease_renew_rows(w, -1, &affected);
+	if (st == DB_OK)
+		st = db_commit(w->db);
+	if (st != DB_OK) {
+		worker_db_failed(w, st, "renewing the batch's leases");
+		turn_rolled_back(w);
+		return w->db == NULL ? -1 : 0;
+	}
+	w->lease_renewed_ms = now_ms();
+	return 0;
+}
+
+/*
+ * Lease the rows of leased[] (their tokens in w->lease_tokens) in one
+ * execute, where the server takes an array of values (MariaDB's bulk):
+ * one round trip for the batch.  Returns DB_OK with *all set when each
+ * row's lease.claim changed a row.  When one did not, or the server
+ * refused the statement for a row (which one is not told), the claim is
+ * rolled back whole (*undone): its rows wait as they were, and the next
+ * turn leases one by one, which finds the row and says it.
+ */
+static enum db_status
+lease_rows_bulk(struct worker *w, const bool *leased, int n, bool *all,
+    bool *undone)
+{
+	size_t np = w->lease.sql->nparams, k = 0;
+	struct value *values;
+	unsigned long long affected = 0;
+	enum db_status st;
+
+	*all = *undone = false;
+	if (n < 2 || w->lease.next != NULL || !w->bulk_done ||
+	    w->lease_one_by_one) {
+		w->lease_one_by_one = false;
+		return DB_OK;
+	}
+	values = xcalloc((size_t)n * np, sizeof(*values));
+	for (int i = 0; i < w->lease_rows; i++) {
+		const struct row *row = &w->turn.rows.rows[i];
+		if (!leased[i])
+			continue;
+		w->token = w->lease_tokens[i];
+		finish_values(w, &w->lease, row, row_attempt(w, row), 0,
+		    values + k * np);
+		finish_values_token(&w->lease, values + k++ * np,
+		    &w->lease_tokens[i]);
+	}
+	if (!db_stmt_bulk_possible(w->lease.stmt, values, k)) {
+		free(values);
+		return DB_OK;
+	}
+	st = db_stmt_exec_bulk(w->lease.stmt, values, k, &affected);
+	free(values);
+	if (st == DB_OK && affected == k) {
+		*all = true;
+		return DB_OK;
+	}
+	if (st != DB_OK && (st != DB_FATAL || !db_in_transaction(w->db)))
+		return st;
+	log_info("%s for %zu rows at once: %s; the claim goes back, and the "
+	    "next leases them one by one", w->lease.sql->where, k, st != DB_OK ?
+	    db_error(w->db) : "a row was not leased");
+	*undone = w->lease_one_by_one = true;
+	return db_rollback(w->db);
+}
+
+/*
+ * Lease the turn's workable rows, up to a batch, in the claim's
+ * transaction, and commit: all at once where the server can (MariaDB's
+ * bulk), else one by one, prepared.  (Sent as text with their COMMIT, in
+ * one round trip, they measured slower at batch 1: 0.6 of this.)  Returns
+ * how many were leased, or -1 after a database error (rolled back).
+ */
+static int
+lease_rows(struct worker *w, bool *leased)
 {
 	unsigned long long affected;
 	enum db_status st;
 	int n = (int)w->turn.rows.nrows, nleased = 0;
+	bool all, undone;
 
+	w->lease_rows = n;
 	for (int i = 0; i < n; i++) {
-		const struct row *row = &w->turn.rows.rows[i];
-		leased[i] = false;
+		leased[i] = w->lease_live[i] = false;
 		if (nleased >= w->q->batch || !turn_row_workable(w, (size_t)i))
 			continue;
-		lease_new_token(&w->token);
-		tokens[i] = w->token;
-		st = finish_exec(w, &w->lease, row, row_attempt(w, row), 0,
-		    &affected);
-		if (st != DB_OK) {
-			worker_db_failed(w, st, "lease.claim");
-			turn_rolled_back(w);
-			return -1;
-		}
-		if (affected == 0) {
-			turn_skip(w, row, "lease.claim changed no row, so it "
-			    "was not leased");
-			continue;
-		}
+		lease_new_token(&w->lease_tokens[i]);
 		leased[i] = true;
 		nleased++;
 	}
-	return nleased;
+	st = lease_rows_bulk(w, leased, nleased, &all, &undone);
+	if (st == DB_OK && undone) {
+		turn_rolled_back(w);
+		for (int i = 0; i < n; i++)
+			leased[i] = false;
+		return 0;
+	}
+	for (int i = 0; i < n && st == DB_OK && !all; i++) {
+		const struct row *row = &w->turn.rows.rows[i];
+		if (!leased[i])
+			continue;
+		w->token = w->lease_tokens[i];
+		st = finish_exec(w, &w->lease, row, row_attempt(w, row), 0,
+		    &affected);
+		if (st == DB_OK && affected == 0) {
+			turn_skip(w, row, "lease.claim changed no row, so it "
+			    "was not leased");
+			leased[i] = false;
+			nleased--;
+		}
+	}
+	if (st != DB_OK) {
+		worker_db_failed(w, st, "lease.claim");
+		turn_rolled_back(w);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		w->lease_live[i] = leased[i];
+	return worker_commit(w) == 0 ? nleased : -1;
 }
 
 /*
@@ -173,13 +331,19 @@ lease_give_up_slot(struct worker *w)
 }
 
 /*
- * Handle and finish one leased row, in a transaction of its own.  Returns
- * -1 when the connection is gone and the turn must end.
+ * Handle and finish one leased row.  Its `done` may wait, uncommitted or
+ * not yet sent: at batch 1 in front of the next claim, which commits it
+ * first (worker_finish_text.c), with batch > 1 for the batch's others, in
+ * one execute at the end of the turn; a row that ends otherwise is
+ * finished in a transaction of its own.  Returns -1 when the connection
+ * is gone and the turn must end.
  */
 static int
-lease_work_row(struct worker *w, const struct row *row)
+lease_work_row(struct worker *w, int i)
 {
-	bool aborted = false;
+	const struct row *row = &w->turn.rows.rows[i];
+	bool aborted = false, waits;
+	int noks = w->turn.noks;
 	enum db_status st;
 
 	/* A renewal reconnected with other columns: leave the rest. */
@@ -189,30 +353,70 @@ lease_work_row(struct worker *w, const struct row *row)
 		    "run out");
 		return -1;
 	}
+	w->token = w->lease_tokens[i];
 	st = worker_row(w, row, &aborted);
+	/* The row moved to held (batch 1), or joined the batch's ok rows. */
+	waits = w->turn.holding || w->turn.noks > noks;
+	if (!waits)
+		w->lease_live[i] = false;
 	/* The slot's lease goes with the row's finishing statement. */
 	if (st == DB_OK && !aborted && w->limit.lease_held)
 		st = limit_lease_keep(w, false, &(bool){ true });
-	if (st == DB_OK && !aborted && worker_commit(w) != 0)
+	if (st == DB_OK && !aborted && waits)
+		w->turn.uncommitted = w->turn.holding;
+	else if (st == DB_OK && !aborted && worker_commit(w) != 0)
 		return -1;
+	/*
+	 * The batch's ok rows before this one have run nothing yet: they
+	 * are finished all the same at the end of the turn.
+	 */
 	if (aborted) {
 		if (w->db != NULL)
 			(void)db_rollback(w->db);
 		turn_rolled_back(w);
+		w->turn.noks = noks;
 		lease_give_up_slot(w);
 		limit_throttle_now(w);
 	} else if (st != DB_OK) {
 		worker_db_failed(w, st, w->failing);
 		turn_rolled_back(w);
+		w->turn.noks = noks;
 		lease_give_up_slot(w);
 	}
 	return w->db == NULL ? -1 : 0;
 }
 
+/*
+ * The batch's ok rows: `done` for all in one execute (finish_oks), its
+ * COMMIT left for the next claim's round trip, as in transaction mode.
+ * Returns -1 after a database error (rolled back: the rows come back
+ * when their leases run out).
+ */
+static int
+lease_finish_oks(struct worker *w)
+{
+	enum db_status st;
+
+	if (w->turn.noks == 0)
+		return 0;
+	if (lease_reconnect(w) != DB_OK || !turn_layout_current(w)) {
+		log_warnx("the database is away: the batch's rows are not "
+		    "finished; they come back when their leases run out");
+		w->turn.noks = 0;
+		return -1;
+	}
+	if ((st = finish_oks(w)) != DB_OK) {
+		worker_db_failed(w, st, w->failing);
+		turn_rolled_back(w);
+		return -1;
+	}
+	w->turn.uncommitted = true;
+	return 0;
+}
+
 int
 lease_turn(struct worker *w)
 {
-	struct lease_token tokens[CLAIM_MAX];
 	/*
 	 * lease_rows sets one for each of the n rows claimed; zeroed all the
 	 * same for scan-build, which cannot tell that worker_turn_end returns
@@ -220,7 +424,9 @@ lease_turn(struct worker *w)
 	 */
 	bool leased[CLAIM_MAX] = { false };
 	int n = limit_before_claim(w), nleased;
+	bool ok = true;
 
+	w->lease_rows = 0;
 	if (n <= 0)
 		return n;
 	n = claim_batch(w);
@@ -228,20 +434,21 @@ lease_turn(struct worker *w)
 		return 0;	/* rolled back already */
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
-	if ((nleased = lease_rows(w, tokens, leased)) < 0)
+	if ((nleased = lease_rows(w, leased)) < 0)
 		return -1;
-	if (worker_commit(w) != 0)
-		return -1;
+	w->lease_renewed_ms = now_ms();
 	n = worker_turn_end(w, nleased, n);
 	if (nleased == 0)
 		return n;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && ok; i++) {
 		if (!leased[i] || w->stopper.stop)
 			continue;
-		w->token = tokens[i];
-		if (lease_work_row(w, &w->turn.rows.rows[i]) != 0)
-			return -1;
+		ok = lease_keep_batch(w) == 0 && (!w->lease_live[i] ||
+		    lease_work_row(w, i) == 0);
 	}
+	/* After an error too: the rows handled ok are finished. */
+	if (lease_finish_oks(w) != 0 || !ok)
+		return -1;
 	/*
 	 * The turn's rows are finished: their keys' slots (per_key) go now.
 	 * After an error they go with the next claim's round trip instead,

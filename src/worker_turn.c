@@ -140,6 +140,7 @@ turn_hold(struct worker *w, size_t i, int attempt)
 	t->held = t->rows.rows[i];
 	t->rows.rows[i] = (struct row){ NULL, NULL };
 	t->held_attempt = attempt;
+	t->held_token = w->token;
 	t->holding = true;
 	runs_hold(w, i);
 }

@@ -1016,6 +1016,21 @@ START_TEST(test_lease)
 	    "    lease:\n"
 	    "      duration: 10m\n",
 	    "rowq.yaml:7: queues.render.lease: missing required key claim\n");
+	/* A batch of leased rows: leased, renewed and finished together. */
+	cfg = accepted(
+	    "queues:\n"
+	    "  render:\n"
+	    "    select: SELECT id FROM video WHERE lease_until < NOW()\n"
+	    "    exec: [/usr/bin/render, \"{id}\"]\n"
+	    "    batch: 10\n"
+	    "    done: UPDATE video SET done = 1 WHERE id = :id\n"
+	    "    failed: UPDATE video SET failed = 1 WHERE id = :id\n"
+	    "    lease:\n"
+	    "      claim: UPDATE video SET lease_until = NOW() + INTERVAL :lease SECOND WHERE id = :id\n"
+	    "      duration: 10m\n");
+	ck_assert_int_eq(cfg->queues[0].batch, 10);
+	ck_assert(cfg->queues[0].lease.enabled);
+	config_free(cfg);
 }
 END_TEST
 

@@ -84,6 +84,8 @@ START_TEST(test_stmt_values)
 	struct value big = { .type = VALUE_INT, .is_unsigned = true,
 	    .i = (long long)18446744073709551615ULL };
 	struct value text = { .type = VALUE_TEXT, .s = "x", .len = 1 };
+	struct value token = { .type = VALUE_TEXT, .s = "0a9f", .len = 4,
+	    .plain = true };
 
 	ck_assert_int_eq(dialect_stmt_init(&s, dialect_mysql(), "n",
 	    "SELECT ?", &prepare), 0);
@@ -97,6 +99,10 @@ START_TEST(test_stmt_values)
 	buf_puts(&out, "kept;");
 	ck_assert(!dialect_stmt_execute(&s, &out, &text, 1));
 	ck_assert_str_eq(out.data, "kept;");
+	/* But a lease's token, hex digits, reads the same as a literal. */
+	buf_reset(&out);
+	ck_assert(dialect_stmt_execute(&s, &out, &token, 1));
+	ck_assert_str_eq(out.data, "SELECT '0a9f'\n");
 	dialect_stmt_free(&s);
 	/* A statement with no value at all. */
 	ck_assert_int_eq(dialect_stmt_init(&s, dialect_mariadb(), "g",
