@@ -68,7 +68,7 @@ reason_from_stderr(const struct errsink *e, char *name)
 {
 	const char *t = e->tail.data;
 	size_t n = e->tail.len, start;
-	char line[REASON_NAME_MAX + sizeof("reason=") + 1];
+	char line[REASON_NAME_MAX + sizeof("reason=") + 1] = "";
 
 	name[0] = '\0';
 	if (t == NULL)

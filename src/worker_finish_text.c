@@ -168,6 +168,8 @@ finish_text_oks(struct worker *w, bool *all)
 	enum db_status st = DB_OK;
 
 	*all = false;
+	if (t->noks < 1)
+		return DB_OK;	/* nothing to send: the caller has none either */
 	for (int i = 0; i < t->noks; i++) {
 		w->token = t->ok_token[i];
 		if (!finish_text_append(w, &w->done,
