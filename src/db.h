@@ -85,6 +85,7 @@ struct db_ahead_result {
 	bool		 null[DB_AHEAD_VALUES];
 	long long	 value[DB_AHEAD_VALUES];
 	unsigned long long affected;
+	unsigned long long insert_id;	/* its answer's, as LAST_INSERT_ID */
 };
 
 struct db_ahead {
@@ -172,6 +173,7 @@ int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
 #define LIMIT_SCOPE_MAX		256	/* bytes of a scope, as stored */
 #define LIMIT_RESERVE_MAX	16	/* tokens one take takes, at most */
 #define LIMIT_RESERVE_MS	10	/* and keeps for its next claims */
+#define LIMIT_AHEAD_MS		250	/* a take reserves a token due within */
 
 /* What every statement of one queue's limit needs. */
 struct limit_ctx {
@@ -204,6 +206,8 @@ void		 limit_sql_gate(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int concurrency, int first,
 		    const struct limit_rate *);
 int		 limit_reserve_size(const struct limit_rate *);
+int		 limit_ahead_tokens(const struct limit_ctx *,
+		    const struct limit_rate *);
 void		 limit_sql_rate_take(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, const struct limit_rate *,
 		    bool iff);

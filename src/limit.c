@@ -228,13 +228,16 @@ limit_sql_avail(struct buf *b, const struct limit_ctx *c,
 
 /*
  * The rate's take, to prepare.  With a concurrency slot held, at batch 1
- * (iff): one token or none, as the rows it changes say, none while the
- * scope is throttled; two parameters, (twice) the tokens an earlier take
- * did not use, given back first.  Otherwise: up to a number of tokens,
- * the first parameter, and the same two after it; the row is refilled
- * either way, and took says what was taken (none while throttled), for
- * the gate to read (MariaDB and MySQL assign a single-table UPDATE's
- * columns left to right, each seeing the ones before).
+ * (iff): some tokens or none, as the rows it changes say, none while the
+ * scope is throttled (limit_sql_take_one); its parameters, the tokens an
+ * earlier take did not use, given back first, once per time the bucket
+ * is read (the statement's holes say how many).  Otherwise: up to a number of tokens, the
+ * second parameter, of those the bucket holds, or one reserved
+ * (limit_ahead_tokens), the others the tokens given back; the row is
+ * refilled either way, and took says what was taken (none while
+ * throttled), for the gate to read (MariaDB and MySQL assign a
+ * single-table UPDATE's columns left to right, each seeing the ones
+ * before).
  */
 /*
  * How many tokens a worker's take at batch 1 takes at once: a
@@ -259,39 +262,77 @@ limit_reserve_size(const struct limit_rate *r)
 }
 
 /*
+ * How many tokens ahead of the bucket a take of a worker in transaction
+ * mode may reserve: LIMIT_AHEAD_MS of the rate.  A reserved token is
+ * taken now and its handler starts when it is due (the bucket, in debt,
+ * says when), so that a waiting worker sleeps until its own token rather
+ * than polling for one it may miss, and no token falls due while nobody
+ * is there to take it (with a burst of 1, such a token is lost).  None in
+ * lease mode, whose take comes after the claim's rows are leased.
+ */
+int
+limit_ahead_tokens(const struct limit_ctx *c, const struct limit_rate *r)
+{
+	if (c->q->lease.enabled || r->count <= 0 || r->period_ms <= 0)
+		return 0;
+	return (int)((double)r->count * LIMIT_AHEAD_MS / (double)r->period_ms);
+}
+
+/*
  * n tokens or none, as the rows the UPDATE matches say, none while the
  * scope is throttled; refund (an SQL expression) given back first.  The
- * bucket needs one token, and is left n - 1 short for more (a debt the
- * refill pays before the next take).
+ * bucket needs one token, or with ahead tokens to reserve, 1 - ahead
+ * (a token due within LIMIT_AHEAD_MS), and is left n - 1 short for more
+ * (a debt the refill pays before the next take).  With ahead, the
+ * microseconds until the first of them is due are the statement's
+ * LAST_INSERT_ID (the insert id of its answer, no statement more).
  */
 static void
 limit_sql_take_one(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, const struct limit_rate *r,
-    const char *refund, int n)
+    const char *refund, int n, int ahead)
 {
-	buf_printf(b, "UPDATE %s SET took = %d, tokens = ", c->table, n);
+	buf_printf(b, "UPDATE %s SET took = %d", c->table, n);
+	if (ahead > 0) {
+		/* Read before tokens changes: columns go left to right. */
+		buf_puts(b, " + 0 * LAST_INSERT_ID(CEIL(GREATEST(0, 1 - ");
+		limit_sql_avail(b, c, r, refund);
+		buf_puts(b, ") / ");
+		limit_sql_per_us(b, r);
+		buf_puts(b, "))");
+	}
+	buf_puts(b, ", tokens = ");
 	limit_sql_avail(b, c, r, refund);
 	buf_printf(b, " - %d, tokens_at = " NOW6 " WHERE ", n);
 	limit_sql_where(b, c, s, 0);
 	buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
 	    NOW6 ") AND ");
 	limit_sql_avail(b, c, r, refund);
-	buf_puts(b, " >= 1");
+	buf_printf(b, " >= %d", 1 - ahead);
 }
 
 void
 limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, const struct limit_rate *r, bool iff)
 {
+	int ahead = limit_ahead_tokens(c, r);
+
 	if (iff) {
-		limit_sql_take_one(b, c, s, r, "?", limit_reserve_size(r));
+		limit_sql_take_one(b, c, s, r, "?", limit_reserve_size(r),
+		    ahead);
 		return;
 	}
-	/* Not below 0, where a reserving take left the bucket in debt. */
+	/*
+	 * Up to the number asked for of the tokens there now; else one
+	 * reserved, due within the ahead; not below 0, where a reserving
+	 * take left the bucket in debt.
+	 */
 	buf_printf(b, "UPDATE %s SET took = IF(throttled_until > " NOW6
-	    ", 0, GREATEST(0, LEAST(?, FLOOR(", c->table);
+	    ", 0, IF(", c->table);
 	limit_sql_avail(b, c, r, "?");
-	buf_puts(b, ")))), tokens = ");
+	buf_printf(b, " >= %d, LEAST(?, GREATEST(1, FLOOR(", 1 - ahead);
+	limit_sql_avail(b, c, r, "?");
+	buf_puts(b, "))), 0)), tokens = ");
 	limit_sql_avail(b, c, r, "?");
 	buf_puts(b, " - took, tokens_at = " NOW6 " WHERE ");
 	limit_sql_where(b, c, s, 0);
@@ -330,7 +371,10 @@ limit_sql_gate(struct buf *b, const struct limit_ctx *c,
 		buf_puts(b, " ELSE 1 END");
 	buf_puts(b, ", TIMESTAMPDIFF(MICROSECOND, " NOW6 ", throttled_until)");
 	if (rate != NULL) {
-		buf_puts(b, ", took, CEIL(GREATEST(0, 1 - tokens) / ");
+		/* After its own take, the row says when that take's first
+		 * token is due, or when a take can reserve one. */
+		buf_printf(b, ", took, CEIL(GREATEST(0, 1 - IF(took > 0, took, "
+		    "%d) - tokens) / ", limit_ahead_tokens(c, rate));
 		limit_sql_per_us(b, rate);
 		buf_putc(b, ')');
 	} else
@@ -350,7 +394,7 @@ limit_sql_key_take(struct buf *b, const struct limit_ctx *c,
 {
 	limit_sql_rows(b, c, s, 0);
 	buf_puts(b, ";\n");
-	limit_sql_take_one(b, c, s, r, "0", 1);
+	limit_sql_take_one(b, c, s, r, "0", 1, 0);
 }
 
 /* Give back n tokens, alone (a take carries them otherwise). */

@@ -201,6 +201,7 @@ struct worker_limit {
 	int			 refund;	/* tokens taken, not used: back next take */
 	int			 refund_sent;	/* carried by the take in flight */
 	int64_t			 reserve_until_ms; /* refund's tokens start claims till */
+	int64_t			 due_ms;	/* a reserved token's start; 0 now */
 	bool			 rows_missing;	/* the queue's row: make it again */
 	bool			 polled;	/* a poll took what the next claim needs */
 	bool			 waiting;	/* the last take failed: poll first */

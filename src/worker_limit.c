@@ -19,6 +19,12 @@
  * and the slot is the session's from the transaction that holds the
  * rows until the COMMIT that finishes them; whatever ends the session
  * frees both.  The bucket's row is locked only for its UPDATE and COMMIT.
+ * With no token there, the take reserves the next one when it is due
+ * within LIMIT_AHEAD_MS (the bucket goes into debt; the UPDATE's
+ * LAST_INSERT_ID says when it is due), and the worker sleeps until then
+ * with the rows it claimed before their handler starts
+ * (limit_await_due): each waiting worker waits for a token of its own,
+ * and none falls due with nobody there to take it.
  * A take that fails has the rows just claimed rolled back at once (a
  * turn that did not get a slot claims nothing), and the worker then
  * waits: it polls the take alone, with no claim, until it succeeds
@@ -60,8 +66,10 @@ const char *const limit_reason_names[LIMIT_REASONS] = {
 #define LIMIT_POLL_MAX_MS	1000
 /* A long wait (a throttle, a slow rate) looks again at least this often. */
 #define LIMIT_WAIT_MAX_MS	5000
-/* Rate waiters spread their polls over this many token intervals, at most. */
+/* Key rate waiters spread their polls over this many token intervals. */
 #define LIMIT_SPREAD_MAX	8
+/* The most values a take's statement takes. */
+#define LIMIT_VALUES_MAX	4
 
 static bool
 limit_on(const struct worker *w)
@@ -132,9 +140,9 @@ static void
 limit_execute(struct worker *w, struct buf *b, enum limit_stmt which,
     const long long *v, size_t n)
 {
-	struct value values[4];
+	struct value values[LIMIT_VALUES_MAX];
 
-	for (size_t i = 0; i < n && i < 4; i++)
+	for (size_t i = 0; i < n && i < LIMIT_VALUES_MAX; i++)
 		values[i] = (struct value){ .type = VALUE_INT, .i = v[i] };
 	if (!dialect_stmt_execute(&w->limit.stmt[which], b, values, n))
 		fatalx("limit: statement %d takes %zu values", (int)which, n);
@@ -320,13 +328,16 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 	if (reserved) {
 		/* A token of the last take's, not yet used: no take. */
 	} else if (limit_has_rate(w) && !lease && !poll && !slot) {
-		/* Some tokens or none, as the rows it changes say. */
+		/* Some tokens or none, as the rows it changes say; the
+		 * refund each time the statement reads the bucket. */
 		limit_execute(w, b, LIMIT_TAKE_IF, (long long[]){ l->refund,
-		    l->refund }, 2);
+		    l->refund, l->refund }, l->stmt[LIMIT_TAKE_IF].nholes);
 		l->at_iff = l->nfront++;
-	} else if (limit_has_rate(w))
-		limit_execute(w, b, LIMIT_TAKE, (long long[]){ want,
-		    lease ? 0 : l->refund, lease ? 0 : l->refund }, 3);
+	} else if (limit_has_rate(w)) {
+		long long back = lease ? 0 : l->refund;
+		limit_execute(w, b, LIMIT_TAKE, (long long[]){ back, want,
+		    back, back }, 4);
+	}
 	if (limit_has_rate(w) && !reserved) {
 		if (l->at_iff < 0)
 			l->at_rate = l->nfront++;
@@ -394,24 +405,34 @@ limit_us_to_ms(const struct db_ahead_result *r, int i)
  * The rate's part of the results: *tokens taken, counted to go back
  * until handlers start (in transaction mode only once the COMMIT after
  * the take ran; if it did not, the take was rolled back, and what it
- * carried back goes with the next one).
+ * carried back goes with the next one), and when the first of them is
+ * due (l->due_ms; a reserved token's is later than now).
  */
 static void
 limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
     bool committed, int *tokens)
 {
 	struct worker_limit *l = &w->limit;
+	const struct db_ahead_result *gate = l->at_gate >= 0 &&
+	    l->at_gate < ran && res[l->at_gate].row ? &res[l->at_gate] : NULL;
+	long long due_us = 0;
 
-	if (l->at_iff >= 0)
+	if (l->at_iff >= 0) {
 		*tokens = l->at_iff < ran && res[l->at_iff].affected > 0 ?
 		    limit_reserve_size(&w->q->limit.rate) : 0;
-	else if (l->at_gate >= 0 && l->at_gate < ran && res[l->at_gate].row &&
-	    !res[l->at_gate].null[2])
-		*tokens = (int)res[l->at_gate].value[2];
-	else
+		if (*tokens > 0)
+			due_us = (long long)res[l->at_iff].insert_id;
+	} else if (gate != NULL && !gate->null[2]) {
+		*tokens = (int)gate->value[2];
+		if (*tokens > 0 && !gate->null[3])
+			due_us = gate->value[3];
+	} else
 		*tokens = 0;
+	l->due_ms = 0;
 	if (w->q->lease.enabled)
 		return;
+	if (committed && *tokens > 0 && due_us > 0)
+		l->due_ms = now_ms() + (due_us + 999) / 1000;
 	if (!committed) {
 		l->refund += l->refund_sent;
 		*tokens = 0;
@@ -422,7 +443,8 @@ limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
 		l->refund += l->refund_sent;
 	l->refund += *tokens;
 	if (l->at_iff >= 0 && *tokens > 1)
-		l->reserve_until_ms = now_ms() + LIMIT_RESERVE_MS;
+		l->reserve_until_ms = (l->due_ms > 0 ? l->due_ms : now_ms()) +
+		    LIMIT_RESERVE_MS;
 }
 
 /*
@@ -462,7 +484,8 @@ limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
 		return false;
 	}
 	if ((l->at_iff >= 0 || l->at_rate >= 0) && *tokens <= 0) {
-		/* The poll that follows says why, and until when. */
+		/* Until a take can reserve a token; without the gate, the
+		 * poll that follows at once says why, and until when. */
 		limit_wait_begins(w, LIMIT_RATE, gate != NULL ?
 		    limit_us_to_ms(gate, 3) : 0);
 		return false;
@@ -486,6 +509,28 @@ limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
 }
 
 /* ---- around the claim ---- */
+
+/*
+ * The take reserved its token (the first, when it took more): wait until
+ * it is due before any handler starts, holding what the turn holds (its
+ * rows, a slot), which no other worker could have started sooner.
+ * Returns 0, or -1 when the worker is to stop (the token is spent: a
+ * stop costs the rate, never exceeds it).
+ */
+static int
+limit_await_due(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	int64_t left = l->due_ms - now_ms();
+
+	l->due_ms = 0;
+	if (left <= 0)
+		return 0;
+	if (w->args->stats)
+		w->args->stats->limit_reason = LIMIT_RATE;
+	worker_set_state(w, WORKER_LIMITED, NULL);
+	return stopper_sleep(&w->stopper, left) ? -1 : 0;
+}
 
 /*
  * Before a claim: whether to poll the take alone first (the last take
@@ -528,6 +573,12 @@ limit_poll(struct worker *w)
 		return -1;
 	}
 	ok = limit_took(w, res, l->nfront, l->at_commit >= 0, &tokens);
+	if (ok && limit_await_due(w) == -1) {
+		/* Stopping: what the poll took goes with the session's
+		 * next release. */
+		ok = false;
+		l->waiting = false;
+	}
 	if (!ok) {
 		(void)db_rollback(w->db);
 		return 0;
@@ -622,7 +673,7 @@ limit_claimed(struct worker *w, const struct db_ahead *ahead,
 		return 1;
 	}
 	if (limit_took(w, ahead->extra, ahead->extra_ran, ahead->committed,
-	    &tokens)) {
+	    &tokens) && limit_await_due(w) == 0) {
 		l->allow = tokens < w->q->batch ? tokens : w->q->batch;
 		return 1;
 	}
@@ -704,6 +755,20 @@ limit_wait(struct worker *w)
 	l->misses++;
 	switch (l->reason) {
 	case LIMIT_RATE:
+		/*
+		 * Until a take can reserve the next token (the poll then
+		 * sleeps until it is due), or at once to ask when; those who
+		 * wake together race for one, so a few ms apart.
+		 */
+		if (ms < 0)
+			ms = 0;
+		spread = r->count > 0 ? r->period_ms / r->count / 10 : 10;
+		if (spread > LIMIT_POLL_MIN_MS / 2)
+			spread = LIMIT_POLL_MIN_MS / 2;
+		if (ms > 0)
+			ms += (int64_t)(backoff_random() % (uint64_t)(spread +
+			    1));
+		break;
 	case LIMIT_KEY_RATE:
 		spread = r->count > 0 ? r->period_ms / r->count : 100;
 		spread *= l->misses < LIMIT_SPREAD_MAX ? l->misses :
