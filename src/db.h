@@ -174,6 +174,7 @@ int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
 #define LIMIT_RESERVE_MAX	16	/* tokens one take takes, at most */
 #define LIMIT_RESERVE_MS	10	/* and keeps for its next claims */
 #define LIMIT_AHEAD_MS		250	/* a take reserves a token due within */
+#define LIMIT_SLOT_WAIT_S	1	/* a waiter waits on a slot's lock */
 
 /* What every statement of one queue's limit needs. */
 struct limit_ctx {
@@ -201,10 +202,10 @@ void		 limit_lock_name(struct buf *, const struct limit_scope *,
 void		 limit_sql_throttled(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *);
 void		 limit_sql_slot_take(struct buf *, const struct limit_scope *,
-		    int slots, int first);
+		    int slots, int first, int wait_s);
 void		 limit_sql_gate(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int concurrency, int first,
-		    const struct limit_rate *);
+		    const struct limit_rate *, bool wait);
 int		 limit_reserve_size(const struct limit_rate *);
 int		 limit_ahead_tokens(const struct limit_ctx *,
 		    const struct limit_rate *);

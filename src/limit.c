@@ -171,25 +171,43 @@ limit_sql_slots(struct buf *b, int slots)
 /*
  * A free slot of the scope's, its lock taken: the expression is the
  * slot's number, or 0 when every one is taken; from slot first, round.
+ * With wait_s, when every one is taken, it waits that long for the lock
+ * of the slot of the two parameters (its number twice) instead, and is
+ * that slot's number, or 0.  COALESCE reads each of its arguments once
+ * (NULLIF would read its first twice, and take two locks).
  */
 void
 limit_sql_slot_take(struct buf *b, const struct limit_scope *s, int slots,
-    int first)
+    int first, int wait_s)
 {
 	char slot[64];
 
-	if (slots == 1) {
+	if (slots == 1 && wait_s == 0) {
 		buf_puts(b, "IF(GET_LOCK(");
 		limit_lock_name(b, s, 1);
 		buf_puts(b, ", 0), 1, 0)");
 		return;
 	}
-	snprintf(slot, sizeof(slot), "(n + %d) %% %d + 1", first - 1, slots);
-	buf_puts(b, "COALESCE((");
-	limit_sql_slots(b, slots);
-	buf_printf(b, "SELECT %s FROM rowq_n WHERE GET_LOCK(", slot);
-	limit_sql_lock_of(b, s, slot);
-	buf_puts(b, ", 0) LIMIT 1), 0)");
+	buf_puts(b, "COALESCE(");
+	if (slots == 1) {
+		buf_puts(b, "IF(GET_LOCK(");
+		limit_lock_name(b, s, 1);
+		buf_puts(b, ", 0), 1, NULL)");
+	} else {
+		snprintf(slot, sizeof(slot), "(n + %d) %% %d + 1", first - 1,
+		    slots);
+		buf_putc(b, '(');
+		limit_sql_slots(b, slots);
+		buf_printf(b, "SELECT %s FROM rowq_n WHERE GET_LOCK(", slot);
+		limit_sql_lock_of(b, s, slot);
+		buf_puts(b, ", 0) LIMIT 1)");
+	}
+	if (wait_s > 0) {
+		buf_puts(b, ", IF(GET_LOCK(");
+		limit_sql_lock_of(b, s, "?");
+		buf_printf(b, ", %d), ?, 0)", wait_s);
+	}
+	buf_puts(b, ", 0)");
 }
 
 /* Whether the scope is throttled now, as an SQL condition. */
@@ -341,7 +359,10 @@ limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
 /*
  * The gate of a claim, to prepare, read from the scope's row (slot 0).
  * With a concurrency (transaction mode) its parameters are the slot to
- * try first, three times (0: none).  Its values:
+ * try first, three times (0: none); with wait, then the slot whose lock
+ * to wait for, twice, when every one is taken: up to LIMIT_SLOT_WAIT_S,
+ * in the server, which hands the lock over the moment its holder
+ * releases it (limit_slot_turn).  Its values:
  *	[0] -1 when the scope is throttled; 0 when the rate's take before
  *	    it (rate) took nothing, or every slot is taken; the slot whose
  *	    lock it took, trying the first, then each from slot first,
@@ -356,7 +377,7 @@ limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
 void
 limit_sql_gate(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, int concurrency, int first,
-    const struct limit_rate *rate)
+    const struct limit_rate *rate, bool wait)
 {
 	buf_puts(b, "SELECT CASE WHEN throttled_until > " NOW6 " THEN -1");
 	if (rate != NULL)
@@ -365,7 +386,8 @@ limit_sql_gate(struct buf *b, const struct limit_ctx *c,
 		buf_puts(b, " WHEN ? > 0 AND GET_LOCK(");
 		limit_sql_lock_of(b, s, "?");
 		buf_puts(b, ", 0) THEN ? ELSE ");
-		limit_sql_slot_take(b, s, concurrency, first);
+		limit_sql_slot_take(b, s, concurrency, first, wait ?
+		    LIMIT_SLOT_WAIT_S : 0);
 		buf_puts(b, " END");
 	} else
 		buf_puts(b, " ELSE 1 END");

@@ -187,6 +187,7 @@ enum limit_stmt {
 	LIMIT_TAKE_IF,		/* the rate's, some tokens or none */
 	LIMIT_GATE,		/* the throttle, what the take took, a slot */
 	LIMIT_CHECK,		/* the same without the slot */
+	LIMIT_GATE_WAIT,	/* the gate, waiting for a slot's lock */
 	LIMIT_LEASE,		/* lease mode: a slot's lease */
 	LIMIT_STMTS
 };
@@ -196,6 +197,10 @@ struct worker_limit {
 	struct limit_scope	 scope;		/* the queue's */
 	int			 slot;		/* transaction mode: its lock; 0 none */
 	int			 last_slot;	/* tried first: most often free */
+	int64_t			 slot_since_ms;	/* when it took it */
+	int			 yield_slot;	/* released in this front: its turn is over */
+	bool			 gate_waits;	/* the poll's gate waits for a slot */
+	int64_t			 polled_ms;	/* how long the last poll took */
 	bool			 lease_held;	/* lease mode: a slot has token's lease */
 	struct lease_token	 token;		/* lease mode: the slot's lease */
 	int			 refund;	/* tokens taken, not used: back next take */
@@ -211,6 +216,7 @@ struct worker_limit {
 	int			 nfront;
 	int			 at_rate, at_iff, at_gate, at_lease, at_commit;
 	int			 at_keys;	/* the keys' release, behind the COMMIT */
+	int			 at_yield;	/* the slot's release, behind it too */
 	int64_t			 checked_ms;	/* the throttle last looked at */
 	enum limit_reason	 reason;	/* why the last take failed */
 	int64_t			 wait_ms;	/* what it said of when; -1 unknown */

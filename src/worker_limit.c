@@ -33,7 +33,12 @@
  *
  * (the slot is taken inside a transaction: a host that freezes then has
  * its session ended by the server's idle transaction limit, db_limits.c),
- * and claims in the next round trip.  A token the turn did not use (no
+ * and claims in the next round trip.  Without a rate, that poll's gate
+ * waits in the server for one slot's lock (LIMIT_GATE_WAIT), and a worker
+ * that has held its slot for its turn gives it up behind its next claim's
+ * COMMIT and takes one again in the same round trip
+ * (limit_slot_turn_over): the waiter gets it first, so that daemons that
+ * all have work share the slots.  A token the turn did not use (no
  * row found, a slot not got) goes back with the next take.
  *
  * Lease mode, where no transaction is open while a handler runs: the
@@ -69,7 +74,13 @@ const char *const limit_reason_names[LIMIT_REASONS] = {
 /* Key rate waiters spread their polls over this many token intervals. */
 #define LIMIT_SPREAD_MAX	8
 /* The most values a take's statement takes. */
-#define LIMIT_VALUES_MAX	4
+#define LIMIT_VALUES_MAX	5
+/*
+ * Transaction mode: a worker that has held a slot this long gives it up
+ * at its next claim, and takes one again in the same round trip; a
+ * worker waiting for that slot's lock in the server gets it first.
+ */
+#define LIMIT_SLOT_TURN_MS	1000
 
 static bool
 limit_on(const struct worker *w)
@@ -149,6 +160,15 @@ limit_execute(struct worker *w, struct buf *b, enum limit_stmt which,
 	buf_puts(b, ";\n");
 }
 
+/* The slot a worker tries first when it has none to go back to. */
+static int
+limit_first_slot(const struct worker *w)
+{
+	int n = w->q->limit.concurrency;
+
+	return (w->args->number - 1) % (n > 0 ? n : 1) + 1;
+}
+
 /*
  * The take's statements, prepared on the connection where the server
  * can, so that the claim's round trip carries only their EXECUTEs: the
@@ -177,15 +197,27 @@ limit_prepare(struct worker *w)
 	if (st == DB_OK && !lease && p->concurrency > 0) {
 		/* The gate without the slot, for a worker that holds one. */
 		limit_sql_gate(&b, &l->ctx, &l->scope, 0, 1,
-		    p->rate.count > 0 ? &p->rate : NULL);
+		    p->rate.count > 0 ? &p->rate : NULL, false);
 		st = limit_prepare_one(w, LIMIT_CHECK, "rowq_limit_check", &b);
 	}
 	if (st == DB_OK) {
 		limit_sql_gate(&b, &l->ctx, &l->scope, lease ? 0 :
-		    p->concurrency, (w->args->number - 1) %
-		    (p->concurrency > 0 ? p->concurrency : 1) + 1,
-		    p->rate.count > 0 ? &p->rate : NULL);
+		    p->concurrency, limit_first_slot(w),
+		    p->rate.count > 0 ? &p->rate : NULL, false);
 		st = limit_prepare_one(w, LIMIT_GATE, "rowq_limit_gate", &b);
+	}
+	/*
+	 * A waiting worker's poll waits for a slot in the server; not with
+	 * a rate, whose take before it keeps the bucket's row locked until
+	 * the poll's COMMIT.
+	 */
+	l->gate_waits = st == DB_OK && !lease && p->concurrency > 0 &&
+	    p->rate.count == 0;
+	if (l->gate_waits) {
+		limit_sql_gate(&b, &l->ctx, &l->scope, p->concurrency,
+		    limit_first_slot(w), NULL, true);
+		st = limit_prepare_one(w, LIMIT_GATE_WAIT,
+		    "rowq_limit_gate_wait", &b);
 	}
 	if (st == DB_OK && lease && p->concurrency > 0) {
 		limit_sql_lease_take(&b, &l->ctx, &l->scope, p->concurrency);
@@ -324,7 +356,7 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 
 	l->nfront = 0;
 	l->at_rate = l->at_iff = l->at_gate = l->at_lease = -1;
-	l->at_commit = -1;
+	l->at_commit = l->at_yield = -1;
 	if (reserved) {
 		/* A token of the last take's, not yet used: no take. */
 	} else if (limit_has_rate(w) && !lease && !poll && !slot) {
@@ -347,7 +379,20 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 	nbefore = b == before ? l->nfront : 0;
 	if (!poll)
 		b = after;
-	if (gate && slot)
+	if (l->yield_slot > 0 && !poll) {
+		/* Its turn is over: the lock goes (to a waiter first). */
+		buf_puts(b, "DO RELEASE_LOCK(");
+		limit_lock_name(b, &l->scope, l->yield_slot);
+		buf_puts(b, ");\n");
+		l->at_yield = l->nfront++;
+	}
+	if (gate && slot && poll && l->gate_waits) {
+		/* A slot of the others', to wait for: each in turn. */
+		long long any = (long long)(backoff_random() %
+		    (uint64_t)p->concurrency) + 1;
+		limit_execute(w, b, LIMIT_GATE_WAIT, (long long[]){
+		    l->last_slot, l->last_slot, l->last_slot, any, any }, 5);
+	} else if (gate && slot)
 		limit_execute(w, b, LIMIT_GATE, (long long[]){ l->last_slot,
 		    l->last_slot, l->last_slot }, 3);
 	else if (gate && !lease && p->concurrency > 0)
@@ -462,6 +507,10 @@ limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
 	    l->at_gate < ran ? &res[l->at_gate] : NULL;
 	long long g = gate && gate->row && !gate->null[0] ? gate->value[0] : 1;
 
+	/* A slot whose release did not run is the session's still. */
+	if (l->yield_slot > 0 && (l->at_yield < 0 || l->at_yield >= ran))
+		l->slot = l->yield_slot;
+	l->yield_slot = 0;
 	*tokens = w->q->batch;
 	if (l->at_iff >= 0 || l->at_rate >= 0)
 		limit_tokens(w, res, ran, committed, tokens);
@@ -491,8 +540,10 @@ limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
 		return false;
 	}
 	if (gate != NULL && !w->q->lease.enabled &&
-	    w->q->limit.concurrency > 0 && l->slot == 0 && g > 0)
+	    w->q->limit.concurrency > 0 && l->slot == 0 && g > 0) {
 		l->slot = l->last_slot = (int)g;
+		l->slot_since_ms = now_ms();
+	}
 	if (g == 0 || (l->at_lease >= 0 && (l->at_lease >= ran ||
 	    res[l->at_lease].affected == 0))) {
 		limit_wait_begins(w, LIMIT_CONCURRENCY, -1);
@@ -566,7 +617,9 @@ limit_poll(struct worker *w)
 	if (w->q->lease.enabled)
 		lease_new_token(&w->limit.token);
 	limit_take_sql(w, &sql, NULL, true, w->q->batch);
+	l->polled_ms = now_ms();
 	st = db_run_results(w->db, sql.data, l->nfront, res);
+	l->polled_ms = now_ms() - l->polled_ms;
 	buf_free(&sql);
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "limit");
@@ -615,6 +668,24 @@ limit_before_claim(struct worker *w)
 }
 
 /*
+ * Whether the worker's slot has been its own for its turn
+ * (LIMIT_SLOT_TURN_MS): it then gives it up in this claim's front and
+ * takes one again in the same round trip, which a worker that waits
+ * for that slot's lock in the server (LIMIT_GATE_WAIT) gets first.  So
+ * daemons that all have work share the slots over time, and the claims
+ * of a worker nobody waits for go on as before, with no round trip
+ * more.
+ */
+static bool
+limit_slot_turn_over(const struct worker *w)
+{
+	const struct worker_limit *l = &w->limit;
+
+	return l->gate_waits && l->slot > 0 &&
+	    now_ms() - l->slot_since_ms >= LIMIT_SLOT_TURN_MS;
+}
+
+/*
  * The take to send in the claim's front: into before, ahead of its
  * COMMIT, and after, behind it; the counts in ahead (which then has a
  * COMMIT, whatever the last turn left).  Nothing when a poll took what
@@ -632,6 +703,10 @@ limit_front(struct worker *w, struct buf *before, struct buf *after,
 	l->at_commit = l->at_keys = -1;
 	if (!limit_on(w))
 		return;
+	if (!l->polled && limit_slot_turn_over(w)) {
+		l->yield_slot = l->slot;
+		l->slot = 0;
+	}
 	if (!l->polled)
 		ahead->nbefore = limit_take_sql(w, before, after, false, 1);
 	/* The last turn's keys' slots, once its COMMIT is through. */
@@ -785,6 +860,16 @@ limit_wait(struct worker *w)
 		ms += (int64_t)(backoff_random() % 50);
 		break;
 	default:
+		/*
+		 * Where the poll waits for a slot in the server: at once
+		 * after the claim's miss and after a poll that waited.
+		 */
+		if (l->gate_waits && !l->rows_missing && (l->misses == 1 ||
+		    l->polled_ms >= LIMIT_SLOT_WAIT_S * 1000 / 2)) {
+			ms = (int64_t)(backoff_random() % (LIMIT_POLL_MIN_MS /
+			    2 + 1));
+			break;
+		}
 		ms = backoff_capped_ms(LIMIT_POLL_MIN_MS, LIMIT_POLL_MAX_MS,
 		    l->misses);
 		ms = ms / 2 + (int64_t)(backoff_random() % (uint64_t)(ms / 2 +
