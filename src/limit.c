@@ -291,9 +291,13 @@ limit_reserve_size(const struct limit_rate *r)
 int
 limit_ahead_tokens(const struct limit_ctx *c, const struct limit_rate *r)
 {
+	double n;
+
 	if (c->q->lease.enabled || r->count <= 0 || r->period_ms <= 0)
 		return 0;
-	return (int)((double)r->count * LIMIT_AHEAD_MS / (double)r->period_ms);
+	n = (double)r->count * LIMIT_AHEAD_MS / (double)r->period_ms;
+	/* Far more than any fleet's workers reserve at once. */
+	return n > LIMIT_AHEAD_MAX ? LIMIT_AHEAD_MAX : (int)n;
 }
 
 /*
