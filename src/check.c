@@ -14,6 +14,8 @@
 #include "db.h"
 #include "dialect.h"
 #include "schedule.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -205,7 +207,7 @@ check_session_limits(struct db *db, const struct queue *q)
 		return;
 	}
 	db_idle_need(q, &need);
-	duration_format(q->timeout_ms, timeout, sizeof(timeout));
+	duration_format(q->handling.timeout_ms, timeout, sizeof(timeout));
 	duration_format(q->idle_ms, idle, sizeof(idle));
 	for (int i = 0; i < n; i++) {
 		unsigned want = limits[i].transaction ? need.transaction_s :

@@ -126,6 +126,26 @@ config_field_select(struct load *ld, const struct config_item *it, void *dst,
 		    "lease.claim, requeue and discard do)", q->params[0]);
 }
 
+/* stop_signal: a signal's name, as kill -l writes it (SIG in front or not). */
+static void
+config_field_stop_signal(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "a signal's name");
+	char shown[CONFIG_SHOW_MAX + 8];
+	int sig;
+
+	(void)f;
+	if (s == NULL)
+		return;
+	if ((sig = handler_stop_signal_parse(s)) != 0)
+		*(int *)dst = sig;
+	else
+		config_error(ld, it->value->line, it->path, "expected "
+		    STOP_SIGNAL_NAMES ", not %s",
+		    config_show(s, shown, sizeof(shown)));
+}
+
 /* ---- retry: and lease: ---- */
 
 static const struct config_field retry_fields[] = {
@@ -470,7 +490,11 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "batch", int, batch, 1, BATCH_MAX),
 	WHOLE("exec", exec),
 	WHOLE("pipe", pipe),
-	FIELD(struct queue, "timeout", duration, timeout_ms, 1, 0),
+	FIELD(struct queue, "timeout", duration, handling.timeout_ms, 1, 0),
+	FIELD(struct queue, "stop_signal", stop_signal, handling.stop_signal,
+	    0, 0),
+	FIELD(struct queue, "stop_grace", duration, handling.stop_grace_ms, 1,
+	    0),
 	FIELD(struct queue, "done", statements, done, 0, 0),
 	FIELD(struct queue, "retry", retry, retry, 0, 0),
 	FIELD(struct queue, "failed", statements, failed, 0, 0),
@@ -509,7 +533,7 @@ config_queue_defaults(struct queue *q)
 	q->scale_cooldown_ms = 30 * 1000;
 	q->batch = 1;
 	q->handler = HANDLER_EXEC;
-	q->timeout_ms = 30 * 1000;
+	q->handling.timeout_ms = 30 * 1000;
 	q->idle_ms = 2 * 1000;
 	q->retry.backoff = BACKOFF_EXPONENTIAL;
 	q->retry.delay_ms = 10 * 1000;
@@ -573,6 +597,14 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 		config_error(ld, SEEN(queue_fields, seen,
 		    "scale_cooldown")->line, path, "scale_cooldown needs "
 		    "workers: {min: N, max: M} with min below max");
+	}
+	if (SEEN(queue_fields, seen, "stop_grace") != NULL &&
+	    SEEN(queue_fields, seen, "stop_signal") == NULL) {
+		char path[CONFIG_PATH_MAX];
+		config_path(path, sizeof(path), it->path, "stop_grace");
+		config_error(ld, SEEN(queue_fields, seen, "stop_grace")->line,
+		    path, "stop_grace needs stop_signal:, the signal it is "
+		    "the grace of");
 	}
 	config_user_resolve(ld, &q->user, SEEN(queue_fields, seen, "user"),
 	    SEEN(queue_fields, seen, "group"), it->path);

@@ -21,6 +21,7 @@
 #include "console.h"
 #include "db.h"
 #include "supervisor.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -12,6 +12,7 @@
 #define CONSOLE_H
 
 #include "rowq.h"
+#include "commands.h"
 
 #define CONSOLE_USERS_MAX	256
 #define CONSOLE_NAME_MAX	64	/* bytes of a user's name */

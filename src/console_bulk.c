@@ -17,6 +17,8 @@
 #include "rowq.h"
 #include "console.h"
 #include "db.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,6 +10,8 @@
 #include "rowq.h"
 #include "console.h"
 #include "db.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <stdlib.h>
 #include <string.h>

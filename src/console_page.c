@@ -13,6 +13,7 @@
 #include "rowq.h"
 #include "console.h"
 #include "db.h"
+#include "commands.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -54,6 +54,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "claim.h"
 
 #include <ctype.h>
 #include <stdlib.h>

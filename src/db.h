@@ -103,14 +103,6 @@ enum db_status	 db_select(struct db *, const char *sql, struct db_ahead *,
 		    const struct column *, size_t ncols, struct rowset *);
 enum db_status	 db_run_results(struct db *, const char *sql, int n,
 		    struct db_ahead_result *);
-struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
-void		 db_stmt_free(struct db_stmt *);
-size_t		 db_stmt_nparams(const struct db_stmt *);
-const struct column *db_stmt_columns(const struct db_stmt *, size_t *n);
-enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
-		    size_t nvalues, unsigned long long *affected);
-enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
-		    size_t nvalues, struct rowset *);
 void		 rowset_clear(struct rowset *, size_t ncols);
 void		 rowset_free(struct rowset *, size_t ncols);
 void		 row_free(struct row *, size_t ncols);
@@ -124,6 +116,17 @@ bool		 db_in_transaction(const struct db *);
 const struct dialect *db_dialect(const struct db *);	/* dialect.h */
 unsigned long	 db_server_version(struct db *);
 void		 columns_free(struct column *, size_t);
+
+/* ---- db_stmt.c: prepared statements ---- */
+
+struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
+void		 db_stmt_free(struct db_stmt *);
+size_t		 db_stmt_nparams(const struct db_stmt *);
+const struct column *db_stmt_columns(const struct db_stmt *, size_t *n);
+enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
+		    size_t nvalues, unsigned long long *affected);
+enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
+		    size_t nvalues, struct rowset *);
 
 /* ---- db_bulk.c: one execute for a batch's rows ---- */
 

@@ -25,7 +25,7 @@
 void
 db_idle_need(const struct queue *q, struct idle_need *need)
 {
-	int64_t handler_ms = q->timeout_ms + HANDLER_KILL_GRACE_MS;
+	int64_t handler_ms = q->handling.timeout_ms + HANDLER_KILL_GRACE_MS;
 	bool bulk_done = q->batch > 1 && !q->lease.enabled &&
 	    q->done.text != NULL && q->done.next == NULL;
 

@@ -41,5 +41,11 @@ struct db_stmt {
 enum db_status	 db_fail_stmt(struct db_stmt *);
 enum db_status	 db_fail(struct db *, unsigned err, const char *msg);
 enum db_status	 db_fail_mysql(struct db *);
+enum db_status	 db_note_error(struct db *, unsigned err, const char *msg);
+/* db.c: results as rows of text, for db_stmt.c too */
+struct column	*db_columns(MYSQL_FIELD *, size_t n);
+struct row	*rowset_add(struct rowset *, size_t ncols);
+void		 db_bit_value(struct row *, size_t i, const unsigned char *raw,
+		    unsigned long len);
 
 #endif /* ROWQ_DB_PRIVATE_H */

@@ -7,6 +7,8 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -341,7 +341,7 @@ handler_wait(struct wait_io *io, const struct handler_job *job,
     struct stopper *st, struct handler_result *res)
 {
 	struct child *c = io->child;
-	int64_t deadline = now_ms() + job->timeout_ms;
+	int64_t deadline = now_ms() + job->set->timeout_ms;
 	int64_t next_tick = job->tick ? now_ms() + job->tick_ms : INT64_MAX;
 	bool exited = false;
 
@@ -357,8 +357,10 @@ handler_wait(struct wait_io *io, const struct handler_job *job,
 			return WAIT_ANSWERED;
 		if (exited || (c->pidfd < 0 && child_exited(c)))
 			return wait_gone(io);
-		if (st->abort || (st->stop && now >= st->stop_deadline_ms))
+		/* Given up only when the supervisor says so (SIGQUIT). */
+		if (st->abort)
 			return wait_late_look(io, WAIT_STOPPED);
+		handler_stop_tell(job, st, c, res, now);
 		if (now >= deadline)
 			return wait_late_look(io, WAIT_TIMEOUT);
 		if (now >= next_tick) {
@@ -391,8 +393,9 @@ handler_wait(struct wait_io *io, const struct handler_job *job,
 			p[np++] = (struct pollfd){ .fd = c->in, .events = POLLOUT };
 		}
 		int64_t limit = deadline < next_tick ? deadline : next_tick;
-		if (st->stop && st->stop_deadline_ms < limit)
-			limit = st->stop_deadline_ms;
+		if (!res->stop_signalled &&
+		    handler_stop_due(job->set, st) < limit)
+			limit = handler_stop_due(job->set, st);
 		int64_t left = limit - now;
 		if (left > (c->pidfd >= 0 ? 1000 : CHILD_EXIT_POLL_MS))
 			left = c->pidfd >= 0 ? 1000 : CHILD_EXIT_POLL_MS;
@@ -502,52 +505,22 @@ handler_exec(const char *path, const struct handler_job *job,
 	int64_t start = now_ms();
 	enum wait_end end;
 	int status;
-	char d[32];
 
-	buf_reset(&res->output);
-	buf_reset(&res->error);
-	res->outcome = OUTCOME_RETRY;
-	res->retry_in_ms = -1;
-	res->timed_out = res->killed = false;
-	res->throttle_ms = -1;
+	handler_result_begin(res);
 	if (child_spawn(&c, path, job->argv, job->envp) == -1) {
 		buf_printf(&res->error, "cannot start %s: %s", path,
 		    strerror(errno));
-		res->duration_ms = 0;
 		return;
 	}
 	end = handler_wait(&io, job, st, res);
 	if (end == WAIT_TIMEOUT)
 		exec_terminate(&c);
 	status = child_reap(&c);
-	switch (end) {
-	case WAIT_STOPPED:
-		res->outcome = OUTCOME_ABORTED;
-		buf_printf(&res->error, "stopped: rowq is shutting down");
-		break;
-	case WAIT_TICK:
-		res->outcome = OUTCOME_ABORTED;
-		break;
-	case WAIT_TIMEOUT:
-		duration_format(job->timeout_ms, d, sizeof(d));
-		buf_printf(&res->error, "timed out after %s", d);
-		res->timed_out = true;
-		break;
-	default:
-		if (c.exec_errno != 0) {
-			buf_printf(&res->error, "cannot execute %s: %s", path,
-			    strerror(c.exec_errno));
-		} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-			res->outcome = OUTCOME_DONE;
-		} else {
-			res->outcome = WIFEXITED(status) &&
-			    WEXITSTATUS(status) == ROWQ_EXIT_DATAERR ?
-			    OUTCOME_FAILED : OUTCOME_RETRY;
-			res->killed = WIFSIGNALED(status);
-			describe_wait_status(status, &res->error);
-		}
-		break;
-	}
+	if (end == WAIT_EXITED && c.exec_errno != 0)
+		buf_printf(&res->error, "cannot execute %s: %s", path,
+		    strerror(c.exec_errno));
+	else
+		handler_outcome(job, HANDLER_EXEC, end, status, res);
 	/* As a shell's $(...) does: "name\n" is the name. */
 	while (res->output.len > 0 &&
 	    (res->output.data[res->output.len - 1] == '\n' ||

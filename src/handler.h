@@ -67,6 +67,7 @@ struct handler_result {
 	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
 	bool		 timed_out;	/* killed for its timeout */
 	bool		 killed;	/* it died of a signal */
+	bool		 stop_signalled; /* it was sent its stop_signal */
 	int64_t		 throttle_ms;	/* OUTCOME_THROTTLED: for how long */
 };
 
@@ -77,12 +78,13 @@ struct handler_result {
  */
 typedef int	(*handler_tick_fn)(void *ctx, struct handler_result *);
 
+/* One run of a handler: the row, and the settings it runs with. */
 struct handler_job {
+	const struct handler_settings *set; /* the queue's (on_failed's own) */
 	char	       **argv;		/* exec: after {column} substitution */
 	char	       **envp;
 	const char	*input;		/* the row as JSON and a newline */
 	size_t		 input_len;
-	int64_t		 timeout_ms;
 	handler_tick_fn	 tick;
 	void		*tick_ctx;
 	int64_t		 tick_ms;
@@ -123,6 +125,16 @@ struct wait_io {
 
 enum wait_end handler_wait(struct wait_io *, const struct handler_job *,
 	    struct stopper *, struct handler_result *);
+
+/* ---- handler_end.c: the stop signal, and a wait's end as an outcome ---- */
+
+void	 handler_result_begin(struct handler_result *);
+int64_t	 handler_stop_due(const struct handler_settings *,
+	    const struct stopper *);
+void	 handler_stop_tell(const struct handler_job *, const struct stopper *,
+	    const struct child *, struct handler_result *, int64_t now);
+void	 handler_outcome(const struct handler_job *, enum handler_kind,
+	    enum wait_end, int status, struct handler_result *);
 
 /* ---- handler_retry_in.c: the handler picks its retry delay ---- */
 

@@ -302,15 +302,10 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 	};
 	int64_t start = now_ms();
 	enum wait_end end;
-	char d[32];
+	int status = 0;
 
-	buf_reset(&res->output);
-	buf_reset(&res->error);
+	handler_result_begin(res);
 	buf_reset(&p->answer);
-	res->outcome = OUTCOME_RETRY;
-	res->retry_in_ms = -1;
-	res->timed_out = res->killed = false;
-	res->throttle_ms = -1;
 	if (p->child.pid <= 0) {
 		buf_puts(&res->error, "pipe handler is not running");
 		return;
@@ -328,29 +323,18 @@ pipe_handle(struct pipe_handler *p, const struct handler_job *job,
 		pipe_bad_answer(p, res);
 		(void)pipe_kill(p, true);
 		break;
-	case WAIT_EXITED: {
-		int status = pipe_kill(p, true);
-		buf_puts(&res->error, "pipe handler died: ");
-		describe_wait_status(status, &res->error);
-		res->killed = WIFSIGNALED(status);
+	case WAIT_EXITED:
+		status = pipe_kill(p, true);
 		break;
-	}
 	case WAIT_TIMEOUT:
-		duration_format(job->timeout_ms, d, sizeof(d));
-		buf_printf(&res->error, "timed out after %s", d);
-		res->timed_out = true;
 		(void)pipe_kill(p, true);
 		break;
 	case WAIT_STOPPED:
-		res->outcome = OUTCOME_ABORTED;
-		buf_puts(&res->error, "stopped: rowq is shutting down");
-		(void)pipe_kill(p, false);
-		break;
 	case WAIT_TICK:
-		res->outcome = OUTCOME_ABORTED;
 		(void)pipe_kill(p, false);
 		break;
 	}
+	handler_outcome(job, HANDLER_PIPE, end, status, res);
 	/* A death or a hang is explained by what it said on stderr. */
 	if (end == WAIT_EXITED || end == WAIT_TIMEOUT)
 		errsink_error_tail(&p->child.errs, &res->error);

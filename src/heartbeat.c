@@ -19,6 +19,7 @@
 #include "console.h"
 #include "db.h"
 #include "dialect.h"
+#include "commands.h"
 
 #include <stdlib.h>
 #include <string.h>

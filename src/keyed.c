@@ -58,6 +58,7 @@
 #include "rowq.h"
 #include "db.h"
 #include "dialect.h"
+#include "claim.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -34,6 +34,7 @@
 #include "rowq.h"
 #include "db.h"
 #include "dialect.h"
+#include "commands.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -5,6 +5,7 @@
 #include "rowq.h"
 #include "schedule.h"
 #include "console.h"
+#include "commands.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -179,7 +180,7 @@ cmd_run(const char *path)
 	log_set_timestamps(true);
 	notify_init();
 	/* Signals are blocked from here on; the supervisor reads them next. */
-	stopper_init(&stopper, 0);
+	stopper_init(&stopper, true);
 	rc = load_checked(path, &cfg, false, &stopper);
 	close(stopper.fd);
 	if (rc == LOAD_STOPPED) {

@@ -7,6 +7,7 @@
  */
 #include "rowq.h"
 #include "mhd.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>

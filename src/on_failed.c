@@ -96,6 +96,7 @@ on_failed_hook(const struct config *cfg, const struct queue *q,
 	const struct program *p = config_on_failed(cfg, q);
 	struct handler_result res = { 0 };
 	struct handler_job job = { 0 };
+	struct handler_settings set = { .timeout_ms = q->on_failed_timeout_ms };
 	struct stopper stopper;
 	char attempt[32], *path = NULL, *vars[6];
 	char **base;
@@ -104,7 +105,7 @@ on_failed_hook(const struct config *cfg, const struct queue *q,
 
 	log_procinit("on_failed %s", q->name);
 	log_set_row(key);
-	stopper_init(&stopper, 0);
+	stopper_init(&stopper, true);
 	identity_worker_init(config_handler_user(cfg, q));
 	if (handler_resolve(p->argv[0], &path) == -1) {
 		log_error("%s: cannot run %s: %s", p->where, p->argv[0],
@@ -124,7 +125,7 @@ on_failed_hook(const struct config *cfg, const struct queue *q,
 	job.envp = handler_env(base, (const char *const *)vars);
 	job.input = j->row;
 	job.input_len = j->m->row_len;
-	job.timeout_ms = q->on_failed_timeout_ms;
+	job.set = &set;
 	handler_exec(path, &job, &stopper, &res);
 	if (res.outcome == OUTCOME_DONE)
 		log_info("ran %s for the failed row", p->argv[0]);

@@ -14,6 +14,7 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "commands.h"
 
 #include <stdlib.h>
 #include <string.h>

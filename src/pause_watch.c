@@ -21,6 +21,8 @@
 #include "rowq.h"
 #include "db.h"
 #include "supervisor.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <stdlib.h>
 #include <string.h>

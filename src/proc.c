@@ -161,13 +161,41 @@ proc_std_fds(void)
 }
 
 void
-stopper_init(struct stopper *s, int64_t stop_timeout_ms)
+stopper_init(struct stopper *s, bool term_aborts)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 };
 
 	memset(s, 0, sizeof(*s));
-	s->stop_timeout_ms = stop_timeout_ms;
+	s->term_aborts = term_aborts;
+	s->stop_deadline_ms = INT64_MAX;
 	s->fd = proc_signalfd(sigs, sizeof(sigs) / sizeof(sigs[0]));
+}
+
+/*
+ * A deadline travels as a signal's int (sigqueue): its low 31 bits, read
+ * back as the time nearest to the reader's clock with those bits, which
+ * is exact while the two are less than 2^30 ms (12 days) apart; a
+ * deadline farther than PROC_DEADLINE_SPAN_MS is sent as that.
+ */
+int
+proc_deadline_encode(int64_t deadline_ms, int64_t now)
+{
+	if (deadline_ms - now > PROC_DEADLINE_SPAN_MS)
+		deadline_ms = now + PROC_DEADLINE_SPAN_MS;
+	return (int)(deadline_ms & INT32_MAX);
+}
+
+int64_t
+proc_deadline_decode(int value, int64_t now)
+{
+	const int64_t span = (int64_t)1 << 31;
+	int64_t t = (now & ~(int64_t)INT32_MAX) | (int64_t)value;
+
+	if (t > now + span / 2)
+		t -= span;
+	else if (t < now - span / 2)
+		t += span;
+	return t;
 }
 
 void
@@ -179,10 +207,17 @@ stopper_read(struct stopper *s)
 		switch (si.ssi_signo) {
 		case SIGTERM:
 		case SIGINT:
-			if (!s->stop)
-				s->stop_deadline_ms = now_ms() +
-				    s->stop_timeout_ms;
 			s->stop = true;
+			if (si.ssi_code == SI_QUEUE) {
+				/* The supervisor's: the earliest told. */
+				int64_t d = proc_deadline_decode(si.ssi_int,
+				    now_ms());
+				if (d < s->stop_deadline_ms)
+					s->stop_deadline_ms = d;
+			} else if (s->term_aborts) {
+				s->abort = true;
+				s->stop_deadline_ms = now_ms();
+			}
 			break;
 		case SIGQUIT:
 			s->abort = s->stop = true;

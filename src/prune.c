@@ -305,7 +305,7 @@ prune_once(const struct config *cfg, const struct queue *q, bool dry_run)
 		return rc;
 	}
 	/* ^C stops between chunks: the one running is committed or not. */
-	stopper_init(&stopper, 0);
+	stopper_init(&stopper, true);
 	prune_run(db, q, &stopper, isatty(STDERR_FILENO) ?
 	    prune_progress_line : NULL, &tty, &r);
 	if (isatty(STDERR_FILENO) && r.chunks > 0)

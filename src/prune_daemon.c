@@ -72,7 +72,7 @@ prune_child(const struct config *cfg, const struct queue *q,
 	struct db *db;
 
 	log_procinit("prune %s", q->name);
-	stopper_init(&stopper, 0);
+	stopper_init(&stopper, true);
 	db = db_open(&cfg->db, &st);
 	if (st != DB_OK) {
 		r->end = PRUNE_FAILED;

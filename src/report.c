@@ -9,6 +9,9 @@
 #include "rowq.h"
 #include "db.h"
 #include "supervisor.h"
+#include "claim.h"
+#include "commands.h"
+#include "metrics.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -12,6 +12,8 @@
  */
 #include "rowq.h"
 #include "db.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <stddef.h>
 #include <stdlib.h>

@@ -9,8 +9,10 @@
  *
  * What belongs to one part of the program has a header of its own: db.h
  * (the database layer), config.h (loading the configuration),
- * supervisor.h (the supervisor and its parts), worker.h (one worker) and
- * handler.h (a handler process).  Each prototype sits under the section
+ * supervisor.h (the supervisor and its parts), worker.h (one worker),
+ * handler.h (a handler process), claim.h (the claims built in place of a
+ * select's own), commands.h (what the commands on a queue share with the
+ * daemon and the console) and metrics.h (the Prometheus exposition).  Each prototype sits under the section
  * of the file that defines it (`make lint` checks that); src/README says
  * which file holds what.
  */
@@ -51,7 +53,10 @@
 #define HANDLER_LOG_LINE_MAX	1024		/* longer stderr lines are split */
 #define HANDLER_LOG_LINES_MAX	100		/* stderr lines logged per row */
 #define ROW_BYTES_MAX		(64 * 1024 * 1024) /* one claimed row, all columns */
-#define HANDLER_KILL_GRACE_MS	2000		/* after a timeout's SIGTERM, before SIGKILL */
+/* The graces, one per purpose; a queue's stop_grace is before a stop's end. */
+#define HANDLER_KILL_GRACE_MS	2000	/* timeout: SIGTERM, then SIGKILL */
+#define STOP_KILL_GRACE_MS	3000	/* a stop: SIGQUIT, then SIGKILL */
+#define PIPE_EOF_GRACE_MS	5000	/* EOF, SIGKILL (not past a stop) */
 
 /* ---- buf.c: growable byte buffers ---- */
 
@@ -216,6 +221,13 @@ enum handler_kind {
 	HANDLER_PIPE,
 };
 
+/* What a handler runs with: read through struct handler_job, never copied. */
+struct handler_settings {
+	int64_t		 timeout_ms;
+	int		 stop_signal;	/* 0: none, the handler is not told */
+	int64_t		 stop_grace_ms;	/* 0: the signal as the stop begins */
+};
+
 enum backoff_kind {
 	BACKOFF_FIXED,
 	BACKOFF_LINEAR,
@@ -342,7 +354,7 @@ struct queue {
 	enum handler_kind handler;
 	char	       **argv;		/* NULL-terminated, as configured */
 	char		*argv_where;	/* "FILE:LINE: queues.email.exec" */
-	int64_t		 timeout_ms;
+	struct handler_settings handling;
 	struct sql	 done;
 	struct retry_policy retry;
 	struct sql	 failed;	/* text NULL when absent */
@@ -536,9 +548,11 @@ void	 json_row(struct buf *, const struct column *, size_t ncolumns,
 
 /*
  * A process's view of the signals that stop it, read from a signalfd so
- * that poll() wakes for them.  SIGTERM/SIGINT ask for a graceful stop:
- * finish the current row, but give up on it at stop_deadline_ms.  SIGQUIT,
- * sent also when the supervisor dies, asks to stop at once.
+ * that poll() wakes for them.  SIGTERM/SIGINT: finish the current row;
+ * the supervisor's brings the stop's deadline (slot.c), kept to warn the
+ * handler (stop_grace), not to give up at: SIGQUIT, at the deadline or
+ * when the supervisor dies, says that.  With term_aborts (a helper child)
+ * any SIGTERM is a SIGQUIT.
  */
 struct stopper {
 	int		 fd;
@@ -546,8 +560,8 @@ struct stopper {
 	bool		 abort;
 	bool		 hup;
 	bool		 wake;		/* SIGUSR1: the queue has rows (wake_watch.c) */
-	int64_t		 stop_timeout_ms;
-	int64_t		 stop_deadline_ms;
+	bool		 term_aborts;
+	int64_t		 stop_deadline_ms; /* INT64_MAX: none told */
 };
 
 int64_t	 now_ms(void);			/* CLOCK_MONOTONIC */
@@ -561,14 +575,17 @@ void	 proc_close_inherited(void);	/* a forked child: fds 3 and up */
 void	 proc_close_inherited_but(int keep);
 void	 proc_helper_child(pid_t parent); /* see proc.c */
 void	 proc_std_fds(void);		/* /dev/null on a closed 0, 1 or 2 */
-void	 stopper_init(struct stopper *, int64_t stop_timeout_ms);
+void	 stopper_init(struct stopper *, bool term_aborts);
 void	 stopper_read(struct stopper *);
 int	 stopper_sleep(struct stopper *, int64_t ms);
+#define PROC_DEADLINE_SPAN_MS	((int64_t)1 << 29) /* a deadline as an int */
+int	 proc_deadline_encode(int64_t deadline_ms, int64_t now);
+int64_t	 proc_deadline_decode(int value, int64_t now);
 void	 proc_title_init(int argc, char **argv);
 void	 proc_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	 describe_wait_status(int status, struct buf *);
 
-/* ---- handler_child.c, handler_identity.c and handler.c, for the rest ---- */
+/* ---- handler*.c, for the rest ---- */
 
 /*
  * The handler's own types and functions are in handler.h, for the
@@ -579,109 +596,14 @@ void	 describe_wait_status(int status, struct buf *);
 extern volatile pid_t *child_pgid_slot;
 int	 identity_try(const struct handler_user *, char *why, size_t len);
 int	 handler_resolve(const char *prog, char **path);
+#define STOP_SIGNAL_NAMES	"TERM, INT, HUP, QUIT, USR1 or USR2"
+int	 handler_stop_signal_parse(const char *name);
+const char *handler_stop_signal_name(int sig);
 
 /* ---- db.c: the database layer, declared in db.h ---- */
 
 /* Only a pointer here: the files that use the database include db.h. */
 struct db;
-
-/* ---- keyed.c: the claim that locks only the rows it claims ---- */
-
-/* One list of keys serves this many claims at most, and this long. */
-#define KEYED_LIST_CLAIMS	1000
-#define KEYED_LIST_MS		1000
-/* Keys in one list, at most. */
-#define KEYED_LIST_MAX		10000
-
-/*
- * A select whose own claim locks rows it does not claim (a row every
- * claim joins, a sort), taken apart: the table its done changes and the
- * parts the claim by key is built from, as written.
- */
-struct keyed_claim {
-	char	*reason;	/* NULL: it applies; else "the select ..." */
-	char	*why;		/* keyed_confirm: what the own claim locks */
-	char	*schema;	/* the claimed table's; NULL: the connection's */
-	char	*table;		/* the table done changes, unquoted */
-	char	*alias;		/* as the select names it, unquoted */
-	char	*table_ref;	/* "t AS a", as written, without hints */
-	char	*columns;	/* "SELECT ..." up to FROM */
-	char	*from;		/* after FROM, up to WHERE or ORDER BY */
-	char	*from_head;	/* of from, before the claimed table */
-	char	*from_tail;	/* of from, after it and its hints */
-	char	*target;	/* the claimed table, [schema.]table as written */
-	size_t	 ref_start, ref_end;	/* its tokens, for keyed_derive */
-	char	*where;		/* the WHERE's condition; NULL: none */
-	char	*own_where;	/* its conjuncts of the claimed table alone */
-	char	*order;		/* after ORDER BY; NULL: none */
-	bool	 join;		/* FROM has more tables */
-	bool	 derived;	/* keyed_derive took it apart */
-	char	*pk;		/* keyed_confirm: the primary key column */
-};
-
-int	 keyed_derive(struct keyed_claim *, const char *select,
-	    const char *done);
-int	 keyed_confirm(struct db *, struct keyed_claim *, const char *select,
-	    int batch);
-void	 keyed_list_sql(struct buf *, const struct keyed_claim *, int limit);
-void	 keyed_lock_sql(struct buf *, const struct keyed_claim *,
-	    const char *const *keys, size_t n, int limit);
-void	 keyed_free(struct keyed_claim *);
-
-/* ---- cursor.c: the claim that scans the primary key from a cursor ---- */
-
-#define CURSOR_KEY_MAX		24	/* 20 digits, a sign, NUL, to spare */
-#define CURSOR_FALLBACK_CLAIMS	1000	/* fast claims between fallbacks */
-#define CURSOR_FALLBACK_MS	1000	/* and at least this often */
-
-/*
- * A select of the common shape (one table, ORDER BY its primary key
- * ascending) in the parts the cursor claims are built from.  Every text is
- * as the select writes it, comments dropped.
- */
-struct cursor_claim {
-	char	*reason;	/* NULL: the shape holds; else "the select ..." */
-	char	*schema;	/* unquoted; NULL: the connection's database */
-	char	*table;		/* unquoted */
-	char	*key_column;	/* the ORDER BY column, unquoted */
-	char	*key_ref;	/* as written: id, e.id, `id` */
-	char	*columns;	/* "SELECT ..." up to FROM */
-	char	*table_ref;	/* "email AS e", without index hints */
-	char	*hints;		/* the select's own index hints, or "" */
-	char	*where;		/* the WHERE's condition; NULL: none */
-	size_t	 key_index;	/* cursor_confirm: the key among the columns */
-	/*
-	 * Conditions its user adds (limit.per_key's), or NULL; not owned:
-	 * also to the claim and its first key, take to the claim alone.
-	 */
-	const char *also;
-	const char *take;
-};
-
-enum cursor_from {
-	CURSOR_AFTER,		/* key > the last one claimed: the fast claim */
-	CURSOR_AT,		/* key >= the start's: the fallback claim */
-};
-
-/* Where one worker's claims are: see cursor_fallback_due, cursor_claimed. */
-struct cursor_state {
-	char	 last[CURSOR_KEY_MAX];	/* "": none; the next claim falls back */
-	int	 claims;		/* fast claims since the last fallback */
-	int64_t	 fallback_ms;		/* now_ms() of the last fallback */
-};
-
-int	 cursor_derive(struct cursor_claim *, const char *select);
-int	 cursor_confirm(struct db *, struct cursor_claim *,
-	    const struct column *, size_t ncols);
-void	 cursor_claim_sql(struct buf *, const struct cursor_claim *,
-	    enum cursor_from, const char *key, int limit);
-void	 cursor_start_sql(struct buf *, const struct cursor_claim *);
-bool	 cursor_key_valid(const char *, size_t);
-void	 cursor_free(struct cursor_claim *);
-void	 cursor_rewind(struct cursor_state *);
-bool	 cursor_fallback_due(const struct cursor_state *, int64_t now_ms);
-int	 cursor_claimed(struct cursor_state *, enum cursor_from,
-	    const char *key, size_t len, int64_t now_ms);
 
 /* ---- prune.c: one prune run, `rowq prune`, and its check ---- */
 
@@ -887,9 +809,6 @@ void	 wake_binlog_check(struct db *, const struct queue *);
 struct keyed_claim;
 int	 check_plan(struct db *, const struct queue *, bool verbose,
 	    const struct keyed_claim *, bool cursor);
-struct dialect;
-void	 check_plan_describe(const char *select, const struct dialect *,
-	    unsigned long version, struct buf *);
 
 /* ---- check_galera.c: a Galera node, for check.c ---- */
 
@@ -908,243 +827,6 @@ struct checker {
 pid_t	 checker_start(const struct config *, const struct checker *);
 enum check_verdict checker_verdict(int status);
 enum check_verdict checker_run(const struct config *, const struct checker *);
-
-/* ---- status_db.c: what the database says of a queue ---- */
-
-#define STATUS_CAP		1000	/* rows counted at most, per count */
-
-/* What the database says of a queue, read without taking any lock. */
-struct queue_db_status {
-	long		 waiting;	/* the select finds; STATUS_CAP: or more */
-	long long	 oldest_age_s;	/* -1: no age: column, or no row */
-	long long	 failed;	/* -1: no failed_count: */
-};
-
-int	 status_query(struct db *, const struct queue *,
-	    struct queue_db_status *);
-void	 status_split(const struct queue *, const struct queue_db_status *,
-	    long busy, long *ready, long *in_progress);
-int	 status_select_finds(struct db *, const struct queue *);
-
-/* ---- pause.c: the pause table, rowq pause and rowq resume ---- */
-
-#define PAUSE_TABLE_DEFAULT	"rowq_pause"
-#define PAUSE_REASON_MAX	1000
-#define PAUSE_FOR_MAX_MS	(366LL * 24 * 3600 * 1000)
-/* A timed pause: live while resume_at (UTC) is ahead, or it is NULL. */
-#define PAUSE_LIVE	"(resume_at IS NULL OR resume_at > UTC_TIMESTAMP(6))"
-
-struct pause_entry {
-	char		*queue;
-	char		*since;		/* as the server shows a TIMESTAMP */
-	long long	 for_s;		/* how long ago */
-	char		*reason;	/* "" when none was given */
-	long long	 resume_in_s;	/* --for: until it resumes; -1: never */
-};
-
-struct pause_list {
-	struct pause_entry *entry;
-	size_t		 n;
-};
-
-const char	*pause_table(const struct config *);
-int		 pause_read(struct db *, const char *table,
-		    struct pause_list *);
-const struct pause_entry *pause_find(const struct pause_list *,
-		    const char *queue);
-void		 pause_list_free(struct pause_list *);
-int		 pause_change(struct db *, const struct config *,
-		    const char *queue, const char *reason);
-int		 pause_command(const char *path, const char *queue,
-		    const char *reason, int64_t for_ms);
-int		 resume_command(const char *path, const char *queue);
-struct db	*pause_connect(const char *path, const char *queue,
-		    struct config **, int *rc);
-int		 pause_row_add(struct db *, const struct config *,
-		    const char *key, const char *reason,
-		    unsigned long long *affected);
-int		 pause_row_remove(struct db *, const struct config *,
-		    const char *key, unsigned long long *affected);
-
-/* ---- status_socket.c: the daemon's status socket ---- */
-
-char	*status_socket_path(const struct config *);	/* caller frees */
-
-/* ---- wake_socket.c: `rowq wake` ---- */
-
-char	*wake_socket_path(const struct config *);	/* caller frees */
-void	 wake_send(const struct config *, const char *queue);
-int	 wake_command(const char *config_path, const char *queue);
-
-/* ---- status.c: `rowq status` ---- */
-
-/* The running daemon's answer on its status socket, split in lines. */
-struct line {
-	char	**field;
-	size_t	  n;
-};
-
-struct live {
-	char		*text;		/* the daemon's answer, split in place */
-	struct line	*lines;
-	size_t		 nlines;
-	char		 error[256];	/* why there is no answer */
-};
-
-/* One queue as `rowq status` shows it. */
-struct status_queue {
-	const struct queue	*q;
-	struct queue_db_status	 db;
-	bool			 db_ok;
-	bool			 alert;		/* older than alert_age */
-	bool			 alert_failed;	/* more failed than alert_failed */
-	const struct line	*alert_running;	/* a worker past alert_running */
-	long			 ready;
-	long			 in_progress;	/* -1: no daemon answered */
-	const struct pause_entry *pause; /* NULL: not paused */
-	struct limit_status	 limit;	/* q->limit.enabled: as read */
-	bool			 limit_ok;
-};
-
-/* The server status read from, and the TLS cipher: "" when none. */
-struct status_link {
-	char	where[300];
-	char	cipher[128];
-};
-
-void	 status_live_load(struct live *, const struct config *);
-void	 status_live_free(struct live *);
-const struct line *status_live_find(const struct live *, const char *kind,
-	    const char *queue, size_t *i);
-const char *status_live_value(const struct line *, const char *key);
-bool	 status_live_split(const struct live *, struct status_queue *,
-	    size_t n);
-int	 status_read_db(struct db *, const struct config *,
-	    struct status_queue *, size_t n, struct pause_list *,
-	    struct status_link *);
-struct schedule_list;
-void	 status_json(struct buf *, const struct status_queue *, size_t n,
-	    const struct live *, const struct status_link *,
-	    const struct schedule_list *);
-int	 status_command(const char *config_path, char **queues, size_t n,
-	    bool json);
-
-/* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue`, `rowq discard` ---- */
-
-/* What both commands work with: failed_open fills it, failed_close frees. */
-struct failed_ctx {
-	struct config		*cfg;
-	const struct queue	*q;
-	struct db		*db;
-};
-
-/* What is done to failed rows by key: requeue: or discard:. */
-struct failed_action {
-	const char	*name;		/* the command, and the queue's key */
-	const char	*done;		/* "requeued", for messages */
-	size_t		 offset;	/* of its struct sql in struct queue */
-};
-
-int	 failed_command(const char *config_path, int argc, char **argv);
-int	 failed_open(const char *config_path, const char *queue,
-	    const char *cmd, bool need_select, const struct failed_action *need,
-	    struct failed_ctx *);
-void	 failed_close(struct failed_ctx *);
-struct db_stmt;
-struct db_stmt *failed_prepare(struct db *, const char *sql,
-	    const char *where, int *exit_status);
-void	 failed_quote(struct buf *, const char *identifier);
-/* rowq check: failed_select, requeue and discard against the queue's key. */
-int	 failed_check(struct db *, const struct queue *, const char *key);
-
-/* One run of an action over keys (requeue.c). */
-struct requeue_run {
-	const struct failed_ctx	*what;
-	const struct failed_action *action;
-	/* The action's statements, a list's in order (SQL_LIST_MAX). */
-	struct db_stmt		*stmt[SQL_LIST_MAX];
-	size_t			 nstmts;
-	bool			 quiet;		/* no line per key (the console) */
-	unsigned long long	 done;		/* rows requeued or discarded */
-	unsigned long long	 missed;	/* keys that changed no row */
-};
-
-extern const struct failed_action requeue_action, discard_action;
-const struct sql *failed_action_sql(const struct queue *,
-	    const struct failed_action *);
-int	 requeue_command(const char *config_path, int argc, char **argv);
-int	 requeue_begin(struct requeue_run *, const struct failed_ctx *,
-	    const struct failed_action *);
-int	 requeue_keys(struct requeue_run *, char **keys, size_t n);
-struct value;
-int	 requeue_values(struct requeue_run *, const struct value *keys,
-	    size_t n);
-int	 requeue_all(struct requeue_run *, const char *where_error);
-void	 requeue_end(struct requeue_run *);
-const char *requeue_error_column(const struct column *, size_t n);
-void	 requeue_like(struct buf *, const char *text);
-
-/* ---- metrics.c: Prometheus exposition, over mhd.h ---- */
-
-/* One queue's numbers, as the supervisor adds them up. */
-struct metrics_queue {
-	const char		*name;
-	uint64_t		 done, retried, failed, errors;
-	uint64_t		 restarts, reconnects, db_retries;
-	uint64_t		 handler_restarts;
-	uint64_t		 pruned_rows;	/* by this daemon's prune runs */
-	uint64_t		 on_failed_runs, on_failed_failures;
-	uint64_t		 on_failed_dropped;
-	int			 workers_up;
-	int			 paused;	/* 1: rowq pause; 0: not */
-	const char		*wake;		/* poll, binlog, binlog-fallback */
-	long long		 binlog_lag_s;	/* -1: not following */
-	long			 ready;		/* -1: unknown */
-	long			 in_progress;	/* -1: unknown */
-	long long		 oldest_age_s;	/* -1: unknown */
-	long long		 failed_rows;	/* -1: unknown */
-	struct histogram	 claim;
-	struct histogram	 handler[HANDLER_OUTCOMES];
-	struct histogram	 pickup;
-	bool			 has_pickup;	/* ready_at: is set */
-	long long		 running_oldest_s; /* the longest handler now */
-	bool			 limited;	/* the queue has limit: */
-	uint64_t		 limit_waits[LIMIT_REASONS];
-	long			 limit_in_use;	/* slots this daemon's workers hold */
-	int			 throttled;	/* 1: throttled now, else 0 */
-	int			 failing;	/* workers in WORKER_FAILING */
-};
-
-/* One schedule's numbers, for the daemon that runs it. */
-struct metrics_schedule {
-	const char		*name;
-	long long		 last_slot;	/* the last inserted; -1: none */
-	uint64_t		 inserted;	/* by this daemon */
-	uint64_t		 skipped;
-	int			 paused;
-};
-
-typedef void	(*metrics_render_fn)(void *ctx, struct buf *);
-/* POST /wake/QUEUE: -1 for a queue the daemon does not run. */
-typedef int	(*metrics_wake_fn)(void *ctx, const char *queue);
-/* GET /healthz (ready false), /readyz (true): whether, and why in buf. */
-typedef bool	(*metrics_health_fn)(void *ctx, bool ready, struct buf *);
-
-struct metrics;
-
-void		 metrics_render(struct buf *, const struct metrics_queue *,
-		    size_t n);
-void		 metrics_render_reloads(struct buf *, uint64_t ok,
-		    uint64_t failed);
-void		 metrics_render_schedules(struct buf *,
-		    const struct metrics_schedule *, size_t n);
-struct metrics	*metrics_start(const char *addr, metrics_render_fn,
-		    metrics_wake_fn, metrics_health_fn, void *ctx);
-int		 metrics_fd(const struct metrics *);
-void		 metrics_run(struct metrics *);
-void		 metrics_timers(struct metrics *, int64_t now, int64_t *next);
-void		 metrics_stop(struct metrics *);
-int		 metrics_write_textfile(const char *path, const struct buf *);
 
 /* ---- mhd.c: libmicrohttpd, loaded when HTTP is served (mhd.h) ---- */
 

@@ -10,6 +10,7 @@
 #define SCHEDULE_H
 
 #include "rowq.h"
+#include "commands.h"
 
 #include <time.h>
 

@@ -8,6 +8,8 @@
 #include "rowq.h"
 #include "db.h"
 #include "schedule.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <stdlib.h>
 #include <string.h>

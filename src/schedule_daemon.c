@@ -21,6 +21,7 @@
 #include "dialect.h"
 #include "schedule.h"
 #include "supervisor.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -127,10 +127,30 @@ slot_kill_handler_group(struct slot *sl)
 }
 
 /*
+ * A finishing worker is told its deadline with its SIGTERM (sigqueue):
+ * the supervisor owns it, the worker uses it to warn its handler in time
+ * (stop_grace) and to bound its own end; a shorter one is told again.
+ * (A SIGTERM sent while the last is still unread is merged into it by the
+ * kernel, and the worker keeps the first deadline: its handler is then
+ * told late, but the SIGQUIT at the true deadline still ends the row.)
+ */
+void
+slot_tell_deadline(const struct slot *sl)
+{
+	union sigval v = { .sival_int = proc_deadline_encode(
+	    sl->stage_deadline_ms, now_ms()) };
+
+	if (sl->pid > 0)
+		(void)sigqueue(sl->pid, SIGTERM, v);
+}
+
+/*
  * The only place a worker is asked to stop: the next stage, its signal,
  * and until when it has before the one after.
- *	finishing: SIGTERM, finish the row, commit and exit;
- *	aborting: SIGQUIT, kill the handler's group and roll back;
+ *	finishing: SIGTERM with the deadline, finish the row, commit, exit;
+ *	aborting: SIGQUIT at the deadline, the one thing that makes the
+ *	    worker give up its row: it kills the handler's group and rolls
+ *	    back;
  *	killed: SIGKILL for the worker first (it must not see its
  *	    handler die and record that), then the handler's group.
  */
@@ -138,7 +158,6 @@ void
 slot_set_stage(struct slot *sl, enum stage to, int64_t deadline_ms)
 {
 	static const int signals[] = {
-		[STAGE_FINISHING] = SIGTERM,
 		[STAGE_ABORTING] = SIGQUIT,
 		[STAGE_KILLED] = SIGKILL,
 	};
@@ -151,7 +170,9 @@ slot_set_stage(struct slot *sl, enum stage to, int64_t deadline_ms)
 	    slot_stage_name(sl->stage), slot_stage_name(to));
 	sl->stage = to;
 	sl->stage_deadline_ms = deadline_ms;
-	if (sl->pid > 0)
+	if (to == STAGE_FINISHING)
+		slot_tell_deadline(sl);
+	else if (sl->pid > 0)
 		(void)kill(sl->pid, signals[to]);
 	if (to == STAGE_KILLED)
 		slot_kill_handler_group(sl);

@@ -12,6 +12,8 @@
 #include "rowq.h"
 #include "db.h"
 #include "schedule.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <poll.h>

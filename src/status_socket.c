@@ -15,6 +15,7 @@
  */
 #include "rowq.h"
 #include "supervisor.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -11,15 +11,12 @@
  * in a child process, so that reaping, stopping and the watchdog go on
  * while it connects.
  *
- * A worker's life, as the supervisor drives it:
- *
- *	running --SIGTERM--> finishing --stop_timeout--> SIGQUIT: aborting
- *	    --STOP_KILL_GRACE_MS--> SIGKILL, with its handler's process group
- *
- * A finishing worker completes its current row and commits; an aborting
- * one kills its handler's group and exits with its transaction rolled back
- * (the rows wait again).  The same steps serve a stop (every worker) and a
- * reload (the old generation's workers, while the new ones already run).
+ * A worker's stop, as the supervisor drives it, is drawn in
+ * supervisor.h (enum stage): the supervisor owns the deadline, tells it
+ * with the SIGTERM, and its SIGQUIT at the deadline is what makes a worker
+ * give up its row.  The same steps serve a stop (every worker), a drain's
+ * end and a reload (the old generation's workers, while the new ones
+ * already run).
  */
 #include "rowq.h"
 #include "db.h"
@@ -50,8 +47,6 @@
  */
 #define RESTART_CONFIG_MIN_MS	2000
 #define RESTART_CONFIG_MAX_MS	300000
-/* After stop_timeout and SIGQUIT, workers get this long before SIGKILL. */
-#define STOP_KILL_GRACE_MS	3000
 /*
  * While workers finish during a stop, systemd hears from us this often,
  * each time asking for EXTEND_TIMEOUT_MS more: a live supervisor that is
@@ -61,121 +56,6 @@
 #define EXTEND_EVERY_MS		2000
 #define EXTEND_TIMEOUT_MS	10000
 #define STATUS_EVERY_MS		5000
-
-static struct totals *
-supervisor_totals(struct supervisor *s, const char *queue)
-{
-	for (size_t i = 0; i < s->ntotals; i++)
-		if (strcmp(s->totals[i].queue, queue) == 0)
-			return &s->totals[i];
-	s->totals = xrealloc(s->totals, (s->ntotals + 1) * sizeof(*s->totals));
-	memset(&s->totals[s->ntotals], 0, sizeof(*s->totals));
-	s->totals[s->ntotals].queue = xstrdup(queue);
-	return &s->totals[s->ntotals++];
-}
-
-/* What a worker did goes into its queue's totals when it exits. */
-static void
-supervisor_add(struct totals *t, const struct worker_stats *w)
-{
-	t->done += w->done;
-	t->retried += w->retried;
-	t->failed += w->failed;
-	t->errors += w->errors;
-	t->reconnects += w->reconnects;
-	t->db_retries += w->db_retries;
-	t->handler_restarts += w->handler_restarts;
-	t->on_failed_dropped += w->on_failed_dropped;
-	for (int r = 0; r < LIMIT_REASONS; r++)
-		t->limit_waits[r] += w->limit_waits[r];
-	histogram_merge(&t->claim, &w->claim);
-	for (int i = 0; i < HANDLER_OUTCOMES; i++)
-		histogram_merge(&t->handler[i], &w->handler[i]);
-	histogram_merge(&t->pickup, &w->pickup);
-	if (w->last_error_ms > t->last_error_ms) {
-		t->last_error_ms = w->last_error_ms;
-		memcpy(t->last_error, (const char *)w->last_error,
-		    sizeof(t->last_error));
-		t->last_error[sizeof(t->last_error) - 1] = '\0';
-	}
-}
-
-/*
- * Counts of a queue: what exited workers did plus what live ones report.
- * The copy's queue name is borrowed.
- */
-struct totals
-supervisor_count(struct supervisor *s, const char *queue)
-{
-	struct totals t = *supervisor_totals(s, queue);
-
-	for (int i = 0; i < s->nslots; i++) {
-		struct slot *sl = &s->slots[i];
-		if (sl->pid == 0 || strcmp(sl->queue->name, queue) != 0)
-			continue;
-		supervisor_add(&t, sl->stats);
-	}
-	return t;
-}
-
-/* Workers of the queue that run. */
-int
-supervisor_workers_up(const struct supervisor *s, const struct queue *q)
-{
-	int up = 0;
-
-	for (int i = 0; i < s->nslots; i++)
-		if (s->slots[i].state == SLOT_RUNNING &&
-		    s->slots[i].queue == q)
-			up++;
-	return up;
-}
-
-/*
- * How long the queue's longest-running handler on this daemon has run,
- * in seconds; 0 when none runs (a hung handler shows here long before
- * its timeout, and alert_running says so).
- */
-long long
-supervisor_running_oldest_s(const struct supervisor *s, const struct queue *q)
-{
-	int64_t now = wall_ms(), oldest = 0;
-
-	for (int i = 0; i < s->nslots; i++) {
-		const struct slot *sl = &s->slots[i];
-		if (sl->pid != 0 && sl->stats->state == WORKER_BUSY &&
-		    strcmp(sl->queue->name, q->name) == 0 &&
-		    sl->stats->since_ms > 0 && now - sl->stats->since_ms > oldest)
-			oldest = now - sl->stats->since_ms;
-	}
-	return oldest / 1000;
-}
-
-/* Workers of the queue busy with a row: each holds that row. */
-long
-supervisor_busy(const struct supervisor *s, const char *queue)
-{
-	long busy = 0;
-
-	for (int i = 0; i < s->nslots; i++) {
-		const struct slot *sl = &s->slots[i];
-		if (sl->pid != 0 && sl->stats->state == WORKER_BUSY &&
-		    strcmp(sl->queue->name, queue) == 0)
-			busy++;
-	}
-	return busy;
-}
-
-bool
-supervisor_wants(const struct supervisor *s, const struct queue *q)
-{
-	if (!s->opts->drain || s->opts->nqueues == 0)
-		return true;
-	for (size_t i = 0; i < s->opts->nqueues; i++)
-		if (strcmp(s->opts->queues[i], q->name) == 0)
-			return true;
-	return false;
-}
 
 /* An old generation with no slot left: its config can go. */
 void
@@ -377,7 +257,6 @@ static void supervisor_begin_stop(struct supervisor *, const char *why);
 static void
 supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 {
-	struct totals *t = supervisor_totals(s, sl->queue->name);
 	int64_t lived = now_ms() - sl->started_ms;
 	bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	bool config = WIFEXITED(status) &&
@@ -385,7 +264,8 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 	char why[128], d[32], l[32];
 
 	log_set_about(sl->queue->name, sl->number);
-	supervisor_add(t, sl->stats);
+	struct totals *t = supervisor_add_exited(s, sl->queue->name,
+	    sl->stats);
 	if (sl->stats->finished_us > s->drain_finished_us)
 		s->drain_finished_us = sl->stats->finished_us;
 	supervisor_describe_death(status, why, sizeof(why));
@@ -462,100 +342,6 @@ supervisor_reaped(struct supervisor *s, struct slot *sl, int status)
 	log_set_about(NULL, 0);
 }
 
-/* ---- the parts (SUPERVISOR_PARTS in supervisor.h) ---- */
-
-#define SUPERVISOR_PART_ROW(name) &name##_part,
-static const struct supervisor_part *const supervisor_parts[] = {
-	SUPERVISOR_PARTS(SUPERVISOR_PART_ROW)
-};
-#define NPARTS	(sizeof(supervisor_parts) / sizeof(supervisor_parts[0]))
-
-/* Whether part i takes part in this run: a drain has only some. */
-static bool
-supervisor_part_on(const struct supervisor *s, size_t i)
-{
-	return !s->opts->drain || supervisor_parts[i]->in_drain;
-}
-
-/* Start every part, and size the poll array for all of them. */
-static void
-supervisor_parts_start(struct supervisor *s)
-{
-	nfds_t n = 1;	/* the signalfd */
-
-	for (size_t i = 0; i < NPARTS; i++)
-		n += supervisor_parts[i]->poll_max;
-	s->poll = xcalloc(n, sizeof(*s->poll));
-	s->poll_from = xcalloc(NPARTS + 1, sizeof(*s->poll_from));
-	for (size_t i = 0; i < NPARTS; i++)
-		if (supervisor_part_on(s, i) && supervisor_parts[i]->start)
-			supervisor_parts[i]->start(s);
-}
-
-static void
-supervisor_parts_stop(struct supervisor *s)
-{
-	for (size_t i = 0; i < NPARTS; i++)
-		if (supervisor_parts[i]->stop)
-			supervisor_parts[i]->stop(s);
-	free(s->poll);
-	free(s->poll_from);
-}
-
-static void
-supervisor_parts_tick(struct supervisor *s, int64_t now, int64_t *next)
-{
-	for (size_t i = 0; i < NPARTS; i++)
-		if (supervisor_part_on(s, i) && supervisor_parts[i]->tick)
-			supervisor_parts[i]->tick(s, now, next);
-}
-
-/*
- * Each part's entries after the signalfd's, where poll_from says: part
- * i's are poll[poll_from[i]] up to poll[poll_from[i + 1]].  A part that
- * asks for more than its poll_max is a bug of ours.
- */
-static nfds_t
-supervisor_parts_poll_fds(struct supervisor *s)
-{
-	nfds_t np = 1;
-
-	for (size_t i = 0; i < NPARTS; i++) {
-		const struct supervisor_part *pt = supervisor_parts[i];
-		s->poll_from[i] = np;
-		if (supervisor_part_on(s, i) && pt->poll_fds) {
-			pt->poll_fds(s, s->poll, &np);
-			if (np - s->poll_from[i] > pt->poll_max)
-				fatalx("%s: %lu poll entries, more than its %lu",
-				    pt->name, (unsigned long)(np -
-				    s->poll_from[i]), (unsigned long)pt->poll_max);
-		}
-	}
-	s->poll_from[NPARTS] = np;
-	return np;
-}
-
-static void
-supervisor_parts_handle(struct supervisor *s)
-{
-	for (size_t i = 0; i < NPARTS; i++) {
-		nfds_t from = s->poll_from[i], to = s->poll_from[i + 1];
-		if (to > from && supervisor_parts[i]->handle)
-			supervisor_parts[i]->handle(s, s->poll + from,
-			    to - from);
-	}
-}
-
-static bool
-supervisor_parts_reaped(struct supervisor *s, pid_t pid, int status)
-{
-	for (size_t i = 0; i < NPARTS; i++)
-		if (supervisor_parts[i]->reaped &&
-		    supervisor_parts[i]->reaped(s, pid, status))
-			return true;
-	return false;
-}
-
 static void
 supervisor_reap(struct supervisor *s)
 {
@@ -581,7 +367,8 @@ supervisor_reap(struct supervisor *s)
 
 /*
  * Ask a worker to finish its current row and exit within timeout_ms.  A
- * worker already finishing keeps the earlier of the two deadlines.
+ * worker already finishing keeps the earlier of the two deadlines, and
+ * is told when it is the new one.
  */
 void
 supervisor_finish_slot(struct slot *sl, int64_t timeout_ms)
@@ -593,8 +380,10 @@ supervisor_finish_slot(struct slot *sl, int64_t timeout_ms)
 	if (sl->stage == STAGE_RUNNING)
 		slot_set_stage(sl, STAGE_FINISHING, deadline);
 	else if (sl->stage == STAGE_FINISHING &&
-	    deadline < sl->stage_deadline_ms)
+	    deadline < sl->stage_deadline_ms) {
 		sl->stage_deadline_ms = deadline;
+		slot_tell_deadline(sl);
+	}
 }
 
 /*
@@ -618,7 +407,7 @@ supervisor_retire_slot(struct supervisor *s, struct slot *sl)
 /*
  * Past its deadline a finishing worker is told to roll back (SIGQUIT: it
  * kills its handler's group and exits), and STOP_KILL_GRACE_MS later it
- * is killed, its handler's group first.
+ * is killed, then its handler's group.
  */
 static void
 supervisor_escalate(struct supervisor *s, int64_t now, int64_t *next)

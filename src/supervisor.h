@@ -7,15 +7,41 @@
 #define SUPERVISOR_H
 
 #include "rowq.h"
+#include "commands.h"
 
 #include <poll.h>
 
 #define SLOTS_MAX		4096
 #define GENERATIONS_MAX		64
 
+/*
+ * A worker's stop (a stop, a drain's end, a reload's or a pause's or
+ * scale's retiring): one deadline, the supervisor's (stage_deadline_ms),
+ * told to the worker with the stop; the SIGQUIT at it is the one thing
+ * that makes a worker give up a row.
+ *
+ *   supervisor (slot.c)      worker (proc.c, handler*.c)   handler's group
+ *   deadline = now + the generation's stop_timeout
+ *   SIGTERM + deadline ----> stop: no new row; the row's
+ *    (sigqueue; an earlier   handler goes on
+ *    deadline: told again)   at deadline - stop_grace (at
+ *                            once without): stop_signal ---> traps it, or
+ *                                                            dies of it
+ *                            an answer or an exit <-------- (dead of it:
+ *                            counts as usual: committed,     row back,
+ *                            exit 0                          no try)
+ *   at the deadline:
+ *   SIGQUIT: aborting -----> abort: SIGKILL to the group --> killed
+ *                            row rolled back, no try; exit 0
+ *   deadline + STOP_KILL_GRACE_MS (a worker stuck in a statement):
+ *   SIGKILL: killed, then the handler's group
+ *
+ * A pipe handler between rows is not signalled: its EOF comes when the
+ * worker exits, PIPE_EOF_GRACE_MS before its kill, never past the deadline.
+ */
 enum stage {
 	STAGE_RUNNING,
-	STAGE_FINISHING,	/* SIGTERM sent: finish the row, then exit */
+	STAGE_FINISHING,	/* SIGTERM with the deadline: finish, exit */
 	STAGE_ABORTING,		/* SIGQUIT sent: roll back and exit now */
 	STAGE_KILLED,		/* SIGKILL sent */
 };
@@ -345,13 +371,28 @@ struct probe {
 	int64_t			 throttled_ms[QUEUES_MAX]; /* limit:'s; -1 none */
 };
 
-/* supervisor.c: the worker table, for the files below */
+/* supervisor_totals.c: what a queue's workers did and do */
 struct totals	 supervisor_count(struct supervisor *, const char *queue);
+struct totals	*supervisor_add_exited(struct supervisor *, const char *queue,
+		    const struct worker_stats *);
 int		 supervisor_workers_up(const struct supervisor *,
 		    const struct queue *);
 long		 supervisor_busy(const struct supervisor *, const char *queue);
 long long	 supervisor_running_oldest_s(const struct supervisor *,
 		    const struct queue *);
+bool		 supervisor_wants(const struct supervisor *, const struct queue *);
+
+/* supervisor_parts.c: the loop's parts in turn */
+void		 supervisor_parts_start(struct supervisor *);
+void		 supervisor_parts_stop(struct supervisor *);
+void		 supervisor_parts_tick(struct supervisor *, int64_t now,
+		    int64_t *next);
+nfds_t		 supervisor_parts_poll_fds(struct supervisor *);
+void		 supervisor_parts_handle(struct supervisor *);
+bool		 supervisor_parts_reaped(struct supervisor *, pid_t,
+		    int status);
+
+/* supervisor.c: the worker table, for the files below */
 void		 supervisor_fill(struct supervisor *);
 void		 supervisor_finish_slot(struct slot *, int64_t timeout_ms);
 bool		 supervisor_retire_slot(struct supervisor *, struct slot *);
@@ -369,6 +410,7 @@ bool		 slot_stage_allowed(enum stage from, enum stage to);
 void		 slot_set_state(struct supervisor *, struct slot *,
 		    enum slot_state);
 void		 slot_set_stage(struct slot *, enum stage, int64_t deadline_ms);
+void		 slot_tell_deadline(const struct slot *);
 void		 slot_kill_handler_group(struct slot *);
 
 /* reload.c */
@@ -381,7 +423,6 @@ uint64_t prune_daemon_total(struct supervisor *, const char *queue);
 void	 prune_daemon_status(struct supervisor *, const char *queue,
 	    struct buf *);
 /* supervisor.c, for report.c */
-bool	 supervisor_wants(const struct supervisor *, const struct queue *);
 int	 supervisor_running(const struct supervisor *, bool *pending);
 
 /* report.c: systemd's STATUS=, a drain's progress line and summary */

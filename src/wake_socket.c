@@ -9,6 +9,8 @@
  */
 #include "rowq.h"
 #include "supervisor.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -28,6 +28,7 @@
 #include "rowq.h"
 #include "db.h"
 #include "supervisor.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <fcntl.h>

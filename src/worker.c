@@ -12,6 +12,8 @@
  * is finished in worker_finish.c.
  */
 #include "worker.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -383,7 +385,7 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	row_json(w, row, &json);
 	job.input = json.data;
 	job.input_len = json.len;
-	job.timeout_ms = w->q->timeout_ms;
+	job.set = &w->q->handling;
 	if (w->q->lease.enabled) {
 		job.tick = lease_renew;
 		job.tick_ms = w->q->lease.duration_ms / 3;
@@ -700,10 +702,13 @@ worker_drain_look(struct worker *w, int64_t look)
 static void
 worker_free(struct worker *w)
 {
-	int64_t grace = w->args->cfg->stop_timeout_ms;
+	int64_t grace = PIPE_EOF_GRACE_MS;
 
+	/* Never past the stop's deadline, whose SIGQUIT would cut it. */
+	if (w->stopper.stop_deadline_ms - now_ms() < grace)
+		grace = w->stopper.stop_deadline_ms - now_ms();
 	if (w->q->handler == HANDLER_PIPE)
-		pipe_stop(&w->pipe, grace < 5000 ? grace : 5000);
+		pipe_stop(&w->pipe, grace > 0 ? grace : 0);
 	worker_disconnect(w);
 	on_failed_free(w);
 	limit_free(w);
@@ -753,7 +758,7 @@ worker_run(const struct worker_args *args)
 	log_procinit("%s/%d", w.q->name, args->number);
 	log_set_generation(args->generation);
 	proc_title("rowq: %s worker %d (starting)", w.q->name, args->number);
-	stopper_init(&w.stopper, args->cfg->stop_timeout_ms);
+	stopper_init(&w.stopper, false);
 	signal(SIGPIPE, SIG_IGN);
 	if (args->stats) {
 		child_pgid_slot = &args->stats->handler_pgid;

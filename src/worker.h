@@ -17,6 +17,7 @@
 #include "db.h"
 #include "dialect.h"
 #include "handler.h"
+#include "claim.h"
 
 /* Where a statement parameter's value comes from. */
 enum param_source {

@@ -8,6 +8,8 @@
  * than usual.
  */
 #include "worker.h"
+#include "claim.h"
+#include "commands.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -34,6 +34,7 @@
  * silence, so that a frozen host's keys come back with its rows.
  */
 #include "worker.h"
+#include "claim.h"
 
 #include <stdlib.h>
 #include <string.h>

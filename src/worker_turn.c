@@ -9,6 +9,7 @@
  * and a connection lost with the transaction on it (turn_abandon).
  */
 #include "worker.h"
+#include "claim.h"
 
 #include <stdlib.h>
 #include <string.h>

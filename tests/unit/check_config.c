@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -199,7 +200,7 @@ START_TEST(test_example)
 	ck_assert_str_eq(q->argv[1], "{recipient}");
 	ck_assert_ptr_null(q->argv[2]);
 	ck_assert_str_eq(q->argv_where, "rowq.yaml:17: queues.email.exec");
-	ck_assert_int_eq(q->timeout_ms, 30000);
+	ck_assert_int_eq(q->handling.timeout_ms, 30000);
 	ck_assert_str_eq(q->done.positional,
 	    "UPDATE email SET status = 'sent' WHERE id = ?");
 	ck_assert_uint_eq(q->done.nparams, 1);
@@ -249,7 +250,7 @@ START_TEST(test_defaults)
 	ck_assert_ptr_null(cfg->db.password);
 	ck_assert_int_eq(q->workers, 1);
 	ck_assert_int_eq(q->batch, 1);
-	ck_assert_int_eq(q->timeout_ms, 30000);
+	ck_assert_int_eq(q->handling.timeout_ms, 30000);
 	ck_assert_int_eq(q->idle_ms, 2000);
 	ck_assert_int_eq(q->max_jobs, 0);
 	ck_assert(!q->retry.enabled);
@@ -484,6 +485,85 @@ END_TEST
 	"    exec: [/bin/true]\n" \
 	"    done: UPDATE t SET s = 1 WHERE id = :id\n" \
 	"    failed: UPDATE t SET s = 2 WHERE id = :id\n"
+
+/* stop_signal: and stop_grace: (handler_end.c), and what they refuse. */
+START_TEST(test_stop_signal)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: TERM\n"
+	    "    stop_grace: 10s\n"
+	    SMALL_QUEUE("sms")
+	    "    stop_signal: SIGUSR2\n"
+	    SMALL_QUEUE("push"));
+
+	ck_assert_int_eq(cfg->queues[0].handling.stop_signal, SIGTERM);
+	ck_assert_int_eq(cfg->queues[0].handling.stop_grace_ms, 10000);
+	ck_assert_int_eq(cfg->queues[1].handling.stop_signal, SIGUSR2);
+	ck_assert_int_eq(cfg->queues[1].handling.stop_grace_ms, 0);
+	ck_assert_int_eq(cfg->queues[2].handling.stop_signal, 0);
+	ck_assert_str_eq(handler_stop_signal_name(SIGQUIT), "QUIT");
+	config_free(cfg);
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: KILL\n",
+	    "rowq.yaml:7: queues.email.stop_signal: expected TERM, INT, HUP, "
+	    "QUIT, USR1 or USR2, not \"KILL\"\n");
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: [TERM]\n",
+	    "rowq.yaml:7: queues.email.stop_signal: expected a signal's name");
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_grace: 5s\n",
+	    "rowq.yaml:7: queues.email.stop_grace: stop_grace needs "
+	    "stop_signal:, the signal it is the grace of\n");
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: INT\n"
+	    "    stop_grace: 0s\n",
+	    "rowq.yaml:8: queues.email.stop_grace: must be more than 0\n");
+	refused(
+	    "queues:\n"
+	    SMALL_QUEUE("email")
+	    "    stop_signal: HUP\n"
+	    "    stop_grace: soon\n",
+	    "rowq.yaml:8: queues.email.stop_grace: not a duration: "
+	    "\"soon\"\n");
+}
+END_TEST
+
+/*
+ * A stop's deadline travels in a signal's int: read back exactly on
+ * either side of a wrap of its 31 bits, and clamped when too far.
+ */
+START_TEST(test_stop_deadline_encoding)
+{
+	const int64_t nows[] = { 5, 1000, ((int64_t)1 << 31) - 10,
+	    ((int64_t)1 << 31) + 10, ((int64_t)7 << 40) + 12345 };
+
+	for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++) {
+		int64_t now = nows[i];
+		const int64_t ahead[] = { 0, 1, 30000, 3600000,
+		    PROC_DEADLINE_SPAN_MS };
+		for (size_t j = 0; j < sizeof(ahead) / sizeof(ahead[0]); j++)
+			ck_assert_int_eq(proc_deadline_decode(
+			    proc_deadline_encode(now + ahead[j], now), now + 7),
+			    now + ahead[j]);
+		/* Read a little late, or before (a deadline already past). */
+		ck_assert_int_eq(proc_deadline_decode(
+		    proc_deadline_encode(now - 500, now), now), now - 500);
+		ck_assert_int_eq(proc_deadline_decode(proc_deadline_encode(
+		    now + PROC_DEADLINE_SPAN_MS * 3, now), now),
+		    now + PROC_DEADLINE_SPAN_MS);
+	}
+}
+END_TEST
 
 START_TEST(test_duplicate_queue)
 {
@@ -1645,6 +1725,8 @@ config_suite(void)
 	tcase_add_test(tc, test_unknown_keys);
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_duplicate_queue);
+	tcase_add_test(tc, test_stop_signal);
+	tcase_add_test(tc, test_stop_deadline_encoding);
 	tcase_add_test(tc, test_duplicate_queue_across_include);
 	tcase_add_test(tc, test_include);
 	tcase_add_test(tc, test_include_self);

@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include "unit.h"
+#include "claim.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /* Unit tests for sql.c: named parameters, the select rules, the claim. */
 #include "rowq.h"
 #include "dialect.h"
+#include "check_shape.h"
 
 #include <check.h>
 #include "unit.h"

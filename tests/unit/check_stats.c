@@ -3,6 +3,8 @@
 
 #include <check.h>
 #include "unit.h"
+#include "commands.h"
+#include "metrics.h"
 #include <string.h>
 
 START_TEST(test_histogram_buckets)
