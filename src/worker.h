@@ -410,11 +410,15 @@ int	 limit_claimed(struct worker *, const struct db_ahead *,
 void	 limit_started(struct worker *);
 bool	 limit_allows(const struct worker *);
 void	 limit_release(struct worker *);
-void	 limit_wait(struct worker *);
 enum db_status limit_lease_keep(struct worker *, bool renew, bool *kept);
+void	 limit_free(struct worker *);
+
+/* worker_limit_wait.c */
+void	 limit_wait_begins(struct worker *, enum limit_reason, int64_t ms);
+int	 limit_await_due(struct worker *);
+void	 limit_wait(struct worker *);
 void	 limit_throttle_asked(struct worker *, const struct row *);
 void	 limit_throttle_now(struct worker *);
-void	 limit_free(struct worker *);
 
 /* worker_limit_key.c */
 bool	 limit_keys_on(const struct worker *);
