@@ -176,7 +176,7 @@ int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
 #define LIMIT_SCOPE_MAX		256	/* bytes of a scope, as stored */
 #define LIMIT_RESERVE_MAX	16	/* tokens one take takes, at most */
 #define LIMIT_RESERVE_MS	10	/* and keeps for its next claims */
-#define LIMIT_AHEAD_MS		250	/* a take reserves a token due within */
+#define LIMIT_AHEAD_MS		1000	/* a take reserves a token due within */
 #define LIMIT_AHEAD_MAX		100000	/* and at most these many ahead */
 #define LIMIT_SLOT_WAIT_S	1	/* a waiter waits on a slot's lock */
 

@@ -229,20 +229,33 @@ limit_sql_per_us(struct buf *b, const struct limit_rate *r)
 	    1000.0));
 }
 
+/* The tokens the bucket gained since the last take (none for a clock
+ * set back). */
+static void
+limit_sql_refill(struct buf *b, const struct limit_rate *r)
+{
+	buf_puts(b, "GREATEST(0, TIMESTAMPDIFF(MICROSECOND, tokens_at, " NOW6
+	    ")) * ");
+	limit_sql_per_us(b, r);
+}
+
 /*
  * The tokens the bucket holds now, by the server's time since the last
- * take (never less for a clock set back), with refund (an SQL
- * expression) given back, at most burst.
+ * take, with refund (an SQL expression) given back, at most burst.  Not
+ * while it is in debt: each reserved token's due time counts the ones
+ * reserved before it, and a token given back then would let a take
+ * reserve the last one's time again (two starts where one was due); a
+ * token not used is then lost to the rate, never added to it.
  */
 static void
 limit_sql_avail(struct buf *b, const struct limit_ctx *c,
     const struct limit_rate *r, const char *refund)
 {
-	buf_printf(b, "LEAST(%d, tokens + %s + GREATEST(0, TIMESTAMPDIFF("
-	    "MICROSECOND, tokens_at, " NOW6 ")) * ", c->q->limit.burst,
-	    refund);
-	limit_sql_per_us(b, r);
-	buf_putc(b, ')');
+	buf_printf(b, "LEAST(%d, tokens + ", c->q->limit.burst);
+	limit_sql_refill(b, r);
+	buf_puts(b, " + IF(tokens + ");
+	limit_sql_refill(b, r);
+	buf_printf(b, " < 0, 0, %s))", refund);
 }
 
 /*
@@ -424,13 +437,16 @@ limit_sql_key_take(struct buf *b, const struct limit_ctx *c,
 	limit_sql_take_one(b, c, s, r, "0", 1, 0);
 }
 
-/* Give back n tokens, alone (a take carries them otherwise). */
+/* Give back n tokens, alone (a take carries them otherwise), but not
+ * while the bucket is in debt (limit_sql_avail). */
 void
 limit_sql_refund(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, int n)
 {
-	buf_printf(b, "UPDATE %s SET tokens = LEAST(%d, tokens + %d) WHERE ",
-	    c->table, c->q->limit.burst, n);
+	buf_printf(b, "UPDATE %s SET tokens = IF(tokens + ", c->table);
+	limit_sql_refill(b, &c->q->limit.rate);
+	buf_printf(b, " < 0, tokens, LEAST(%d, tokens + %d)) WHERE ",
+	    c->q->limit.burst, n);
 	limit_sql_where(b, c, s, 0);
 }
 

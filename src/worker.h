@@ -208,6 +208,7 @@ struct worker_limit {
 	int			 refund_sent;	/* carried by the take in flight */
 	int64_t			 reserve_until_ms; /* refund's tokens start claims till */
 	int64_t			 due_ms;	/* a reserved token's start; 0 now */
+	int64_t			 start_by_ms;	/* and the latest it may start; 0 any */
 	bool			 rows_missing;	/* the queue's row: make it again */
 	bool			 polled;	/* a poll took what the next claim needs */
 	bool			 waiting;	/* the last take failed: poll first */
@@ -416,6 +417,7 @@ void	 limit_free(struct worker *);
 /* worker_limit_wait.c */
 void	 limit_wait_begins(struct worker *, enum limit_reason, int64_t ms);
 int	 limit_await_due(struct worker *);
+bool	 limit_late(struct worker *);
 void	 limit_wait(struct worker *);
 void	 limit_throttle_asked(struct worker *, const struct row *);
 void	 limit_throttle_now(struct worker *);

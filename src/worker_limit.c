@@ -423,6 +423,20 @@ limit_us_to_ms(const struct db_ahead_result *r, int i)
 }
 
 /*
+ * How late a handler may start after its token was due (limit_late):
+ * half a token's time, at least LIMIT_RESERVE_MS; a start within it adds
+ * at most one to a window of the rate's starts.
+ */
+static int64_t
+limit_late_ms(const struct worker *w)
+{
+	const struct limit_rate *r = &w->q->limit.rate;
+	int64_t half = r->count > 0 ? r->period_ms / r->count / 2 : 0;
+
+	return half > LIMIT_RESERVE_MS ? half : LIMIT_RESERVE_MS;
+}
+
+/*
  * The rate's part of the results: *tokens taken, counted to go back
  * until handlers start (in transaction mode only once the COMMIT after
  * the take ran; if it did not, the take was rolled back, and what it
@@ -454,6 +468,9 @@ limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
 		return;
 	if (committed && *tokens > 0 && due_us > 0)
 		l->due_ms = now_ms() + (due_us + 999) / 1000;
+	if (committed && *tokens > 0)
+		l->start_by_ms = (l->due_ms > 0 ? l->due_ms : now_ms()) +
+		    limit_late_ms(w);
 	if (!committed) {
 		l->refund += l->refund_sent;
 		*tokens = 0;
@@ -561,7 +578,7 @@ limit_poll(struct worker *w)
 	struct db_ahead_result res[DB_AHEAD_EXTRA_MAX];
 	struct buf sql = { 0 };
 	enum db_status st;
-	int tokens = 0;
+	int tokens = 0, late;
 	bool ok;
 
 	if (l->rows_missing && (st = limit_rows(w)) != DB_OK) {
@@ -580,11 +597,11 @@ limit_poll(struct worker *w)
 		return -1;
 	}
 	ok = limit_took(w, res, l->nfront, l->at_commit >= 0, &tokens);
-	if (ok && limit_await_due(w) == -1) {
+	if (ok && (late = limit_await_due(w)) != 0) {
 		/* Stopping: what the poll took goes back with
-		 * limit_release. */
+		 * limit_release; too late: the worker takes again. */
 		ok = false;
-		l->waiting = false;
+		l->waiting = late > 0;
 	}
 	if (!ok) {
 		(void)db_rollback(w->db);
@@ -691,6 +708,13 @@ limit_claimed(struct worker *w, const struct db_ahead *ahead,
 		limit_keys_released(w);
 	if (l->polled) {
 		l->polled = false;
+		/* The claim after the poll's sleep came too late. */
+		if (st == DB_OK && limit_late(w)) {
+			(void)db_rollback(w->db);
+			turn_rolled_back(w);
+			return 0;
+		}
+		l->start_by_ms = 0;
 		return 1;
 	}
 	if (l->at_gate < 0 && l->at_iff < 0 && l->at_rate < 0)
@@ -704,6 +728,7 @@ limit_claimed(struct worker *w, const struct db_ahead *ahead,
 	if (limit_took(w, ahead->extra, ahead->extra_ran, ahead->committed,
 	    &tokens) && limit_await_due(w) == 0) {
 		l->allow = tokens < w->q->batch ? tokens : w->q->batch;
+		l->start_by_ms = 0;
 		return 1;
 	}
 	(void)db_rollback(w->db);

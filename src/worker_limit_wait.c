@@ -45,8 +45,9 @@ limit_wait_begins(struct worker *w, enum limit_reason reason, int64_t ms)
  * The take reserved its token (the first, when it took more): wait until
  * it is due before any handler starts, holding what the turn holds (its
  * rows, a slot), which no other worker could have started sooner.
- * Returns 0, or -1 when the worker is to stop (the token is counted to
- * go back, with limit_release, as any the turn did not use).
+ * Returns 0; 1 when the worker woke too late for it (limit_late); -1
+ * when the worker is to stop (the token is counted to go back, with
+ * limit_release, as any the turn did not use).
  */
 int
 limit_await_due(struct worker *w)
@@ -55,12 +56,40 @@ limit_await_due(struct worker *w)
 	int64_t left = l->due_ms - now_ms();
 
 	l->due_ms = 0;
-	if (left <= 0)
-		return 0;
-	if (w->args->stats)
-		w->args->stats->limit_reason = LIMIT_RATE;
-	worker_set_state(w, WORKER_LIMITED, NULL);
-	return stopper_sleep(&w->stopper, left) ? -1 : 0;
+	if (left > 0) {
+		if (w->args->stats)
+			w->args->stats->limit_reason = LIMIT_RATE;
+		worker_set_state(w, WORKER_LIMITED, NULL);
+		if (stopper_sleep(&w->stopper, left))
+			return -1;
+	}
+	return limit_late(w) ? 1 : 0;
+}
+
+/*
+ * Whether the token the turn's first handler would start on is too late
+ * for it: the worker woke, or its claim came back, more than
+ * limit_late_ms after the token was due (a host that stalled).  Starting
+ * then would bunch the starts the rate spread out (the tokens due
+ * meanwhile start together, and a window of time t would see more than
+ * burst + t x rate), so the token is left (it goes back only where the
+ * bucket is not in debt), the turn's rows are rolled back, and the
+ * worker takes again at once.  A start so lies within limit_late_ms of
+ * its token's time: at most burst + (t + limit_late_ms) x rate in t.
+ */
+bool
+limit_late(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	int64_t by = l->start_by_ms;
+
+	if (by == 0 || now_ms() <= by)
+		return false;
+	l->start_by_ms = 0;
+	log_debug("the rate's token came %lldms late: taking another",
+	    (long long)(now_ms() - by));
+	limit_wait_begins(w, LIMIT_RATE, 0);
+	return true;
 }
 
 /*

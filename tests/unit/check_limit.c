@@ -50,13 +50,12 @@ ahead(int count, int64_t period_ms, bool lease)
 
 START_TEST(test_ahead_tokens)
 {
-	/* LIMIT_AHEAD_MS (250 ms) of the rate, rounded down. */
-	ck_assert_int_eq(ahead(20, 1000, false), 5);
-	ck_assert_int_eq(ahead(2000, 1000, false), 500);
-	ck_assert_int_eq(ahead(10, 1000, false), 2);
-	/* Below 4 a second, none: the take waits for the token itself. */
-	ck_assert_int_eq(ahead(3, 1000, false), 0);
-	ck_assert_int_eq(ahead(100, 60000, false), 0);
+	/* LIMIT_AHEAD_MS (1 s) of the rate, rounded down. */
+	ck_assert_int_eq(ahead(20, 1000, false), 20);
+	ck_assert_int_eq(ahead(2000, 1000, false), 2000);
+	ck_assert_int_eq(ahead(100, 60000, false), 1);
+	/* Below 1 a second, none: the take waits for the token itself. */
+	ck_assert_int_eq(ahead(59, 60000, false), 0);
 	/* At most LIMIT_AHEAD_MAX. */
 	ck_assert_int_eq(ahead(LIMIT_RATE_COUNT_MAX, 1, false),
 	    LIMIT_AHEAD_MAX);
