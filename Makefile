@@ -45,6 +45,7 @@ OBJS =	build/backoff.o \
 	build/console_bulk.o \
 	build/console_chart.o \
 	build/console_failed.o \
+	build/console_group.o \
 	build/console_html.o \
 	build/console_http.o \
 	build/console_page.o \
@@ -97,6 +98,7 @@ OBJS =	build/backoff.o \
 	build/stats.o \
 	build/status.o \
 	build/status_db.o \
+	build/status_group.o \
 	build/status_socket.o \
 	build/supervisor.o \
 	build/supervisor_parts.o \

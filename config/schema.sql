@@ -63,6 +63,19 @@ CREATE TABLE webhooks (
     INDEX state_next_try (state, next_try_at, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
+-- Deliveries scheduled for later: the queue webhooks_due (handler: none)
+-- moves each into webhooks once send_at has come, in batches, with no
+-- process started.
+CREATE TABLE scheduled_webhooks (
+    id            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    url           VARCHAR(2000) NOT NULL,
+    payload       MEDIUMTEXT NOT NULL,
+    send_at       DATETIME NOT NULL,
+    PRIMARY KEY (id),
+    -- WHERE send_at <= NOW() ORDER BY send_at, id
+    INDEX send_at (send_at, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
 -- One row per thumbnail to make, by the pipe handler resize-image: the
 -- picture originals/ID.jpg made at most width pixels wide and high.
 -- thumbnail is the file it wrote (the handler's answer, :output), retry_at

@@ -153,6 +153,13 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 		    "serves the WHERE; in lease mode the rows it reads and "
 		    "rejects are locked only until the claim commits, at once",
 		    q->select.where, c.reason);
+	} else if (explain && q->handler == HANDLER_NONE) {
+		/* handler: none: the transaction lasts the batch's statements. */
+		log_info("%s: the claim does not scan the primary key from a "
+		    "cursor (the select %s): it reads through the index that "
+		    "serves the WHERE; with handler: none the rows it reads "
+		    "and rejects are locked only while the batch's done: "
+		    "statements run", q->select.where, c.reason);
 	} else if (explain) {
 		/*
 		 * A warning, measured: Drupal's and Symfony's selects claimed so
@@ -473,7 +480,9 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	char **names;
 	int problems = 0;
 
-	if (handler_resolve(q->argv[0], &path) == -1) {
+	if (q->handler == HANDLER_NONE)
+		;	/* no program: done: is the work */
+	else if (handler_resolve(q->argv[0], &path) == -1) {
 		log_error("%s: cannot run %s: %s", q->argv_where, q->argv[0],
 		    strerror(errno));
 		problems++;
@@ -515,6 +524,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);
 	problems += prune_check(db, q);
+	problems += status_group_check(db, q);
 	check_session_limits(db, q);
 	wake_binlog_check(db, q);
 	return problems;

@@ -129,6 +129,41 @@ void	 status_json(struct buf *, const struct status_queue *, size_t n,
 int	 status_command(const char *config_path, char **queues, size_t n,
 	    bool json);
 
+/* ---- status_group.c: `rowq status QUEUE --by` ---- */
+
+#define STATUS_GROUP_SCAN	100000	/* rows grouped at most, per select */
+#define STATUS_GROUP_LIMIT	20	/* groups shown unless --limit says */
+#define STATUS_GROUP_LIMIT_MAX	1000
+
+/* One group of a queue's rows, as status --by shows it. */
+struct status_group {
+	char		*value;		/* NULL: the group_by: column is NULL */
+	long		 wait;		/* the select finds, less run (no lease) */
+	long		 run;		/* this daemon's workers handle now; -1 */
+	long		 failed;	/* failed_select finds; -1: no such key */
+	long long	 oldest_age_s;	/* -1: no age:, or no waiting row */
+};
+
+struct status_groups {
+	struct status_group *g;		/* the most rows first, at most limit */
+	size_t		 n;
+	int		 limit;
+	long		 total;		/* groups seen: the scans and the workers */
+	long		 waiting;	/* rows the select scan grouped */
+	long		 failed;	/* rows the failed_select scan grouped */
+	bool		 failed_known;	/* failed_select: given */
+	bool		 run_known;	/* the daemon answered */
+};
+
+int	 status_group_read(struct db *, const struct queue *,
+	    const struct live *, int limit, struct status_groups *);
+int	 status_group_check(struct db *, const struct queue *);
+void	 status_group_free(struct status_groups *);
+void	 status_group_json(struct buf *, const struct queue *,
+	    const struct status_groups *);
+int	 status_group_command(const char *config_path, const char *queue,
+	    bool json, int limit);
+
 /* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue`, `rowq discard` ---- */
 
 /* What both commands work with: failed_open fills it, failed_close frees. */

@@ -212,6 +212,8 @@ config_check_columns(const struct queue *q, char *const *columns,
 	    columns, ncolumns, cols.data);
 	problems += config_check_column(q, q->traceparent.where,
 	    q->traceparent.name, columns, ncolumns, cols.data);
+	problems += config_check_column(q, q->group_by.where,
+	    q->group_by.name, columns, ncolumns, cols.data);
 	problems += config_check_column(q, q->limit.key_where,
 	    q->limit.key_column, columns, ncolumns, cols.data);
 	if (q->retry.enabled)

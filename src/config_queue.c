@@ -64,9 +64,10 @@ config_field_statement(struct load *ld, const struct config_item *it, void *dst,
 }
 
 /*
- * done:, failed:, retry.update:, requeue:, discard: a statement, or a
- * list of them, run in order in the row's transaction (struct sql's
- * next), each named by its place: queues.email.done[1].
+ * done:, failed:, retry.update:, lease.claim:, lease.renew:, requeue:,
+ * discard: a statement, or a list of them, run in order in the row's
+ * transaction (struct sql's next), each named by its place:
+ * queues.email.done[1].
  */
 static void
 config_field_statements(struct load *ld, const struct config_item *it,
@@ -123,7 +124,8 @@ config_field_select(struct load *ld, const struct config_item *it, void *dst,
 	else if (q->nparams > 0)
 		config_error(ld, it->value->line, it->path, ":%s: the select "
 		    "takes no parameters (only done, failed, retry.update, "
-		    "lease.claim, requeue and discard do)", q->params[0]);
+		    "lease.claim, lease.renew, requeue and discard do)",
+		    q->params[0]);
 }
 
 /* stop_signal: a signal's name, as kill -l writes it (SIG in front or not). */
@@ -216,8 +218,8 @@ config_field_retry(struct load *ld, const struct config_item *it, void *dst,
 }
 
 static const struct config_field lease_fields[] = {
-	FIELD(struct lease_policy, "claim", statement, claim, 0, 0),
-	FIELD(struct lease_policy, "renew", statement, renew, 0, 0),
+	FIELD(struct lease_policy, "claim", statements, claim, 0, 0),
+	FIELD(struct lease_policy, "renew", statements, renew, 0, 0),
 	FIELD(struct lease_policy, "duration", duration, duration_ms, 3000, 0),
 };
 
@@ -237,12 +239,66 @@ config_field_lease(struct load *ld, const struct config_item *it, void *dst,
 	l->where = config_where(ld, it->key->line, it->path);
 	config_require(ld, it, lease_fields, NELEMS(lease_fields), seen,
 	    required);
+	/*
+	 * Run again to renew, a list would do all of its work again (insert
+	 * a second claimed row, log a second claim): say how to renew.
+	 */
+	if (l->claim.next != NULL && SEEN(lease_fields, seen, "renew") ==
+	    NULL) {
+		const struct node *k = SEEN(lease_fields, seen, "claim");
+		char path[CONFIG_PATH_MAX];
+		config_path(path, sizeof(path), it->path, "claim");
+		config_error(ld, k->line, path, "a list of statements cannot "
+		    "renew the lease by running again: give lease.renew, "
+		    "such as UPDATE ... SET leased_until = ... WHERE id = :id "
+		    "AND lease = :lease");
+	}
 }
 
 /* ---- prune: ---- */
 
+/*
+ * prune.delete: a statement, or a list of them, each run in every chunk's
+ * transaction in order: the texts here, each with where it was said;
+ * bounded once chunk: is known (config_field_prune).
+ */
+static void
+config_field_prune_delete(struct load *ld, const struct config_item *it,
+    void *dst, const struct config_field *f)
+{
+	const struct node *v = it->value;
+	struct prune_policy *p = dst;
+	char path[CONFIG_PATH_MAX];
+
+	(void)f;
+	if (v->kind != NODE_SEQUENCE) {
+		if (config_scalar(ld, it, "a DELETE or a CALL") == NULL)
+			return;
+		p->text = xstrdup(v->value);
+		p->where = config_where(ld, it->key->line, it->path);
+		return;
+	}
+	if (v->nitems == 0 || v->nitems > SQL_LIST_MAX) {
+		config_error(ld, v->line, it->path, "expected a statement or a "
+		    "list of 1 to %d, not %zu", SQL_LIST_MAX, v->nitems);
+		return;
+	}
+	for (size_t i = 0; i < v->nitems; i++) {
+		const struct node *a = v->items[i];
+		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
+		if (i > 0)
+			p = p->next = xcalloc(1, sizeof(*p));
+		p->where = config_where(ld, a->line, path);
+		if (a->kind == NODE_SCALAR)
+			p->text = xstrdup(a->value);
+		else if (a->kind != NODE_INVALID)
+			config_error(ld, a->line, path, "expected a DELETE or a "
+			    "CALL, not %s", config_node_kind_name(a));
+	}
+}
+
 static const struct config_field prune_fields[] = {
-	FIELD(struct prune_policy, "delete", string, text, 0, 0),
+	WHOLE("delete", prune_delete),
 	FIELD(struct prune_policy, "chunk", int, chunk, 1, PRUNE_CHUNK_MAX),
 	FIELD(struct prune_policy, "pause", duration, pause_ms, 0, 0),
 	FIELD(struct prune_policy, "every", duration, every_ms, 1000, 0),
@@ -266,12 +322,31 @@ config_field_prune(struct load *ld, const struct config_item *it, void *dst,
 	p->enabled = true;
 	config_require(ld, it, prune_fields, NELEMS(prune_fields), seen,
 	    required);
-	if ((k = SEEN(prune_fields, seen, "delete")) == NULL || p->text == NULL)
+	if ((k = SEEN(prune_fields, seen, "delete")) == NULL)
 		return;
 	config_path(path, sizeof(path), it->path, "delete");
-	p->where = config_where(ld, k->line, path);
-	if (prune_compile(p, err, sizeof(err)) == -1)
-		config_error(ld, k->line, path, "%s", err);
+	/* A list's statements are said on lines of their own. */
+	const struct node *v = config_lookup(it->value, "delete");
+	for (size_t n = 0; v != NULL && n + 1 < it->value->nitems; n += 2)
+		if (it->value->items[n] == v) {
+			v = it->value->items[n + 1];	/* the key's value */
+			break;
+		}
+	size_t i = 0;
+	for (struct prune_policy *s = p; s != NULL; s = s->next, i++) {
+		unsigned long line = k->line;
+		char at[CONFIG_PATH_MAX + 24];
+		if (s->text == NULL)
+			continue;
+		snprintf(at, sizeof(at), "%s", path);
+		if (v != NULL && v->kind == NODE_SEQUENCE && i < v->nitems) {
+			line = v->items[i]->line;
+			snprintf(at, sizeof(at), "%s[%zu]", path, i);
+		}
+		s->chunk = p->chunk;
+		if (prune_compile(s, err, sizeof(err)) == -1)
+			config_error(ld, line, at, "%s", err);
+	}
 }
 
 /* ---- a queue ---- */
@@ -401,6 +476,32 @@ config_field_pipe(struct load *ld, const struct config_item *it, void *dst,
 	config_argv(ld, it, dst, HANDLER_PIPE);
 }
 
+/*
+ * handler: none, a queue whose work is its done: statements (moving due
+ * rows back to ready, recovering a dead worker's claims): its rows are
+ * claimed and finished in one transaction per batch, and no process is
+ * started.  Said outright, so that a queue whose exec: was forgotten is
+ * refused rather than run as one that marks every row done.
+ */
+static void
+config_field_handler(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const char *s = config_scalar(ld, it, "none");
+	char shown[CONFIG_SHOW_MAX + 8];
+
+	(void)f;
+	if (s == NULL)
+		return;
+	if (strcmp(s, "none") == 0)
+		((struct queue *)dst)->handler = HANDLER_NONE;
+	else
+		config_error(ld, it->value->line, it->path, "expected none "
+		    "(a queue whose done: statements are its work), not %s; a "
+		    "program is exec: or pipe:", config_show(s, shown,
+		    sizeof(shown)));
+}
+
 /* key: is a column name; where it was said is kept for later checks. */
 static void
 config_field_key(struct load *ld, const struct config_item *it, void *dst,
@@ -417,7 +518,7 @@ config_field_key(struct load *ld, const struct config_item *it, void *dst,
 
 /*
  * A key naming a column of the select (age:, ready_at:,
- * traceparent_column:), checked against the select's columns once it is
+ * traceparent_column:, group_by:), checked against the select's columns once it is
  * prepared (config_columns.c).
  */
 static void
@@ -490,6 +591,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "batch", int, batch, 1, BATCH_MAX),
 	WHOLE("exec", exec),
 	WHOLE("pipe", pipe),
+	WHOLE("handler", handler),
 	FIELD(struct queue, "timeout", duration, handling.timeout_ms, 1, 0),
 	FIELD(struct queue, "stop_signal", stop_signal, handling.stop_signal,
 	    0, 0),
@@ -506,6 +608,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "ready_at", column, ready_at, 0, 0),
 	FIELD(struct queue, "time_zone", time_zone, times_utc, 0, 0),
 	FIELD(struct queue, "traceparent_column", column, traceparent, 0, 0),
+	FIELD(struct queue, "group_by", column, group_by, 0, 0),
 	FIELD(struct queue, "failed_count", select, failed_count, 0, 0),
 	FIELD(struct queue, "alert_age", duration, alert_age_ms, 1, 0),
 	FIELD(struct queue, "alert_running", duration, alert_running_ms, 1, 0),
@@ -548,6 +651,37 @@ config_queue_defaults(struct queue *q)
 	config_limit_defaults(&q->limit);
 }
 
+/*
+ * handler: none: keys about a handler or a failed try have nothing to act
+ * on, and are refused rather than ignored.  Returns whether the queue has
+ * no handler.
+ */
+static bool
+config_queue_no_handler(struct load *ld, const struct config_item *it,
+    const struct node **seen)
+{
+	static const char *const keys[] = { "exec", "pipe", "timeout", "env",
+	    "user", "group", "retry", "lease", NULL };
+	static const char *const why[] = { "the handler is none",
+	    "the handler is none", "no handler runs", "no handler runs",
+	    "no handler runs", "no handler runs", "no handler fails a try "
+	    "(failed: runs when the server refuses done: for a row)",
+	    "the rows are claimed and finished in one transaction" };
+	const struct node *k;
+	char path[CONFIG_PATH_MAX];
+
+	if (SEEN(queue_fields, seen, "handler") == NULL)
+		return false;
+	for (size_t i = 0; keys[i] != NULL; i++) {
+		if ((k = SEEN(queue_fields, seen, keys[i])) == NULL)
+			continue;
+		config_path(path, sizeof(path), it->path, keys[i]);
+		config_error(ld, k->line, path, "not with handler: none: %s",
+		    why[i]);
+	}
+	return true;
+}
+
 static void
 config_queue_checks(struct load *ld, const struct config_item *it,
     struct queue *q, const struct node **seen)
@@ -558,10 +692,13 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 
 	config_require(ld, it, queue_fields, NELEMS(queue_fields), seen,
 	    required);
-	if (exec == NULL && pipe == NULL)
+	/* handler: none: done: is the work, and failed: is optional. */
+	bool none = config_queue_no_handler(ld, it, seen);
+	if (!none && exec == NULL && pipe == NULL)
 		config_error(ld, it->key->line, it->path, "missing exec: or "
-		    "pipe:, the handler");
-	if (SEEN(queue_fields, seen, "failed") == NULL &&
+		    "pipe:, the handler (or handler: none, for a queue whose "
+		    "done: statements are its work)");
+	if (!none && SEEN(queue_fields, seen, "failed") == NULL &&
 	    SEEN(queue_fields, seen, "retry") == NULL)
 		config_error(ld, it->key->line, it->path, "neither retry nor "
 		    "failed: a failing row would be claimed again at once, "
@@ -718,6 +855,8 @@ config_queue_free(struct queue *q)
 	free(q->ready_at.where);
 	free(q->traceparent.name);
 	free(q->traceparent.where);
+	free(q->group_by.name);
+	free(q->group_by.where);
 	config_program_free(&q->on_failed);
 	free(q->lease.where);
 	free(q->wake_where);

@@ -372,6 +372,13 @@ void		 console_failed_post(struct console_request *,
 void		 console_failed_api(struct console_request *,
 		    struct console_reply *, const struct queue *);
 
+/* ---- console_group.c: a queue's groups (group_by:) ---- */
+
+void		 console_groups(struct console *, struct buf *,
+		    const struct queue *);
+void		 console_groups_api(struct console_request *,
+		    struct console_reply *, const struct queue *);
+
 /* ---- console_bulk.c: an action on every failed row, in a child ---- */
 
 bool		 console_bulk_start(struct console_request *,

@@ -536,6 +536,7 @@ console_queue(struct console_request *r, struct console_reply *rep,
 		buf_puts(b, "<p class=\"muted\">No history yet.</p>");
 	buf_puts(b, "<h2>In progress on this daemon</h2>");
 	console_workers(b, v, q->name);
+	console_groups(r->c, b, q);
 	buf_printf(b, "<h2>The next rows (the first %d its select finds, read "
 	    "without locks)</h2>", CONSOLE_NEXT_ROWS);
 	console_read_table(r->c, b, q->select.positional, CONSOLE_NEXT_ROWS,
@@ -792,6 +793,8 @@ console_route_queue(struct console_request *r, struct console_reply *rep,
 		console_api_status(r, rep, sq);
 	else if (api && !post && strcmp(rest, "/failed") == 0)
 		console_failed_api(r, rep, sq->q);
+	else if (api && !post && strcmp(rest, "/groups") == 0)
+		console_groups_api(r, rep, sq->q);
 	else if (api)
 		console_not_found(r, rep, "No such API.");
 	else if (*rest == '\0' && !post)

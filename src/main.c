@@ -18,6 +18,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] check [--strict]\n"
 "       rowq [-c FILE] drain QUEUE... [-w N]\n"
 "       rowq [-c FILE] status [QUEUE...] [--json]\n"
+"       rowq [-c FILE] status QUEUE --by [--limit N] [--json]\n"
 "       rowq [-c FILE] prune QUEUE [--dry-run]\n"
 "       rowq [-c FILE] failed QUEUE [--json] [--limit N]\n"
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
@@ -38,7 +39,8 @@ static const char usage_text[] =
 "  drain   work the named queues until their select finds nothing\n"
 "  status  ready rows, rows in progress, oldest age, and the daemon's\n"
 "          counters; exit 1 when a queue is older than its alert_age\n"
-"          or has more failed rows than its alert_failed\n"
+"          or has more failed rows than its alert_failed; --by: per\n"
+"          group_by: value, rows waiting, running and failed\n"
 "  prune   run the queue's prune: once; --dry-run counts what it removes\n"
 "  failed  the newest failed rows of a queue, from its failed_select\n"
 "  requeue make failed rows waiting again, with the queue's requeue\n"
@@ -261,13 +263,28 @@ cmd_status(const char *path, int argc, char **argv)
 {
 	char **names = xcalloc((size_t)argc, sizeof(*names));
 	size_t n = 0;
-	bool json = false;
+	bool json = false, by = false, limited = false;
+	long limit = STATUS_GROUP_LIMIT;
 	int rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			json = true;
-		else if (argv[i][0] == '-') {
+		else if (strcmp(argv[i], "--by") == 0)
+			by = true;
+		else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
+			char *end;
+			limited = true;
+			limit = strtol(argv[++i], &end, 10);
+			if (*end != '\0' || end == argv[i] || limit < 1 ||
+			    limit > STATUS_GROUP_LIMIT_MAX) {
+				fprintf(stderr, "rowq: status: --limit: not a "
+				    "number from 1 to %d: %s\n",
+				    STATUS_GROUP_LIMIT_MAX, argv[i]);
+				free(names);
+				return ROWQ_EXIT_USAGE;
+			}
+		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "rowq: status: unknown option %s\n",
 			    argv[i]);
 			free(names);
@@ -275,7 +292,18 @@ cmd_status(const char *path, int argc, char **argv)
 		} else
 			names[n++] = argv[i];
 	}
-	rc = status_command(path, names, n, json);
+	if (by && n != 1) {
+		fprintf(stderr, "rowq: status: --by takes one queue\n");
+		free(names);
+		return ROWQ_EXIT_USAGE;
+	}
+	if (!by && limited) {
+		fprintf(stderr, "rowq: status: --limit goes with --by\n");
+		free(names);
+		return ROWQ_EXIT_USAGE;
+	}
+	rc = by ? status_group_command(path, names[0], json, (int)limit) :
+	    status_command(path, names, n, json);
 	free(names);
 	return rc;
 }

@@ -18,6 +18,7 @@
  */
 #include "handler.h"
 #include "supervisor.h"
+#include "on_failed.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /*
- * prune.c: one run of a queue's prune: statement, in chunks of its own
- * short transaction each, with a pause between them, until a chunk
- * removes fewer rows than chunk: allows.  One rowq at a time prunes a
- * queue, across daemons and hosts: a run starts by taking a named server
- * lock (GET_LOCK) without waiting, and a rowq that finds it held skips
- * the round.  The daemon runs it in a child of the supervisor
+ * prune.c: one run of a queue's prune: statement (or list of them), in
+ * chunks of its own short transaction each, with a pause between them,
+ * until a chunk's statements each remove fewer rows than chunk: allows.
+ * One rowq at a time prunes a queue, across daemons and hosts: a run
+ * starts by taking a named server lock (GET_LOCK) without waiting, and a
+ * rowq that finds it held skips the round.  The daemon runs it in a child of the supervisor
  * (prune_daemon.c); `rowq prune` runs it here, in the foreground.
  */
 #include "rowq.h"
@@ -81,13 +81,31 @@ prune_pause_ms(const struct prune_policy *p, int64_t chunk_ms)
 	return ms;
 }
 
-/* One chunk in a transaction of its own; *rows: what it removed. */
+/*
+ * One chunk in a transaction of its own: each statement of delete: in
+ * order, every one of them, since each removes rows of its own (a job's
+ * log rows, then the job).  *rows: what they removed together; *full:
+ * whether one of them removed a whole chunk, so that more may be left.
+ */
 static enum db_status
 prune_chunk(struct db *db, const struct prune_policy *p,
-    unsigned long long *rows)
+    unsigned long long *rows, bool *full, const char **failed_at)
 {
-	enum db_status st = db_run_count(db, p->chunk_sql, rows);
+	enum db_status st = DB_OK;
+	unsigned long long n;
 
+	*rows = 0;
+	*full = false;
+	*failed_at = p->where;
+	for (const struct prune_policy *s = p; s != NULL && st == DB_OK;
+	    s = s->next) {
+		n = 0;
+		*failed_at = s->where;
+		st = db_run_count(db, s->chunk_sql, &n);
+		*rows += n;
+		if (n >= (unsigned long long)p->chunk)
+			*full = true;
+	}
 	if (st == DB_OK)
 		st = db_commit(db);
 	if (st != DB_OK)
@@ -128,8 +146,10 @@ prune_run(struct db *db, const struct queue *q, struct stopper *stopper,
 	r->end = PRUNE_RUNNING;
 	for (;;) {
 		unsigned long long rows = 0;
+		bool full = false;
 		int64_t t0 = now_ms();
-		enum db_status st = prune_chunk(db, p, &rows);
+		const char *at;
+		enum db_status st = prune_chunk(db, p, &rows, &full, &at);
 		int64_t took = now_ms() - t0;
 
 		r->ms = now_ms() - start;
@@ -138,8 +158,9 @@ prune_run(struct db *db, const struct queue *q, struct stopper *stopper,
 			    (unsigned long long)r->chunks + 1, db_error(db));
 		} else if (st != DB_OK) {
 			r->end = PRUNE_FAILED;
-			snprintf(r->error, sizeof(r->error), "chunk %llu: %s",
-			    (unsigned long long)r->chunks + 1, db_error(db));
+			snprintf(r->error, sizeof(r->error), "chunk %llu: %s%s%s",
+			    (unsigned long long)r->chunks + 1, p->next != NULL ?
+			    at : "", p->next != NULL ? ": " : "", db_error(db));
 			return;
 		} else {
 			retries = 0;
@@ -147,7 +168,7 @@ prune_run(struct db *db, const struct queue *q, struct stopper *stopper,
 			r->chunks++;
 			if (progress != NULL)
 				progress(ctx, r);
-			if (rows < (unsigned long long)p->chunk) {
+			if (!full) {
 				r->end = PRUNE_DONE;
 				return;
 			}
@@ -179,10 +200,15 @@ prune_field(const struct rowset *rs, const struct column *cols, size_t ncols,
  * it keeps, each chunk, which on the article's four million rows is what
  * makes a prune hurt.  Returns the problems found (a warning is none).
  */
-int
-prune_check(struct db *db, const struct queue *q)
+/*
+ * Prepare one statement of delete: (without running it), and EXPLAIN a
+ * DELETE: one that reads the whole table or index reads past every row
+ * it keeps, each chunk, which on the article's four million rows is what
+ * makes a prune hurt.  Returns the problems found (a warning is none).
+ */
+static int
+prune_check_one(struct db *db, const struct prune_policy *p)
 {
-	const struct prune_policy *p = &q->prune;
 	struct rowset rs = { 0 };
 	struct column *cols = NULL;
 	size_t ncols = 0;
@@ -190,8 +216,6 @@ prune_check(struct db *db, const struct queue *q)
 	struct buf sql = { 0 };
 	enum db_status st;
 
-	if (!p->enabled)
-		return 0;
 	if ((stmt = db_prepare(db, p->chunk_sql, &st)) == NULL) {
 		log_error("%s: %s", p->where, db_error(db));
 		return 1;
@@ -214,6 +238,19 @@ prune_check(struct db *db, const struct queue *q)
 	buf_free(&sql);
 	(void)db_rollback(db);
 	return 0;
+}
+
+/* Every statement of the queue's delete:, as prune_check_one. */
+int
+prune_check(struct db *db, const struct queue *q)
+{
+	int problems = 0;
+
+	if (!q->prune.enabled)
+		return 0;
+	for (const struct prune_policy *p = &q->prune; p != NULL; p = p->next)
+		problems += prune_check_one(db, p);
+	return problems;
 }
 
 /* ---- rowq prune QUEUE [--dry-run] ---- */
@@ -241,19 +278,28 @@ prune_count(struct db *db, const struct queue *q)
 	struct rowset rs = { 0 };
 	struct column *cols = NULL;
 	size_t ncols = 0;
-	int rc = ROWQ_EXIT_FAILURE;
+	int rc = ROWQ_EXIT_OK;
+	long long n = 0;
 
-	if (db_query(db, q->prune.count_sql, &rs, &cols, &ncols) != DB_OK ||
-	    rs.nrows != 1 || ncols != 1 || rs.rows[0].value[0] == NULL)
-		log_error("%s: counting: %s", q->prune.where, db_error(db));
-	else {
-		long long n = atoll(rs.rows[0].value[0]);
+	/* A list's: what each of its DELETEs would remove, together. */
+	for (const struct prune_policy *p = &q->prune; p != NULL &&
+	    rc == ROWQ_EXIT_OK; p = p->next) {
+		if (db_query(db, p->count_sql, &rs, &cols, &ncols) != DB_OK ||
+		    rs.nrows != 1 || ncols != 1 ||
+		    rs.rows[0].value[0] == NULL) {
+			log_error("%s: counting: %s", p->where, db_error(db));
+			rc = ROWQ_EXIT_FAILURE;
+		} else
+			n += atoll(rs.rows[0].value[0]);
+		rowset_free(&rs, ncols);
+		columns_free(cols, ncols);
+		rs = (struct rowset){ 0 };
+		cols = NULL;
+		ncols = 0;
+	}
+	if (rc == ROWQ_EXIT_OK)
 		printf("%s: would remove %lld rows in %lld chunks of %d\n",
 		    q->name, n, n / q->prune.chunk + 1, q->prune.chunk);
-		rc = ROWQ_EXIT_OK;
-	}
-	rowset_free(&rs, ncols);
-	columns_free(cols, ncols);
 	(void)db_rollback(db);
 	return rc;
 }
@@ -315,6 +361,16 @@ prune_once(const struct config *cfg, const struct queue *q, bool dry_run)
 	return prune_report(q, &r);
 }
 
+/* The first CALL of delete:, which --dry-run cannot count; or NULL. */
+static const struct prune_policy *
+prune_has_call(const struct prune_policy *p)
+{
+	for (; p != NULL; p = p->next)
+		if (p->is_call)
+			return p;
+	return NULL;
+}
+
 int
 prune_command(const char *path, int argc, char **argv)
 {
@@ -348,9 +404,10 @@ prune_command(const char *path, int argc, char **argv)
 	} else if (!q->prune.enabled) {
 		log_error("%s: queues.%s: has no prune: to run", q->where, name);
 		rc = ROWQ_EXIT_CONFIG;
-	} else if (dry_run && q->prune.is_call) {
+	} else if (dry_run && prune_has_call(&q->prune)) {
 		log_error("%s: --dry-run: rowq cannot count what a procedure "
-		    "would remove without running it", q->prune.where);
+		    "would remove without running it", prune_has_call(
+		    &q->prune)->where);
 		rc = ROWQ_EXIT_USAGE;
 	} else
 		rc = prune_once(cfg, q, dry_run);

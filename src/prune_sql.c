@@ -221,6 +221,10 @@ out:
 void
 prune_policy_free(struct prune_policy *pp)
 {
+	if (pp->next != NULL) {
+		prune_policy_free(pp->next);
+		free(pp->next);
+	}
 	free(pp->text);
 	free(pp->where);
 	free(pp->chunk_sql);

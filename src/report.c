@@ -12,6 +12,7 @@
 #include "claim.h"
 #include "commands.h"
 #include "metrics.h"
+#include "on_failed.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -12,7 +12,8 @@
  * supervisor.h (the supervisor and its parts), worker.h (one worker),
  * handler.h (a handler process), claim.h (the claims built in place of a
  * select's own), commands.h (what the commands on a queue share with the
- * daemon and the console) and metrics.h (the Prometheus exposition).  Each prototype sits under the section
+ * daemon and the console), metrics.h (the Prometheus exposition) and
+ * on_failed.h (the on_failed: runner's messages).  Each prototype sits under the section
  * of the file that defines it (`make lint` checks that); src/README says
  * which file holds what.
  */
@@ -57,6 +58,7 @@
 #define HANDLER_KILL_GRACE_MS	2000	/* timeout: SIGTERM, then SIGKILL */
 #define STOP_KILL_GRACE_MS	3000	/* a stop: SIGQUIT, then SIGKILL */
 #define PIPE_EOF_GRACE_MS	5000	/* EOF, SIGKILL (not past a stop) */
+#define STATUS_GROUP_VALUE_MAX	128	/* bytes of a group_by: value compared */
 
 /* ---- buf.c: growable byte buffers ---- */
 
@@ -219,6 +221,7 @@ void	 prune_policy_free(struct prune_policy *);
 enum handler_kind {
 	HANDLER_EXEC,
 	HANDLER_PIPE,
+	HANDLER_NONE,		/* handler: none: done: is the work */
 };
 
 /* What a handler runs with: read through struct handler_job, never copied. */
@@ -249,7 +252,12 @@ struct retry_policy {
 
 struct lease_policy {
 	bool		 enabled;
-	struct sql	 claim;		/* takes the row out of the select */
+	/*
+	 * Takes the row out of the select; a list runs in the claim's
+	 * transaction, and its first statement's changed rows say whether
+	 * the row was leased.
+	 */
+	struct sql	 claim;
 	struct sql	 renew;		/* text NULL: claim renews too */
 	int64_t		 duration_ms;
 	char		*where;		/* "FILE:LINE: queues.email.lease" */
@@ -291,6 +299,12 @@ struct prune_policy {
 	int		 chunk;		/* rows per chunk, at most */
 	int64_t		 pause_ms;	/* between chunks, at least */
 	int64_t		 every_ms;	/* the daemon: a run this often */
+	/*
+	 * The next statement of a delete: list, bounded as this one is and
+	 * run after it in each chunk's transaction (text, where, is_call,
+	 * chunk_sql and count_sql only); NULL: the last, or the only one.
+	 */
+	struct prune_policy *next;
 };
 
 /*
@@ -367,6 +381,7 @@ struct queue {
 	struct column_ref ready_at;	/* since when a row is ready: pickup delay */
 	bool		 times_utc;	/* time_zone: UTC: age:, ready_at: in UTC */
 	struct column_ref traceparent;	/* a W3C traceparent for the handler */
+	struct column_ref group_by;	/* status --by: what groups its rows */
 	struct sql	 failed_count;	/* status: SELECT COUNT(*) ... */
 	int64_t		 alert_age_ms;	/* status exits 1 past this; 0: off */
 	int64_t		 alert_running_ms; /* a handler running longer; 0: off */
@@ -730,6 +745,9 @@ struct worker_stats {
 	volatile int64_t	 since_ms;	/* wall clock of the state change */
 	volatile int64_t	 worked_ms;	/* wall clock: its start, its last row */
 	char			 key[64];	/* the row being handled, as text */
+	/* And its group_by: value (status --by), cut to fit; NULL: null. */
+	char			 group[STATUS_GROUP_VALUE_MAX];
+	volatile bool		 group_null;
 	volatile int		 attempt;	/* and its try, from 1 */
 	char			 last_error[192];
 	volatile int64_t	 last_error_ms;	/* wall clock */
@@ -833,35 +851,6 @@ enum check_verdict checker_run(const struct config *, const struct checker *);
 struct sockaddr_storage;
 /* "HOST:PORT" (IPv4 or [IPv6]) into a socket address; 0, or -1. */
 int		 mhd_address(const char *addr, struct sockaddr_storage *);
-/* ---- on_failed.c: a program for each row that failed for good ---- */
-
-/* How the last try of a row that failed for good ended. */
-enum on_failed_outcome {
-	ON_FAILED_FAILED,	/* exit 65, "fail", or tries used up */
-	ON_FAILED_TIMEOUT,	/* the last try timed out */
-	ON_FAILED_KILLED,	/* the last try died of a signal */
-};
-
-#define ON_FAILED_ROW_MAX	(60 * 1024)	/* the row's JSON, at most */
-#define ON_FAILED_MSG_MAX	(64 * 1024 + 2 * 4096)
-
-/*
- * One datagram from a worker to the runner, followed by the key, the
- * error and the row's JSON (a row over ON_FAILED_ROW_MAX: "{}").
- */
-struct on_failed_msg {
-	char		 queue[96];
-	int		 attempt;
-	int		 outcome;	/* enum on_failed_outcome */
-	uint32_t	 key_len, error_len, row_len;
-};
-
-/* What the runner did, per queue, in memory shared with the supervisor. */
-struct on_failed_counts {
-	char		 queue[96];	/* "": a free entry */
-	volatile uint64_t runs, failures, dropped;
-};
-
 /* ---- supervisor.c and reload.c: the worker table, restarts, reload ---- */
 
 struct run_options {

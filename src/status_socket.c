@@ -178,6 +178,15 @@ status_worker_line(struct buf *b, const struct slot *sl, int64_t wall)
 	status_field(b, "key", sl->pid != 0 && st == WORKER_BUSY ? key : "");
 	if (sl->pid != 0 && st == WORKER_BUSY)
 		status_num(b, "attempt", (unsigned long long)w->attempt);
+	if (sl->pid != 0 && st == WORKER_BUSY && sl->queue->group_by.name) {
+		char group[sizeof(w->group)];
+		memcpy(group, (const char *)w->group, sizeof(group));
+		group[sizeof(group) - 1] = '\0';
+		if (w->group_null)
+			status_num(b, "group_null", 1);
+		else
+			status_field(b, "group", group);
+	}
 	status_num(b, "for", sl->pid != 0 && w->since_ms > 0 &&
 	    wall > w->since_ms ? (unsigned long long)(wall - w->since_ms) /
 	    1000 : 0);

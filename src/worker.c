@@ -370,6 +370,22 @@ worker_watch_link(void *ctx, struct handler_result *res)
 	return 1;
 }
 
+/*
+ * handler: none: the row's work is its done: statements, which run in the
+ * claim's transaction; nothing is started and nothing can fail but them.
+ */
+static void
+worker_no_handler(struct worker *w)
+{
+	buf_reset(&w->result.output);
+	buf_reset(&w->result.error);
+	w->result.outcome = OUTCOME_DONE;
+	w->result.duration_ms = 0;
+	w->result.retry_in_ms = -1;
+	w->result.throttle_ms = -1;
+	w->result.timed_out = w->result.killed = false;
+}
+
 /* Run the handler for a row, whichever kind the queue has. */
 void
 worker_handle(struct worker *w, const struct row *row, const char *key,
@@ -382,6 +398,10 @@ worker_handle(struct worker *w, const struct row *row, const char *key,
 	char id[33];
 
 	limit_started(w);
+	if (w->q->handler == HANDLER_NONE) {
+		worker_no_handler(w);
+		return;
+	}
 	row_json(w, row, &json);
 	job.input = json.data;
 	job.input_len = json.len;
@@ -479,12 +499,16 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	log_set_row(key.data);
 	log_set_attempt(attempt);
 	log_set_trace(row_traceparent(w, row, id) ? id : NULL);
+	/* The group before the state: a busy worker's group is its row's. */
+	if (w->args->stats != NULL)
+		row_group_note(w, row, w->args->stats);
 	worker_set_state(w, WORKER_BUSY, key.data);
 	if (w->args->stats != NULL)
 		w->args->stats->attempt = attempt;
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key.data);
-	if (worker_row_fits(w, row))
+	/* With no handler no row is too big to hand over. */
+	if (w->q->handler == HANDLER_NONE || worker_row_fits(w, row))
 		worker_handle(w, row, key.data, attempt);
 	if (w->result.outcome == OUTCOME_ABORTED) {
 		log_warnx("handler stopped (%s): the row is not finished",
@@ -524,8 +548,9 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		w->turn.finished_alone = true;
 	}
 	if (w->args->stats) {
-		histogram_add(&w->args->stats->handler[worker_outcome(w, b)],
-		    w->result.duration_ms * 1000);
+		if (w->q->handler != HANDLER_NONE)
+			histogram_add(&w->args->stats->handler[
+			    worker_outcome(w, b)], w->result.duration_ms * 1000);
 		w->args->stats->worked_ms = wall_ms();
 	}
 	w->jobs++;
@@ -765,13 +790,16 @@ worker_run(const struct worker_args *args)
 		args->stats->worked_ms = wall_ms();
 	}
 	worker_set_state(&w, WORKER_STARTING, NULL);
-	if (handler_resolve(w.q->argv[0], &w.path) == -1) {
+	if (w.q->handler != HANDLER_NONE &&
+	    handler_resolve(w.q->argv[0], &w.path) == -1) {
 		log_error("%s: cannot run %s: %s", w.q->argv_where,
 		    w.q->argv[0], strerror(errno));
 		return ROWQ_EXIT_CONFIG;
 	}
-	w.base_env = handler_base_env(args->cfg, w.q);
-	identity_worker_init(config_handler_user(args->cfg, w.q));
+	if (w.q->handler != HANDLER_NONE) {
+		w.base_env = handler_base_env(args->cfg, w.q);
+		identity_worker_init(config_handler_user(args->cfg, w.q));
+	}
 	if (w.q->handler == HANDLER_PIPE)
 		worker_pipe_init(&w);
 	while (!w.stopper.stop) {

@@ -119,6 +119,7 @@ struct turn {
 	int		 key_index;	/* in cols */
 	int		 attempts_index; /* in cols, or -1 */
 	int		 trace_index;	/* traceparent_column: in cols, or -1 */
+	int		 group_index;	/* group_by: in cols, or -1 */
 	/* Rows failed for good in the transaction, for on_failed: */
 	struct buf	 failed_notes[ON_FAILED_NOTES_MAX];
 	size_t		 nfailed_notes;
@@ -281,6 +282,7 @@ struct worker {
 	int			 key_index;
 	int			 attempts_index;
 	int			 trace_index;
+	int			 group_index;	/* group_by: in cols, or -1 */
 	int			 ready_index;
 	struct server_clock	 clock;		/* for ready_at: */
 	int			 widen;		/* extra rows for the next claim */
@@ -391,6 +393,8 @@ void	 row_key_text(const struct worker *, const struct row *,
 int	 row_attempt(const struct worker *, const struct row *);
 size_t	 row_bytes(const struct worker *, const struct row *);
 void	 row_json(const struct worker *, const struct row *, struct buf *);
+void	 row_group_note(const struct worker *, const struct row *,
+	    struct worker_stats *);
 const char *row_traceparent(const struct worker *, const struct row *,
 	    char *trace_id);
 

@@ -58,6 +58,8 @@ claim_prepare_select(struct worker *w)
 	    worker_column(w, w->q->retry.attempts_column) : -1;
 	w->trace_index = w->q->traceparent.name ?
 	    worker_column(w, w->q->traceparent.name) : -1;
+	w->group_index = w->q->group_by.name ?
+	    worker_column(w, w->q->group_by.name) : -1;
 	w->ready_index = w->q->ready_at.name ?
 	    worker_column(w, w->q->ready_at.name) : -1;
 	return CONNECT_OK;

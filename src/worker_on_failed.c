@@ -7,6 +7,7 @@
  * drops the notes: the row is waiting again, nothing failed.
  */
 #include "worker.h"
+#include "on_failed.h"
 
 #include <errno.h>
 #include <string.h>

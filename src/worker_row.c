@@ -85,6 +85,27 @@ row_json(const struct worker *w, const struct row *row, struct buf *b)
 }
 
 /*
+ * The row's group_by: value into st, for status --by (status_group.c):
+ * cut to its buffer, which the status socket compares the same way.
+ */
+void
+row_group_note(const struct worker *w, const struct row *row,
+    struct worker_stats *st)
+{
+	int i = w->turn.group_index;
+	size_t len;
+
+	if (i < 0)
+		return;
+	st->group_null = row->value[i] == NULL;
+	len = row->value[i] == NULL ? 0 : row->len[i];
+	if (len > sizeof(st->group) - 1)
+		len = sizeof(st->group) - 1;
+	memcpy(st->group, row->value[i] ? row->value[i] : "", len);
+	st->group[len] = '\0';
+}
+
+/*
  * The row's trace context (traceparent_column:), when it is a valid
  * one: its trace id in trace_id (33 bytes), and its value.  NULL: none.
  */

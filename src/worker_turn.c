@@ -71,6 +71,7 @@ turn_begin(struct worker *w)
 	t->key_index = w->key_index;
 	t->attempts_index = w->attempts_index;
 	t->trace_index = w->trace_index;
+	t->group_index = w->group_index;
 	t->ready_index = w->ready_index;
 	t->skipped = t->handled = t->noks = 0;
 	t->finished_alone = false;

@@ -56,10 +56,14 @@ out=$("$ROWQ" -c "$copy/rowq.yaml" check 2>&1) ||
 # The verdict, and for each queue a claim plan that reads only the rows
 # it returns: no warning.  Webhooks orders by due time on purpose, and
 # gets the note on what a claim that is not from a cursor costs, and
-# those on its limit (the table the first worker creates, the cost).
+# those on its limit (the table the first worker creates, the cost);
+# webhooks_due (handler: none) its own note on that, and on MySQL the
+# note that its empty table's plan (an index scan) is no larger one's.
 assert_eq "$copy/rowq.yaml: ok, $queues queues" "$(tail -n 1 <<<"$out")" "rowq check verdict"
 assert_eq "" "$(head -n -1 <<<"$out" | grep -v 'claim plan: .* reads only the rows it returns$' |
     grep -v 'queues.webhooks.select: the claim cannot scan the primary key from a cursor: the select orders by more than one column' |
+    grep -v 'queues.webhooks_due.select: the claim does not scan the primary key from a cursor (the select orders by more than one column)' |
+    grep -v 'queues.webhooks_due.select: claim plan: .* on a table of ~0 rows, whose plan is not that of a larger one' |
     grep -v 'queues.webhooks.limit: \(the limit table rowq_limit is not there yet\|what a claim takes\)' || true)" "rowq check warnings"
 
 # Each select, as rowq claims with it, on tables where most rows are
@@ -78,7 +82,10 @@ sql "INSERT INTO images (width, status)
 sql "INSERT INTO video (source, status)
     SELECT CONCAT('/srv/video/', seq, '.mov'),
     IF(seq % 10 = 0, 'waiting', 'rendered') FROM $(seq_rows 5000)"
-sql "ANALYZE TABLE email, webhooks, images, video" >/dev/null
+sql "INSERT INTO scheduled_webhooks (url, payload, send_at)
+    SELECT 'https://example.com/hook', '{}',
+    NOW() + INTERVAL (seq - 500) MINUTE FROM $(seq_rows 5000)"
+sql "ANALYZE TABLE email, webhooks, images, video, scheduled_webhooks" >/dev/null
 
 # The literal block after "select: |", to the first line indented less.
 selects()

@@ -759,6 +759,33 @@ START_TEST(test_time_zone)
 }
 END_TEST
 
+/* group_by: a column name, kept with where it was said. */
+START_TEST(test_group_by)
+{
+	struct config *cfg = accepted("queues:\n" SMALL_QUEUE("a")
+	    "    group_by: batch_id\n" SMALL_QUEUE("b"));
+	char *cols[] = { "id", "batch_id" }, *log;
+
+	ck_assert_str_eq(cfg->queues[0].group_by.name, "batch_id");
+	ck_assert_str_eq(cfg->queues[0].group_by.where,
+	    "rowq.yaml:7: queues.a.group_by");
+	ck_assert_ptr_null(cfg->queues[1].group_by.name);
+	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 2, &log), 0);
+	free(log);
+	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 1, &log), 1);
+	ck_assert_str_eq(log, "rowq: rowq.yaml:7: queues.a.group_by: batch_id "
+	    "is not a column of the select (columns: id)\n");
+	free(log);
+	config_free(cfg);
+	refused("queues:\n" SMALL_QUEUE("a") "    group_by: [batch_id]\n",
+	    "rowq.yaml:7: queues.a.group_by: expected a column name, not a "
+	    "sequence\n");
+	refused("queues:\n" SMALL_QUEUE("a") "    group_by: {column: b}\n",
+	    "rowq.yaml:7: queues.a.group_by: expected a column name, not a "
+	    "mapping\n");
+}
+END_TEST
+
 START_TEST(test_duration_ranges)
 {
 	static const char yaml[] =
@@ -816,6 +843,120 @@ START_TEST(test_lease)
 }
 END_TEST
 
+/* lease.claim and lease.renew as lists; a claim list needs a renew. */
+START_TEST(test_lease_lists)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    "  jobs:\n"
+	    "    select: SELECT job_id AS id FROM ready\n"
+	    "    exec: [/usr/bin/run]\n"
+	    "    done: DELETE FROM claimed WHERE job_id = :id AND lease = :lease\n"
+	    "    failed: DELETE FROM claimed WHERE job_id = :id AND lease = :lease\n"
+	    "    lease:\n"
+	    "      claim:\n"
+	    "        - INSERT INTO claimed (job_id, lease) SELECT job_id, :lease FROM ready WHERE job_id = :id\n"
+	    "        - DELETE FROM ready WHERE job_id = :id\n"
+	    "      renew: [UPDATE claimed SET t = NOW() WHERE job_id = :id AND lease = :lease, INSERT INTO renewals VALUES (:id)]\n"
+	    "      duration: 1m\n");
+	struct queue *q = &cfg->queues[0];
+
+	ck_assert_ptr_nonnull(q->lease.claim.next);
+	ck_assert_ptr_null(q->lease.claim.next->next);
+	ck_assert_str_eq(q->lease.claim.next->where,
+	    "rowq.yaml:10: queues.jobs.lease.claim[1]");
+	ck_assert_ptr_nonnull(q->lease.renew.next);
+	config_free(cfg);
+	refused(
+	    "queues:\n"
+	    "  jobs:\n"
+	    "    select: SELECT id FROM ready\n"
+	    "    exec: [/usr/bin/run]\n"
+	    "    done: DELETE FROM claimed WHERE job_id = :id\n"
+	    "    failed: DELETE FROM claimed WHERE job_id = :id\n"
+	    "    lease:\n"
+	    "      claim:\n"
+	    "        - INSERT INTO claimed VALUES (:id, :lease)\n"
+	    "        - DELETE FROM ready WHERE id = :id\n"
+	    "      duration: 1m\n",
+	    "rowq.yaml:8: queues.jobs.lease.claim: a list of statements "
+	    "cannot renew the lease by running again: give lease.renew");
+	refused(
+	    "queues:\n"
+	    "  jobs:\n"
+	    "    select: SELECT id FROM ready\n"
+	    "    exec: [/usr/bin/run]\n"
+	    "    done: DELETE FROM claimed WHERE job_id = :id\n"
+	    "    failed: DELETE FROM claimed WHERE job_id = :id\n"
+	    "    lease:\n"
+	    "      claim: UPDATE ready SET lease = :lease WHERE id = :id\n"
+	    "      renew: []\n"
+	    "      duration: 1m\n",
+	    "rowq.yaml:9: queues.jobs.lease.renew: expected a statement or "
+	    "a list of 1 to 16, not 0\n");
+}
+END_TEST
+
+/* handler: none: done: is the work; the keys of a handler refused. */
+START_TEST(test_handler_none)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    "  due:\n"
+	    "    handler: none\n"
+	    "    batch: 100\n"
+	    "    select: SELECT id FROM delayed WHERE run_at <= NOW() ORDER BY run_at\n"
+	    "    done: [INSERT INTO ready SELECT id FROM delayed WHERE id = :id, DELETE FROM delayed WHERE id = :id]\n");
+	struct queue *q = &cfg->queues[0];
+
+	ck_assert_int_eq(q->handler, HANDLER_NONE);
+	ck_assert_ptr_null(q->argv);
+	ck_assert_int_eq(q->batch, 100);
+	config_free(cfg);
+	char *log;
+
+	put("rowq.yaml",
+	    "queues:\n"
+	    "  due:\n"
+	    "    handler: none\n"
+	    "    select: SELECT id FROM delayed\n"
+	    "    exec: [/bin/true]\n"
+	    "    timeout: 5s\n"
+	    "    retry: {update: UPDATE delayed SET n = n + 1 WHERE id = :id}\n"
+	    "    lease: {claim: UPDATE delayed SET l = :lease WHERE id = :id, duration: 1m}\n"
+	    "    done: DELETE FROM delayed WHERE id = :id\n");
+	ck_assert_ptr_null(load("rowq.yaml", &log));
+	ck_assert_has(log, "rowq.yaml:5: queues.due.exec: not with handler: "
+	    "none: the handler is none\n");
+	ck_assert_has(log, "rowq.yaml:6: queues.due.timeout: not with "
+	    "handler: none: no handler runs\n");
+	ck_assert_has(log, "rowq.yaml:7: queues.due.retry: not with handler: "
+	    "none: no handler fails a try (failed: runs when the server "
+	    "refuses done: for a row)\n");
+	ck_assert_has(log, "rowq.yaml:8: queues.due.lease: not with handler: "
+	    "none: the rows are claimed and finished in one transaction\n");
+	ck_assert_uint_eq(count_lines(log), 4);
+	free(log);
+	refused(
+	    "queues:\n"
+	    "  due:\n"
+	    "    handler: sql\n"
+	    "    select: SELECT id FROM delayed\n"
+	    "    done: DELETE FROM delayed WHERE id = :id\n",
+	    "rowq.yaml:3: queues.due.handler: expected none (a queue whose "
+	    "done: statements are its work), not \"sql\"; a program is exec: or "
+	    "pipe:\n");
+	refused(
+	    "queues:\n"
+	    "  due:\n"
+	    "    select: SELECT id FROM delayed\n"
+	    "    done: DELETE FROM delayed WHERE id = :id\n",
+	    "rowq.yaml:2: queues.due: missing exec: or pipe:, the handler (or "
+	    "handler: none, for a queue whose done: statements are its "
+	    "work)\n");
+}
+END_TEST
+
 START_TEST(test_select_limit)
 {
 	refused(
@@ -855,7 +996,7 @@ START_TEST(test_select_parameters)
 	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
 	    "rowq.yaml:3: queues.email.select: :since: the select takes no "
 	    "parameters (only done, failed, retry.update, lease.claim, "
-	    "requeue and discard do)\n");
+	    "lease.renew, requeue and discard do)\n");
 }
 END_TEST
 
@@ -905,7 +1046,8 @@ START_TEST(test_missing_keys)
 	ck_assert_has(log, "rowq.yaml:2: queues.email: missing required key "
 	    "done\n");
 	ck_assert_has(log, "rowq.yaml:2: queues.email: missing exec: or "
-	    "pipe:, the handler\n");
+	    "pipe:, the handler (or handler: none, for a queue whose done: "
+	    "statements are its work)\n");
 	ck_assert_uint_eq(count_lines(log), 3);
 	free(log);
 }
@@ -1737,7 +1879,10 @@ config_suite(void)
 	tcase_add_test(tc, test_duration_ranges);
 	tcase_add_test(tc, test_wake);
 	tcase_add_test(tc, test_time_zone);
+	tcase_add_test(tc, test_group_by);
 	tcase_add_test(tc, test_lease);
+	tcase_add_test(tc, test_lease_lists);
+	tcase_add_test(tc, test_handler_none);
 	tcase_add_test(tc, test_select_limit);
 	tcase_add_test(tc, test_select_for_update);
 	tcase_add_test(tc, test_select_parameters);

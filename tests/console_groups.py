@@ -1,0 +1,53 @@
+"""The console's group view in a real browser (as console_browser.py):
+logs in as USER, opens the queue's page, reads the table of its groups
+and prints it as JSON, one row a list of its cells, then the note of the
+groups left out; saves a screenshot.  Usage: console_groups.py URL USER
+QUEUE DIR.  An alert (a row's value run as script) fails it.
+"""
+import json
+import os
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+url, user, queue, out = sys.argv[1:5]
+os.makedirs(out + "/screenshots", exist_ok=True)
+opts = webdriver.ChromeOptions()
+for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", "--window-size=1280,1400",
+             "--user-data-dir=" + out + "/profile-groups"):
+    opts.add_argument(flag)
+opts.binary_location = "/usr/bin/chromium"
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver",
+                                          log_path=out + "/chromedriver.log"),
+                          options=opts)
+driver.set_page_load_timeout(30)
+wait = WebDriverWait(driver, 20)
+try:
+    driver.get(url + "/")
+    wait.until(ec.presence_of_element_located((By.ID, "login")))
+    driver.find_element(By.ID, "user").send_keys(user)
+    driver.find_element(By.ID, "password").send_keys(user + "-password")
+    driver.find_element(By.ID, "login").click()
+    wait.until(ec.presence_of_element_located((By.ID, "queues")))
+    driver.find_element(By.LINK_TEXT, queue).click()
+    table = wait.until(ec.presence_of_element_located((By.ID, "groups")))
+    driver.execute_script("arguments[0].scrollIntoView();",
+                          driver.find_element(By.ID, "groups-heading"))
+    driver.save_screenshot(out + "/screenshots/console-groups.png")
+    rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in table.find_elements(By.TAG_NAME, "tr")[1:]]
+    print(json.dumps(rows))
+    print(driver.find_element(By.ID, "groups-left-out").text)
+    # Nothing a row holds became markup: no <script> in the table itself.
+    if table.find_elements(By.TAG_NAME, "script"):
+        sys.exit("a group's value became a script element")
+    print("ok")
+finally:
+    driver.quit()
