@@ -26,6 +26,7 @@ OBJS =	build/backoff.o \
 	build/buf.o \
 	build/check.o \
 	build/check_child.o \
+	build/check_flow.o \
 	build/check_galera.o \
 	build/check_plan.o \
 	build/check_shape.o \
@@ -36,6 +37,7 @@ OBJS =	build/backoff.o \
 	build/config_hosts.o \
 	build/config_limit.o \
 	build/config_queue.o \
+	build/config_retry.o \
 	build/config_schedule.o \
 	build/config_tls.o \
 	build/config_walk.o \
@@ -83,9 +85,12 @@ OBJS =	build/backoff.o \
 	build/pause_watch.o \
 	build/proc.o \
 	build/prune.o \
+	build/runs.o \
+	build/runs_cmd.o \
 	build/prune_daemon.o \
 	build/prune_sql.o \
 	build/reload.o \
+	build/reason.o \
 	build/report.o \
 	build/requeue.o \
 	build/scale.o \
@@ -95,6 +100,7 @@ OBJS =	build/backoff.o \
 	build/schedule_daemon.o \
 	build/slot.o \
 	build/sql.o \
+	build/sql_update.o \
 	build/stats.o \
 	build/status.o \
 	build/status_db.o \
@@ -110,6 +116,7 @@ OBJS =	build/backoff.o \
 	build/wake_watch.o \
 	build/worker.o \
 	build/worker_claim.o \
+	build/worker_db.o \
 	build/worker_finish.o \
 	build/worker_finish_text.o \
 	build/worker_lease.o \
@@ -119,6 +126,7 @@ OBJS =	build/backoff.o \
 	build/worker_on_failed.o \
 	build/worker_pickup.o \
 	build/worker_recent.o \
+	build/worker_runs.o \
 	build/worker_row.o \
 	build/worker_turn.o
 
@@ -136,10 +144,12 @@ UNIT_TESTS = \
 	check_limit \
 	check_log \
 	check_prune_sql \
+	check_reason \
 	check_recent \
 	check_retry_in \
 	check_slot \
 	check_sql \
+	check_sql_update \
 	check_stats \
 	check_trace
 

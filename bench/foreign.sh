@@ -18,7 +18,7 @@
 
 ROWS=${BENCH_ROWS:-20000}
 RUNS=${BENCH_RUNS:-3}
-APPS=${BENCH_APPS:-"magento action_scheduler drupal laravel symfony"}
+APPS=${BENCH_APPS:-"magento action_scheduler drupal laravel symfony oban"}
 WORKERS=2
 
 mkdir -p "$BIN"
@@ -106,6 +106,16 @@ rewrite_symfony()
 	    FROM messenger_messages m WHERE m.delivered_at IS NULL
 	    AND m.available_at <= NOW() AND m.queue_name = 'default' ORDER BY m.id"
 }
+
+fill_oban()
+{
+	sql "TRUNCATE oban_jobs;
+	    INSERT INTO oban_jobs (worker, args, max_attempts)
+	    SELECT 'MyApp.Workers.Business', JSON_OBJECT('n', seq), 20
+	    FROM $(seq_rows "$ROWS")"
+}
+# Oban's example is one table by its primary key already.
+rewrite_oban() { echo ""; }
 
 # config APP FILE [SELECT]: the example, on this server, with okpipe, and
 # with SELECT in place of its own when one is given.

@@ -11,11 +11,13 @@
  * (schedule_db.c).
  */
 #include "rowq.h"
+#include "check_flow.h"
 #include "db.h"
 #include "dialect.h"
 #include "schedule.h"
 #include "claim.h"
 #include "commands.h"
+#include "prune.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -500,12 +502,14 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	for (size_t i = 0; i < ncols; i++)
 		names[i] = cols[i].name;
 	problems += config_check_columns(q, names, ncols);
+	problems += config_check_column_kinds(q, cols, ncols);
 	free(names);
 	if (explain) {
 		check_key_nullable(q, cols, ncols);
 		check_retry_unlimited(q);
 	}
 	check_lease_fenced(q);
+	check_flow(db, q);
 	config_warn_option_args(q, cols, ncols);
 	if (ncols > 0)
 		problems += failed_check(db, q, q->key_column != NULL ?
@@ -520,6 +524,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	problems += check_statement(db, &q->done);
 	problems += check_statement(db, &q->failed);
 	problems += check_statement(db, &q->retry.update);
+	problems += check_statement(db, &q->retry.gave_up);
 	problems += check_statement(db, &q->lease.claim);
 	problems += check_statement(db, &q->lease.renew);
 	problems += check_statement(db, &q->failed_count);

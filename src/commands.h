@@ -1,7 +1,7 @@
 /*
  * commands.h: what the commands that read and act on a queue share ---
- * `rowq status`, `pause` and `resume`, `wake`, `failed`, `requeue` and
- * `discard` --- with the daemon and the console, which show and do the
+ * `rowq status`, `pause` and `resume`, `wake`, `failed`, `requeue`,
+ * `discard`, `runs` and `show` --- with the daemon and the console, which show and do the
  * same things.
  */
 #ifndef ROWQ_COMMANDS_H
@@ -218,5 +218,10 @@ int	 requeue_all(struct requeue_run *, const char *where_error);
 void	 requeue_end(struct requeue_run *);
 const char *requeue_error_column(const struct column *, size_t n);
 void	 requeue_like(struct buf *, const char *text);
+
+/* ---- runs_cmd.c: `rowq runs` and `rowq show` ---- */
+
+int	 runs_command(const char *config_path, int argc, char **argv);
+int	 show_command(const char *config_path, int argc, char **argv);
 
 #endif /* ROWQ_COMMANDS_H */

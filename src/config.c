@@ -280,7 +280,7 @@ config_field_include(struct load *ld, const struct config_item *it, void *dst,
  * statements (an identifier cannot be bound), so only the characters of
  * an unquoted identifier are taken.
  */
-static void
+void
 config_field_table(struct load *ld, const struct config_item *it, void *dst,
     const struct config_field *f)
 {

@@ -149,6 +149,11 @@ void		 config_field_string(struct load *,
 void		 config_field_path(struct load *, const struct config_item *,
 		    void *, const struct config_field *);
 
+/* config.c: a table's name, spliced into rowq's own statements */
+void		 config_field_table(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
+
 /* config_walk.c: a mapping walked with a table of keys */
 const struct node *config_lookup(const struct node *map, const char *name);
 bool		 config_expect_mapping(struct load *,
@@ -169,9 +174,18 @@ void		 config_field_queues(struct load *,
 void		 config_field_statement(struct load *,
 		    const struct config_item *, void *,
 		    const struct config_field *);
+/* A statement or a list of them (done:, failed:, retry.update:, ...). */
+void		 config_field_statements(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
 bool		 config_queue_name_ok(const char *);
 void		 config_queue_free(struct queue *);
 void		 config_field_program(struct load *,
+		    const struct config_item *, void *,
+		    const struct config_field *);
+
+/* config_retry.c: a queue's retry: */
+void		 config_field_retry(struct load *,
 		    const struct config_item *, void *,
 		    const struct config_field *);
 

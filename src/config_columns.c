@@ -19,6 +19,7 @@ const char *const config_builtin_params[] = {
 	"lease",	/* this claim's token: queues with lease: only */
 	"lease_int",	/* the same as a positive BIGINT: lease only */
 	"duration",	/* the lease's duration in seconds: lease only */
+	"reason",	/* why the row failed (reason.c) */
 	NULL,
 };
 
@@ -180,7 +181,7 @@ config_check_columns(const struct queue *q, char *const *columns,
     size_t ncolumns)
 {
 	struct buf cols = { 0 }, builtins = { 0 };
-	const struct sql *stmts[5];
+	const struct sql *stmts[6];
 	size_t i, n = 0;
 	int problems = 0;
 
@@ -194,8 +195,10 @@ config_check_columns(const struct queue *q, char *const *columns,
 			    config_builtin_params[i]);
 	stmts[n++] = &q->done;
 	stmts[n++] = &q->failed;
-	if (q->retry.enabled)
+	if (q->retry.enabled) {
 		stmts[n++] = &q->retry.update;
+		stmts[n++] = &q->retry.gave_up;
+	}
 	if (q->lease.enabled) {
 		stmts[n++] = &q->lease.claim;
 		stmts[n++] = &q->lease.renew;
@@ -216,13 +219,46 @@ config_check_columns(const struct queue *q, char *const *columns,
 	    q->group_by.name, columns, ncolumns, cols.data);
 	problems += config_check_column(q, q->limit.key_where,
 	    q->limit.key_column, columns, ncolumns, cols.data);
-	if (q->retry.enabled)
+	if (q->retry.enabled) {
 		problems += config_check_column(q, q->retry.attempts_where,
 		    q->retry.attempts_column, columns, ncolumns, cols.data);
+		problems += config_check_column(q, q->retry.max_attempts_where,
+		    q->retry.max_attempts_column, columns, ncolumns,
+		    cols.data);
+	}
 	problems += config_check_argv(q, columns, ncolumns, cols.data);
 	buf_free(&cols);
 	buf_free(&builtins);
 	return problems;
+}
+
+/*
+ * A column that says how many tries a row has (max_attempts: column NAME)
+ * must hold whole numbers: a text or DECIMAL column would be read as 1
+ * try for every row.  Returns the problems found; the column's presence
+ * is config_check_columns' to check.
+ */
+int
+config_check_column_kinds(const struct queue *q, const struct column *cols,
+    size_t ncols)
+{
+	const char *name = q->retry.max_attempts_column;
+
+	if (!q->retry.enabled || name == NULL)
+		return 0;
+	for (size_t c = 0; c < ncols; c++)
+		if (strcmp(cols[c].name, name) == 0 &&
+		    cols[c].kind != COLUMN_INTEGER) {
+			log_error("%s: column %s: the server describes it as "
+			    "%s, not as an integer: max_attempts needs whole "
+			    "numbers (CAST(%s AS UNSIGNED) AS %s in the select "
+			    "would do)", q->retry.max_attempts_where, name,
+			    cols[c].kind == COLUMN_NUMBER ? "a number" :
+			    cols[c].kind == COLUMN_TEXT ? "text" : "bytes",
+			    name, name);
+			return 1;
+		}
+	return 0;
 }
 
 /*

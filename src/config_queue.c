@@ -1,6 +1,7 @@
 /*
  * config_queue.c: queues: and the keys of each queue (the select, the
- * handler, done, retry:, failed, lease: and the rest), with the checks
+ * handler, done, failed, lease: and the rest; retry: is config_retry.c's),
+ * with the checks
  * across keys, which say what a queue lacks or what does not go together.
  */
 #include "config.h"
@@ -10,32 +11,6 @@
 #include <string.h>
 
 /* ---- values of a queue's own kinds ---- */
-
-static void
-config_field_backoff(struct load *ld, const struct config_item *it, void *dst,
-    const struct config_field *f)
-{
-	static const char *const names[] = {
-		[BACKOFF_FIXED] = "fixed",
-		[BACKOFF_LINEAR] = "linear",
-		[BACKOFF_EXPONENTIAL] = "exponential",
-	};
-	const char *s = config_scalar(ld, it, "fixed, linear or exponential");
-	char shown[CONFIG_SHOW_MAX + 8];
-	size_t i;
-
-	(void)f;
-	if (s == NULL)
-		return;
-	for (i = 0; i < NELEMS(names); i++)
-		if (strcmp(s, names[i]) == 0) {
-			*(enum backoff_kind *)dst = (enum backoff_kind)i;
-			return;
-		}
-	config_error(ld, it->value->line, it->path,
-	    "expected fixed, linear or exponential, not %s",
-	    config_show(s, shown, sizeof(shown)));
-}
 
 /* One statement with :name parameters, said at line, named path. */
 static void
@@ -69,7 +44,7 @@ config_field_statement(struct load *ld, const struct config_item *it, void *dst,
  * transaction (struct sql's next), each named by its place:
  * queues.email.done[1].
  */
-static void
+void
 config_field_statements(struct load *ld, const struct config_item *it,
     void *dst, const struct config_field *f)
 {
@@ -148,74 +123,7 @@ config_field_stop_signal(struct load *ld, const struct config_item *it,
 		    config_show(s, shown, sizeof(shown)));
 }
 
-/* ---- retry: and lease: ---- */
-
-static const struct config_field retry_fields[] = {
-	FIELD(struct retry_policy, "max_attempts", int, max_attempts,
-	    1, INT_MAX),
-	FIELD(struct retry_policy, "attempts_column", string, attempts_column,
-	    0, 0),
-	FIELD(struct retry_policy, "backoff", backoff, backoff, 0, 0),
-	FIELD(struct retry_policy, "delay", duration, delay_ms, 0, 0),
-	FIELD(struct retry_policy, "max_delay", duration, max_delay_ms, 0, 0),
-	FIELD(struct retry_policy, "jitter", bool, jitter, 0, 0),
-	FIELD(struct retry_policy, "update", statements, update, 0, 0),
-};
-
-/*
- * max_attempts stays 0 here when absent: the queue's checks, which know
- * whether there is a failed: statement and an attempts_column, turn that
- * into the default or into "unlimited".  Without attempts_column no try
- * is counted: every try is try 1, retried without a limit (a job table
- * that keeps no count, as Drupal's queue).
- */
-static void
-config_field_retry(struct load *ld, const struct config_item *it, void *dst,
-    const struct config_field *f)
-{
-	static const char *const required[] = { "update", NULL };
-	const struct node *seen[NELEMS(retry_fields)] = { 0 };
-	struct retry_policy *r = dst;
-	const struct node *k;
-	char path[CONFIG_PATH_MAX], d[32], md[32];
-
-	(void)f;
-	if (config_walk(ld, it, retry_fields, NELEMS(retry_fields), r,
-	    seen) == -1)
-		return;
-	r->enabled = true;
-	config_require(ld, it, retry_fields, NELEMS(retry_fields), seen,
-	    required);
-	if ((k = SEEN(retry_fields, seen, "attempts_column")) != NULL) {
-		config_path(path, sizeof(path), it->path, "attempts_column");
-		r->attempts_where = config_where(ld, k->line, path);
-	}
-	if ((k = SEEN(retry_fields, seen, "max_attempts")) != NULL &&
-	    config_lookup(it->parent, "failed") == NULL) {
-		config_path(path, sizeof(path), it->path, "max_attempts");
-		config_error(ld, k->line, path, "max_attempts needs a failed "
-		    "statement to run after the last attempt");
-	} else if (k != NULL &&
-	    SEEN(retry_fields, seen, "attempts_column") == NULL) {
-		config_path(path, sizeof(path), it->path, "max_attempts");
-		config_error(ld, k->line, path, "max_attempts counts tries in "
-		    "retry.attempts_column: name one, or leave max_attempts "
-		    "out to retry without a limit");
-	}
-	r->where = config_where(ld, it->key->line, it->path);
-	/* A long delay: alone is no mistake; max_delay follows it up. */
-	if (SEEN(retry_fields, seen, "max_delay") == NULL) {
-		if (r->max_delay_ms < r->delay_ms)
-			r->max_delay_ms = r->delay_ms;
-	} else if (r->max_delay_ms < r->delay_ms) {
-		k = SEEN(retry_fields, seen, "max_delay");
-		config_path(path, sizeof(path), it->path, "max_delay");
-		duration_format(r->delay_ms, d, sizeof(d));
-		duration_format(r->max_delay_ms, md, sizeof(md));
-		config_error(ld, k->line, path, "%s is shorter than delay (%s)",
-		    md, d);
-	}
-}
+/* ---- lease: ---- */
 
 static const struct config_field lease_fields[] = {
 	FIELD(struct lease_policy, "claim", statements, claim, 0, 0),
@@ -347,6 +255,34 @@ config_field_prune(struct load *ld, const struct config_item *it, void *dst,
 		if (prune_compile(s, err, sizeof(err)) == -1)
 			config_error(ld, line, at, "%s", err);
 	}
+}
+
+/* ---- runs: ---- */
+
+static const struct config_field runs_fields[] = {
+	FIELD(struct run_policy, "table", table, table, 0, 0),
+	FIELD(struct run_policy, "keep", duration, keep_ms, 0, 0),
+};
+
+/* runs: {} takes the defaults; runs: true too, false leaves it off. */
+static void
+config_field_runs(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	const struct node *seen[NELEMS(runs_fields)] = { 0 };
+	struct run_policy *r = dst;
+
+	if (it->value->kind == NODE_SCALAR) {
+		bool on = false;
+		config_field_bool(ld, it, &on, f);
+		r->enabled = on;
+	} else if (config_walk(ld, it, runs_fields, NELEMS(runs_fields), r,
+	    seen) == -1)
+		return;
+	else
+		r->enabled = true;
+	free(r->where);
+	r->where = config_where(ld, it->key->line, it->path);
 }
 
 /* ---- a queue ---- */
@@ -620,6 +556,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),
 	FIELD(struct queue, "prune", prune, prune, 0, 0),
+	FIELD(struct queue, "runs", runs, runs, 0, 0),
 	FIELD(struct queue, "on_failed", program, on_failed, 0, 0),
 	FIELD(struct queue, "on_failed_timeout", duration,
 	    on_failed_timeout_ms, 1, 0),
@@ -642,9 +579,11 @@ config_queue_defaults(struct queue *q)
 	q->retry.delay_ms = 10 * 1000;
 	q->retry.max_delay_ms = 3600 * 1000;
 	q->retry.jitter = true;
+	q->retry.max_attempts_ceiling = RETRY_CEILING_DEFAULT;
 	q->prune.chunk = 1000;
 	q->prune.pause_ms = 100;
 	q->prune.every_ms = 10 * 60 * 1000;
+	q->runs.keep_ms = RUNS_KEEP_DEFAULT_MS;
 	q->alert_failed = -1;
 	q->on_failed_timeout_ms = 10 * 1000;
 	q->on_failed_rate = 60;
@@ -661,12 +600,14 @@ config_queue_no_handler(struct load *ld, const struct config_item *it,
     const struct node **seen)
 {
 	static const char *const keys[] = { "exec", "pipe", "timeout", "env",
-	    "user", "group", "retry", "lease", NULL };
+	    "user", "group", "stop_signal", "stop_grace", "retry", "lease",
+	    NULL };
 	static const char *const why[] = { "the handler is none",
 	    "the handler is none", "no handler runs", "no handler runs",
-	    "no handler runs", "no handler runs", "no handler fails a try "
-	    "(failed: runs when the server refuses done: for a row)",
-	    "the rows are claimed and finished in one transaction" };
+	    "no handler runs", "no handler runs", "no handler runs",
+	    "no handler runs", "no handler fails a try (failed: runs when "
+	    "the server refuses done: for a row)", "the rows are claimed and "
+	    "finished in one transaction" };
 	const struct node *k;
 	char path[CONFIG_PATH_MAX];
 
@@ -708,6 +649,7 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 	 * attempt, so max_attempts stays 0: retry for ever.
 	 */
 	if (q->retry.enabled && q->retry.max_attempts == 0 &&
+	    q->retry.max_attempts_column == NULL &&
 	    q->retry.attempts_column != NULL &&
 	    SEEN(queue_fields, seen, "failed") != NULL)
 		q->retry.max_attempts = 5;
@@ -844,8 +786,11 @@ config_queue_free(struct queue *q)
 	sql_free(&q->done);
 	free(q->retry.attempts_column);
 	free(q->retry.attempts_where);
+	free(q->retry.max_attempts_column);
+	free(q->retry.max_attempts_where);
 	free(q->retry.where);
 	sql_free(&q->retry.update);
+	sql_free(&q->retry.gave_up);
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
 	sql_free(&q->lease.renew);
@@ -867,5 +812,7 @@ config_queue_free(struct queue *q)
 	config_env_free(&q->env);
 	config_user_free(&q->user);
 	prune_policy_free(&q->prune);
+	free(q->runs.table);
+	free(q->runs.where);
 	config_limit_free(&q->limit);
 }

@@ -260,6 +260,7 @@ struct console {
 	struct console_action	 actions[CONSOLE_ACTIONS_MAX];	/* a ring */
 	size_t			 nactions;	/* ever done */
 	struct console_bulk	*bulk;		/* running; NULL: none */
+	struct console_groups_cache *groups;	/* console_group.c's; NULL */
 };
 
 struct db	*console_db(struct console *);

@@ -3,7 +3,8 @@
  * /api/queue/NAME/groups: what `rowq status QUEUE --by` shows
  * (status_group.c), read the same way (a plain read, no lock, at most
  * STATUS_GROUP_SCAN rows grouped, STATUS_GROUP_LIMIT groups shown), with
- * the running rows of this console's daemon.  Every value escaped.
+ * the running rows of this console's daemon, at most every CONSOLE_DB_MS.
+ * Every value escaped.
  */
 #include "console.h"
 #include "db.h"
@@ -72,32 +73,61 @@ console_group_rows(struct buf *b, const struct queue *q,
 }
 
 /*
+ * The last read of each queue's groups, kept CONSOLE_DB_MS as the
+ * console's other figures are: pages that reload themselves, however
+ * many, cost the database one grouping read per queue that often.
+ */
+struct console_groups_cache {
+	struct status_groups	*gs;		/* one per queue of the config */
+	int64_t			*read_ms;	/* now_ms; 0: never */
+	bool			*ok;
+};
+
+/* q's groups (q in c's configuration), or NULL: they cannot be read. */
+static const struct status_groups *
+console_groups_get(struct console *c, const struct queue *q)
+{
+	struct console_groups_cache *g = c->groups;
+	size_t k = (size_t)(q - c->cfg->queues);
+	int64_t now = now_ms();
+	struct db *db;
+
+	if (g == NULL) {
+		g = c->groups = xcalloc(1, sizeof(*g));
+		g->gs = xcalloc(c->cfg->nqueues, sizeof(*g->gs));
+		g->read_ms = xcalloc(c->cfg->nqueues, sizeof(*g->read_ms));
+		g->ok = xcalloc(c->cfg->nqueues, sizeof(*g->ok));
+	}
+	if (g->read_ms[k] != 0 && now - g->read_ms[k] < CONSOLE_DB_MS)
+		return g->ok[k] ? &g->gs[k] : NULL;
+	status_group_free(&g->gs[k]);
+	g->ok[k] = (db = console_db(c)) != NULL &&
+	    status_group_read(db, q, &console_live_view(c)->live,
+	    STATUS_GROUP_LIMIT, &g->gs[k]) == 0;
+	g->read_ms[k] = now;
+	return g->ok[k] ? &g->gs[k] : NULL;
+}
+
+/*
  * The queue's groups, as a section of its page: nothing without
- * group_by:, the database's error when it cannot be read.
+ * group_by:, a line that says so when they cannot be read.
  */
 void
 console_groups(struct console *c, struct buf *b, const struct queue *q)
 {
-	const struct console_view *v = console_view(c);
-	struct status_groups gs;
-	struct db *db;
+	const struct status_groups *gs;
 
 	if (q->group_by.name == NULL)
 		return;
 	buf_puts(b, "<h2 id=\"groups-heading\">Groups by ");
 	console_html(b, q->group_by.name);
 	buf_puts(b, "</h2>");
-	if ((db = console_db(c)) == NULL) {
-		buf_puts(b, "<p class=\"bad\">The database does not answer."
-		    "</p>");
-		return;
-	}
-	if (status_group_read(db, q, &v->live, STATUS_GROUP_LIMIT, &gs) == -1)
+	if ((gs = console_groups_get(c, q)) == NULL)
 		buf_puts(b, "<p class=\"bad\">The groups cannot be read: the "
-		    "daemon's log says why.</p>");
+		    "database does not answer, or the daemon's log says why."
+		    "</p>");
 	else
-		console_group_rows(b, q, &gs);
-	status_group_free(&gs);
+		console_group_rows(b, q, gs);
 }
 
 /* /api/queue/NAME/groups: status --by --json. */
@@ -105,20 +135,16 @@ void
 console_groups_api(struct console_request *r, struct console_reply *rep,
     const struct queue *q)
 {
-	const struct console_view *v = console_view(r->c);
-	struct status_groups gs;
-	struct db *db;
+	const struct status_groups *gs;
 
 	if (q->group_by.name == NULL) {
 		console_reply_text(rep, 404, "this queue has no group_by");
 		return;
 	}
-	if ((db = console_db(r->c)) == NULL ||
-	    status_group_read(db, q, &v->live, STATUS_GROUP_LIMIT, &gs) == -1) {
+	if ((gs = console_groups_get(r->c, q)) == NULL) {
 		console_reply_text(rep, 503, "the groups cannot be read");
 		return;
 	}
-	status_group_json(&rep->body, q, &gs);
-	status_group_free(&gs);
+	status_group_json(&rep->body, q, gs);
 	rep->type = "application/json";
 }

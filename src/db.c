@@ -604,7 +604,8 @@ db_run_results(struct db *db, const char *sql, int n,
  * Run a select that takes no parameters, as text, and copy its rows into
  * rs; their columns must be cols, those the select had when prepared.
  * What ahead asks for comes first in sql, in the same round trip: a
- * finishing statement (the last turn's `done`, as text), then "COMMIT;",
+ * finishing statement (the last turn's `done`, as text), the run log's
+ * INSERT (worker_runs.c), then "COMMIT;",
  * so that the transaction that finished the last rows ends and the next
  * one opens with the select; a limit's statements (worker_limit.c) go
  * around the COMMIT (nbefore of them before it), each kept in
@@ -626,6 +627,11 @@ db_select(struct db *db, const char *sql, struct db_ahead *ahead,
 		ahead->finished = true;
 		ahead->affected = (unsigned long long)
 		    mysql_affected_rows(db->mysql);
+		if (mysql_next_result(db->mysql) != 0)
+			return db_fail_mysql(db);
+	}
+	if (ahead->runs) {
+		ahead->runs_ran = true;
 		if (mysql_next_result(db->mysql) != 0)
 			return db_fail_mysql(db);
 	}

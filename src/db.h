@@ -90,10 +90,12 @@ struct db_ahead_result {
 
 struct db_ahead {
 	bool		 finish;	/* a finishing statement comes first */
+	bool		 runs;		/* then the run log's INSERT */
 	bool		 commit;	/* then COMMIT */
 	int		 nextra;	/* a limit's (worker_limit.c): these many, */
 	int		 nbefore;	/* the first of them before the COMMIT */
 	bool		 finished;	/* set when the finishing statement ran */
+	bool		 runs_ran;	/* set when the run log's INSERT ran */
 	unsigned long long affected;	/* set: the rows it changed */
 	bool		 committed;	/* set when the COMMIT went through */
 	int		 extra_ran;	/* set: how many of the extras ran */

@@ -34,6 +34,7 @@ static const struct dialect mariadb = {
 	.galera = true,
 	.upsert_alias = false,
 	.call_counts_last = false,
+	.simultaneous_assignment = "SIMULTANEOUS_ASSIGNMENT",
 };
 
 /*
@@ -54,6 +55,7 @@ static const struct dialect mysql = {
 	.galera = false,
 	.upsert_alias = true,
 	.call_counts_last = true,
+	.simultaneous_assignment = NULL,
 };
 
 const struct dialect *

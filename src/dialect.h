@@ -24,6 +24,9 @@
  *	Galera				possible		no
  *	an upsert's new values		VALUES(col)		an alias: rowq_new.col
  *	the rows a CALL changed		all its statements'	its last statement's
+ *	an UPDATE's SET list		left to right, or at	left to right
+ *					once with sql_mode
+ *					SIMULTANEOUS_ASSIGNMENT
  */
 #ifndef DIALECT_H
 #define DIALECT_H
@@ -45,6 +48,9 @@ struct dialect {
 	bool		 galera;		/* may be a Galera node */
 	bool		 upsert_alias;		/* INSERT .. AS new ON DUPLICATE */
 	bool		 call_counts_last;	/* a CALL's rows: its last statement's */
+	/* The sql_mode word that makes a SET list read the row's old
+	 * values throughout; NULL: it is always left to right. */
+	const char	*simultaneous_assignment;
 };
 
 /*

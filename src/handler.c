@@ -530,6 +530,9 @@ handler_exec(const char *path, const struct handler_job *job,
 		errsink_error_tail(&c.errs, &res->error);
 	if (end == WAIT_EXITED && res->outcome == OUTCOME_RETRY)
 		exec_retry_in(&c, status, res);
+	if (end == WAIT_EXITED && c.exec_errno == 0 &&
+	    (res->outcome == OUTCOME_RETRY || res->outcome == OUTCOME_FAILED))
+		(void)reason_from_stderr(&c.errs, res->reason);
 	errsink_row_done(&c.errs);
 	errsink_free(&c.errs);
 	if (x.truncated)

@@ -51,6 +51,9 @@ void	 identity_worker_init(const struct handler_user *);
 
 /* ---- handler.c: exec handlers, argv and environment ---- */
 
+/* A handler's own :reason ("reason=NAME"), at most this long. */
+#define REASON_NAME_MAX		32
+
 enum outcome {
 	OUTCOME_DONE,		/* exit 0, "ok": run done */
 	OUTCOME_RETRY,		/* a failed try: retry, or failed at the last */
@@ -67,8 +70,10 @@ struct handler_result {
 	int64_t		 retry_in_ms;	/* the handler's "retry-in"; -1: none */
 	bool		 timed_out;	/* killed for its timeout */
 	bool		 killed;	/* it died of a signal */
+	int		 exit_status;	/* exec: its exit status; -1: none */
 	bool		 stop_signalled; /* it was sent its stop_signal */
 	int64_t		 throttle_ms;	/* OUTCOME_THROTTLED: for how long */
+	char		 reason[REASON_NAME_MAX + 1]; /* its own; "" none */
 };
 
 /*
@@ -149,6 +154,28 @@ int	 handler_word_parse(const char *line, const char *word, int64_t *ms,
 int	 retry_in_parse(const char *line, int64_t *ms, const char **message);
 int	 handler_stderr_word(const struct errsink *, const char *word,
 	    int64_t *ms, char *message, size_t len);
+
+/* ---- reason.c: :reason, why a row's try did not succeed ---- */
+
+#define REASON_PERMANENT	"permanent"	/* the handler said never */
+#define REASON_EXHAUSTED	"exhausted"	/* no try left */
+#define REASON_TIMEOUT		"timeout"	/* ran past timeout: */
+#define REASON_ERROR		"error"		/* any other failed try */
+#define REASON_LEASE_LOST	"lease_lost"	/* its last try's lease ran out */
+#define REASON_REFUSED		"refused"	/* the server refused its statement */
+
+/* Which finishing statement runs, and why. */
+enum reason_step {
+	REASON_STEP_DONE,
+	REASON_STEP_FAILED_NEVER,	/* the handler said never */
+	REASON_STEP_FAILED_LAST,	/* a failed try with none left */
+	REASON_STEP_RETRY,
+};
+
+bool	 reason_is_builtin(const char *name, size_t len);
+int	 reason_parse(const char *message, char *name);
+int	 reason_from_stderr(const struct errsink *, char *name);
+const char *reason_of(enum reason_step, const struct handler_result *);
 
 /* ---- handler_pipe.c: one long-running handler per worker ---- */
 

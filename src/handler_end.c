@@ -61,8 +61,10 @@ handler_result_begin(struct handler_result *res)
 	res->outcome = OUTCOME_RETRY;
 	res->retry_in_ms = -1;
 	res->timed_out = res->killed = res->stop_signalled = false;
+	res->exit_status = -1;
 	res->throttle_ms = -1;
 	res->duration_ms = 0;
+	res->reason[0] = '\0';
 }
 
 /*
@@ -133,6 +135,8 @@ handler_outcome(const struct handler_job *job, enum handler_kind kind,
 		return;
 	}
 	res->killed = WIFSIGNALED(status);
+	if (WIFEXITED(status) && kind != HANDLER_PIPE)
+		res->exit_status = WEXITSTATUS(status);
 	if (kind == HANDLER_PIPE) {
 		res->outcome = OUTCOME_RETRY;
 		buf_puts(&res->error, "pipe handler died: ");

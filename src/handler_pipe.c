@@ -244,6 +244,8 @@ pipe_parse(struct pipe_handler *p, struct handler_result *res)
 		buf_puts(&res->error, *text ? text : "fail");
 	} else
 		return -1;
+	if (res->outcome == OUTCOME_RETRY || res->outcome == OUTCOME_FAILED)
+		(void)reason_parse(res->error.data, res->reason);
 	return 0;
 }
 

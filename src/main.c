@@ -6,6 +6,7 @@
 #include "schedule.h"
 #include "console.h"
 #include "commands.h"
+#include "prune.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -450,6 +451,10 @@ main(int argc, char **argv)
 		return cmd_status(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "prune") == 0)
 		return prune_command(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "runs") == 0)
+		return runs_command(path, argc - optind, argv + optind);
+	if (strcmp(cmd, "show") == 0)
+		return show_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "failed") == 0)
 		return failed_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "requeue") == 0 || strcmp(cmd, "discard") == 0)

@@ -10,6 +10,8 @@
 #include "rowq.h"
 #include "db.h"
 #include "dialect.h"
+#include "prune.h"
+#include "runs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -328,6 +330,23 @@ prune_report(const struct queue *q, const struct prune_result *r)
 	}
 }
 
+/* The run log's old runs (runs.c), said on standard output. */
+static int
+prune_runs_report(struct db *db, const struct queue *q,
+    struct stopper *stopper, int rc)
+{
+	unsigned long long rows = 0;
+	char err[300];
+
+	if (runs_prune(db, q, stopper, &rows, err, sizeof(err)) == -1) {
+		log_error("%s: %s", q->runs.where, err);
+		return ROWQ_EXIT_FAILURE;
+	}
+	printf("%s: run log: removed %llu run%s older than keep:\n", q->name,
+	    rows, rows == 1 ? "" : "s");
+	return rc;
+}
+
 static int
 prune_once(const struct config *cfg, const struct queue *q, bool dry_run)
 {
@@ -352,13 +371,19 @@ prune_once(const struct config *cfg, const struct queue *q, bool dry_run)
 	}
 	/* ^C stops between chunks: the one running is committed or not. */
 	stopper_init(&stopper, true);
-	prune_run(db, q, &stopper, isatty(STDERR_FILENO) ?
-	    prune_progress_line : NULL, &tty, &r);
-	if (isatty(STDERR_FILENO) && r.chunks > 0)
-		fputc('\n', stderr);
+	rc = ROWQ_EXIT_OK;
+	if (q->prune.enabled) {
+		prune_run(db, q, &stopper, isatty(STDERR_FILENO) ?
+		    prune_progress_line : NULL, &tty, &r);
+		if (isatty(STDERR_FILENO) && r.chunks > 0)
+			fputc('\n', stderr);
+		rc = prune_report(q, &r);
+	}
+	if (q->runs.enabled && !stopper.stop)
+		rc = prune_runs_report(db, q, &stopper, rc);
 	close(stopper.fd);
 	db_close(db);
-	return prune_report(q, &r);
+	return rc;
 }
 
 /* The first CALL of delete:, which --dry-run cannot count; or NULL. */
@@ -401,9 +426,14 @@ prune_command(const char *path, int argc, char **argv)
 	if ((q = config_queue(cfg, name)) == NULL) {
 		log_error("%s: no queue named %s", path, name);
 		rc = ROWQ_EXIT_USAGE;
-	} else if (!q->prune.enabled) {
-		log_error("%s: queues.%s: has no prune: to run", q->where, name);
+	} else if (!q->prune.enabled && !q->runs.enabled) {
+		log_error("%s: queues.%s: has no prune: or runs: to run",
+		    q->where, name);
 		rc = ROWQ_EXIT_CONFIG;
+	} else if (dry_run && !q->prune.enabled) {
+		log_error("%s: --dry-run: counts what prune: would remove, and "
+		    "the queue has none", q->where);
+		rc = ROWQ_EXIT_USAGE;
 	} else if (dry_run && prune_has_call(&q->prune)) {
 		log_error("%s: --dry-run: rowq cannot count what a procedure "
 		    "would remove without running it", prune_has_call(

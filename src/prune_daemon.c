@@ -10,6 +10,8 @@
 #include "rowq.h"
 #include "db.h"
 #include "supervisor.h"
+#include "prune.h"
+#include "runs.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -60,6 +62,25 @@ prune_record(struct pruner *p, const char *queue, size_t *index)
 	return 0;
 }
 
+/*
+ * The run log's old runs, after the queue's own prune: with a lock of
+ * their own, not needed: two daemons that prune them at once remove each
+ * old run once.  A failure is said, and the next round tries again.
+ */
+static void
+prune_child_runs(struct db *db, const struct queue *q, struct stopper *stopper)
+{
+	unsigned long long rows = 0;
+	char err[300];
+
+	if (runs_prune(db, q, stopper, &rows, err, sizeof(err)) == -1)
+		log_warnx("%s: %s; next round in %llds", q->runs.where, err,
+		    (long long)q->prune.every_ms / 1000);
+	else if (rows > 0)
+		log_info("run log: removed %llu run%s older than keep:", rows,
+		    rows == 1 ? "" : "s");
+}
+
 /* The child: connect, run, log what it did, exit 0 (or 1: failed). */
 static _Noreturn void
 prune_child(const struct config *cfg, const struct queue *q,
@@ -78,14 +99,21 @@ prune_child(const struct config *cfg, const struct queue *q,
 		r->end = PRUNE_FAILED;
 		snprintf(r->error, sizeof(r->error), "cannot connect: %s",
 		    db_error(db));
-		log_warnx("%s: %s; next round in %llds", q->prune.where,
-		    r->error, (long long)q->prune.every_ms / 1000);
+		log_warnx("%s: %s; next round in %llds", q->prune.enabled ?
+		    q->prune.where : q->runs.where, r->error, (long long)q->prune.every_ms / 1000);
 		_exit(ROWQ_EXIT_FAILURE);
 	}
-	prune_run(db, q, &stopper, NULL, NULL, r);
+	if (q->prune.enabled)
+		prune_run(db, q, &stopper, NULL, NULL, r);
+	else
+		r->end = PRUNE_DONE;
+	if (q->runs.enabled && r->end != PRUNE_STOPPED && !stopper.stop)
+		prune_child_runs(db, q, &stopper);
 	counted = r->rows;
 	rec->total_rows += counted;
 	db_close(db);
+	if (!q->prune.enabled)
+		_exit(0);
 	switch (r->end) {
 	case PRUNE_SKIPPED:
 		log_info("prune skipped: another rowq is pruning this queue");
@@ -171,7 +199,8 @@ prune_daemon_tick(struct supervisor *s, int64_t now, int64_t *next)
 	for (size_t k = 0; k < cfg->nqueues; k++) {
 		const struct queue *q = &cfg->queues[k];
 		size_t i;
-		if (!q->prune.enabled || prune_record(p, q->name, &i) == -1)
+		if ((!q->prune.enabled && !q->runs.enabled) ||
+		    prune_record(p, q->name, &i) == -1)
 			continue;
 		if (p->next_ms[i] == 0)
 			p->next_ms[i] = now + (q->prune.every_ms <

@@ -237,9 +237,18 @@ enum backoff_kind {
 	BACKOFF_EXPONENTIAL,
 };
 
+/* retry.max_attempts_ceiling's default, and its largest value. */
+#define RETRY_CEILING_DEFAULT	100
+#define RETRY_CEILING_MAX	100000
+
 struct retry_policy {
 	bool		 enabled;	/* the retry: key is present */
 	int		 max_attempts;	/* tries in all, the first included */
+	/* max_attempts: column NAME: each row's own, at most ceiling. */
+	char		*max_attempts_column;
+	char		*max_attempts_where; /* "FILE:LINE: queues.email.retry.max_attempts" */
+	int		 max_attempts_ceiling;
+	struct sql	 gave_up;	/* after update: was the row given up? */
 	char		*attempts_column;
 	char		*attempts_where; /* "FILE:LINE: queues.email.retry.attempts_column" */
 	char		*where;		/* "FILE:LINE: queues.email.retry" */
@@ -305,6 +314,20 @@ struct prune_policy {
 	 * chunk_sql and count_sql only); NULL: the last, or the only one.
 	 */
 	struct prune_policy *next;
+};
+
+/*
+ * runs: the run log, a table rowq owns (runs.c): one row for each try of
+ * each row, written in the transaction of its outcome.
+ */
+#define RUNS_TABLE_DEFAULT	"rowq_runs"
+#define RUNS_KEEP_DEFAULT_MS	(7 * 24 * 3600 * (int64_t)1000)
+
+struct run_policy {
+	bool		 enabled;	/* runs: is there */
+	char		*table;		/* NULL: RUNS_TABLE_DEFAULT */
+	int64_t		 keep_ms;	/* pruned when older; 0: kept for ever */
+	char		*where;		/* "FILE:LINE: queues.email.runs" */
 };
 
 /*
@@ -392,6 +415,7 @@ struct queue {
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
 	struct prune_policy prune;
+	struct run_policy runs;
 	struct program	 on_failed;	/* argv NULL: the top level's */
 	int64_t		 on_failed_timeout_ms;
 	int		 on_failed_rate; /* runs a minute, at most */
@@ -510,8 +534,11 @@ const struct handler_user *config_handler_user(const struct config *,
  */
 int		 config_check_columns(const struct queue *,
 		    char *const *columns, size_t ncolumns);
-/* Warn of {column} arguments that can begin with '-' (rowq check). */
 struct column;
+/* max_attempts: column NAME must be an integer column.  Problems found. */
+int		 config_check_column_kinds(const struct queue *,
+		    const struct column *, size_t ncols);
+/* Warn of {column} arguments that can begin with '-' (rowq check). */
 void		 config_warn_option_args(const struct queue *,
 		    const struct column *, size_t ncols);
 
@@ -619,35 +646,6 @@ const char *handler_stop_signal_name(int sig);
 
 /* Only a pointer here: the files that use the database include db.h. */
 struct db;
-
-/* ---- prune.c: one prune run, `rowq prune`, and its check ---- */
-
-enum prune_end {
-	PRUNE_NONE,		/* no run yet */
-	PRUNE_RUNNING,
-	PRUNE_DONE,		/* a chunk removed fewer than chunk: rows */
-	PRUNE_SKIPPED,		/* another rowq holds the queue's prune lock */
-	PRUNE_FAILED,		/* a statement failed: stopped, tried next round */
-	PRUNE_STOPPED,		/* asked to stop between chunks */
-};
-
-/* What a run did; written as it goes (the daemon shares it). */
-struct prune_result {
-	volatile int		 end;		/* enum prune_end */
-	volatile uint64_t	 rows;
-	volatile uint64_t	 chunks;
-	volatile int64_t	 ms;		/* from the lock to the end */
-	char			 error[192];
-};
-
-/* Called after each chunk, with the run so far. */
-typedef void	(*prune_progress_fn)(void *ctx, const struct prune_result *);
-
-void	 prune_run(struct db *, const struct queue *, struct stopper *,
-	    prune_progress_fn, void *ctx, struct prune_result *);
-const char *prune_end_name(int end);
-int	 prune_command(const char *config_path, int argc, char **argv);
-int	 prune_check(struct db *, const struct queue *);
 
 /* ---- stats.c: counters shared by workers and the supervisor ---- */
 

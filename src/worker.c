@@ -14,6 +14,7 @@
 #include "worker.h"
 #include "claim.h"
 #include "commands.h"
+#include "runs.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -29,48 +30,6 @@
  * whether the server closed the connection (and with it the row locks).
  */
 #define LINK_WATCH_MS		250
-
-/*
- * A wait of ms, give or take a quarter: workers that lost the database
- * together must not all come back in the same millisecond.
- */
-static int64_t
-worker_jitter(int64_t ms)
-{
-	int64_t spread = ms / 2;
-
-	if (spread <= 0)
-		return ms;
-	return ms - ms / 4 + (int64_t)(backoff_random() % (uint64_t)(spread + 1));
-}
-
-/* Log a database problem once, then at most once a minute while it lasts. */
-void
-worker_db_trouble(struct worker *w, const char *what)
-{
-	int64_t now = now_ms();
-
-	if (w->db_failures++ == 0) {
-		w->db_failing_since = now;
-		w->db_last_log = now;
-		log_warnx("%s: %s", what, w->db ? db_error(w->db) : "");
-	} else if (now - w->db_last_log >= 60000) {
-		w->db_last_log = now;
-		log_warnx("%s, still (%d tries in %llds): %s", what,
-		    w->db_failures,
-		    (long long)(now - w->db_failing_since) / 1000,
-		    w->db ? db_error(w->db) : "");
-	}
-}
-
-void
-worker_db_ok(struct worker *w)
-{
-	if (w->db_failures > 0)
-		log_info("database back after %llds",
-		    (long long)(now_ms() - w->db_failing_since) / 1000);
-	w->db_failures = 0;
-}
 
 void
 worker_set_state(struct worker *w, enum worker_state s, const char *key)
@@ -97,147 +56,6 @@ worker_note_error(struct worker *w, const char *what, const char *msg)
 	st->last_error_ms = wall_ms();
 }
 
-
-void
-worker_disconnect(struct worker *w)
-{
-	finish_unbind(&w->done);
-	finish_unbind(&w->retry);
-	finish_unbind(&w->failed);
-	finish_unbind(&w->lease);
-	finish_unbind(&w->renew);
-	limit_disconnect(w);
-	db_stmt_free(w->claim);
-	w->claim = NULL;
-	free(w->claim_sql);
-	w->claim_sql = NULL;
-	w->claim_limit = 0;	/* written again by the next claim */
-	db_stmt_free(w->cursor_start);
-	w->cursor_start = NULL;
-	w->cursor_on = false;
-	cursor_rewind(&w->cursor_at);
-	db_stmt_free(w->keyed_list_stmt);
-	w->keyed_list_stmt = NULL;
-	w->keyed_on = false;
-	rowset_clear(&w->keyed_list, 1);
-	w->keyed_next = 0;
-	/* A transaction on the link goes with it. */
-	if (w->turn.uncommitted)
-		turn_rolled_back(w);
-	db_close(w->db);
-	w->db = NULL;
-	w->cols = NULL;
-	w->ncols = 0;
-}
-
-/* The connection's column of that name, or -1. */
-int
-worker_column(const struct worker *w, const char *name)
-{
-	for (size_t i = 0; i < w->ncols; i++)
-		if (strcmp(w->cols[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
-
-/* Connect and prepare everything. */
-enum connect_status
-worker_connect(struct worker *w)
-{
-	enum db_status st;
-	enum connect_status r;
-
-	w->db = db_open(&w->args->cfg->db, &st);
-	if (st == DB_CONFIG)
-		log_error("database refuses this configuration: %s",
-		    db_error(w->db));
-	if (st != DB_OK)
-		return st == DB_CONFIG ? CONNECT_CONFIG : CONNECT_AWAY;
-	if (db_session_limits(w->db, w->q) != DB_OK)
-		return CONNECT_AWAY;
-	if ((r = claim_prepare(w)) != CONNECT_OK ||
-	    (r = finish_bind(w, &w->done, &w->q->done)) != CONNECT_OK ||
-	    (r = finish_bind(w, &w->retry, &w->q->retry.update)) != CONNECT_OK ||
-	    (r = finish_bind(w, &w->failed, &w->q->failed)) != CONNECT_OK ||
-	    (r = finish_bind(w, &w->lease, &w->q->lease.claim)) != CONNECT_OK ||
-	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK ||
-	    (r = limit_connect(w)) != CONNECT_OK)
-		return r;
-	w->bulk_done = finish_batches_done(w);
-	finish_text_bind(w, &w->done);
-	pickup_clock_read(w);
-	return CONNECT_OK;
-}
-
-/* Connect, waiting with capped backoff while the database is away. */
-static enum connect_status
-worker_ensure_db(struct worker *w)
-{
-	while (w->db == NULL || w->claim == NULL) {
-		worker_disconnect(w);
-		enum connect_status r = worker_connect(w);
-		if (r == CONNECT_OK) {
-			if (w->db_failures > 0 && w->args->stats)
-				w->args->stats->reconnects++;
-			worker_db_ok(w);
-			return CONNECT_OK;
-		}
-		if (r == CONNECT_CONFIG)
-			return CONNECT_CONFIG;
-		worker_set_state(w, WORKER_DB_DOWN, NULL);
-		worker_db_trouble(w, "cannot connect to the database");
-		/* Half prepared is not connected: all of it again next time. */
-		worker_disconnect(w);
-		if (stopper_sleep(&w->stopper, worker_jitter(
-		    backoff_capped_ms(500, 30000, w->db_failures))))
-			return CONNECT_AWAY;
-	}
-	return CONNECT_OK;
-}
-
-/*
- * After a failed statement: roll back, and wait before the next turn so
- * that a broken database or statement never turns into a hot loop.  The
- * caller ends the turn (turn_rolled_back).
- */
-void
-worker_db_failed(struct worker *w, enum db_status st, const char *what)
-{
-	/* A deadlock rolled back and retried is InnoDB's way, not an error. */
-	if (w->args->stats && st != DB_RETRY)
-		w->args->stats->errors++;
-	worker_note_error(w, what, db_error(w->db));
-	switch (st) {
-	case DB_RETRY:
-		if (w->args->stats)
-			w->args->stats->db_retries++;
-		/* A deadlock or lock wait: common, cheap, retried quietly. */
-		log_info("%s: %s; rolled back, will retry", what,
-		    db_error(w->db));
-		(void)db_rollback(w->db);
-		limit_release(w);
-		stopper_sleep(&w->stopper, 10 + (int64_t)(backoff_random() % 200));
-		return;
-	case DB_RECONNECT:
-		worker_db_trouble(w, what);
-		worker_disconnect(w);
-		/* A link that drops at every turn must not spin either. */
-		stopper_sleep(&w->stopper, worker_jitter(
-		    backoff_capped_ms(100, 30000, w->db_failures)));
-		return;
-	default:
-		/* Bad SQL or data: it will likely fail again, so wait longer. */
-		log_error("%s: %s", what, db_error(w->db));
-		(void)db_rollback(w->db);
-		limit_release(w);
-		if (w->db_failures++ == 0)
-			w->db_failing_since = now_ms();
-		stopper_sleep(&w->stopper,
-		    backoff_capped_ms(1000, 60000, w->db_failures));
-		return;
-	}
-}
-
 /*
  * Commit, and only then count the rows it finished; a `done` held for
  * the next claim runs first, prepared, when no claim follows.
@@ -249,6 +67,12 @@ worker_commit(struct worker *w)
 
 	if (st != DB_OK) {
 		worker_db_failed(w, st, w->failing);
+		turn_rolled_back(w);
+		return -1;
+	}
+	if ((st = runs_flush(w)) != DB_OK) {
+		worker_db_failed(w, st, w->failing);
+		(void)db_rollback(w->db);
 		turn_rolled_back(w);
 		return -1;
 	}
@@ -348,8 +172,38 @@ worker_row_fits(struct worker *w, const struct row *row)
 	w->result.outcome = OUTCOME_FAILED;
 	w->result.duration_ms = 0;
 	w->result.retry_in_ms = -1;
+	w->result.exit_status = -1;
 	w->result.throttle_ms = -1;
+	w->result.timed_out = w->result.killed = false;
+	w->result.reason[0] = '\0';
 	return false;
+}
+
+/*
+ * Lease mode: a row claimed with no try left.  lease.claim counts each
+ * try, so its last try was counted and never finished: its worker died,
+ * or was stopped, and the lease ran out.  It fails now, with :reason
+ * lease_lost, rather than run a try past max_attempts.  (In transaction
+ * mode a try that never finished was rolled back, uncounted; a row past
+ * its count there was changed by hand, and gets its one more try.)
+ */
+static bool
+worker_row_spent(struct worker *w, const struct row *row, int attempt)
+{
+	int max = row_max_attempts(w, row);
+
+	if (!w->q->lease.enabled || !w->q->retry.enabled ||
+	    w->failed.stmt == NULL || max == 0 || attempt <= max)
+		return false;
+	handler_result_begin(&w->result);
+	buf_printf(&w->result.error, "try %d of %d did not finish: its lease "
+	    "ran out (its worker died or was stopped); no try is left",
+	    attempt - 1, max);
+	w->result.outcome = OUTCOME_FAILED;
+	/* No handler ran: the reason is rowq's (reason_of passes it on). */
+	snprintf(w->result.reason, sizeof(w->result.reason), "%s",
+	    REASON_LEASE_LOST);
+	return true;
 }
 
 /*
@@ -490,6 +344,7 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	int attempt = row_attempt(w, row);
 	struct buf key = { 0 };
 	struct bound *b;
+	const struct bound *counted;
 	int64_t delay_ms;
 	enum db_status st = DB_OK;
 
@@ -508,7 +363,8 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	proc_title("rowq: %s worker %d (row %s)", w->q->name,
 	    w->args->number, key.data);
 	/* With no handler no row is too big to hand over. */
-	if (w->q->handler == HANDLER_NONE || worker_row_fits(w, row))
+	if ((w->q->handler == HANDLER_NONE || worker_row_fits(w, row)) &&
+	    !worker_row_spent(w, row, attempt))
 		worker_handle(w, row, key.data, attempt);
 	if (w->result.outcome == OUTCOME_ABORTED) {
 		log_warnx("handler stopped (%s): the row is not finished",
@@ -529,7 +385,9 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 	/* Text parameters must be valid UTF-8 for a utf8mb4 column. */
 	utf8_sanitize(&w->result.error);
 	utf8_sanitize(&w->result.output);
-	b = finish_decide(w, attempt, &delay_ms);
+	b = finish_decide(w, row, attempt, &delay_ms);
+	counted = b;
+	runs_note(w, row, attempt, b);
 	if (b == &w->done) {
 		log_set_outcome("done", w->result.duration_ms * 1000);
 		log_debug("done in %lldms", (long long)w->result.duration_ms);
@@ -544,13 +402,15 @@ worker_row(struct worker *w, const struct row *row, bool *aborted)
 		/* Finished in front of the next claim (worker_finish_text.c). */
 		turn_hold(w, (size_t)(row - w->turn.rows.rows), attempt);
 	} else {
-		st = finish_row(w, b, row, attempt, delay_ms);
+		/* The duration's outcome is what the row counted as. */
+		st = finish_row_as(w, b, row, attempt, delay_ms, &counted);
 		w->turn.finished_alone = true;
 	}
 	if (w->args->stats) {
 		if (w->q->handler != HANDLER_NONE)
 			histogram_add(&w->args->stats->handler[
-			    worker_outcome(w, b)], w->result.duration_ms * 1000);
+			    worker_outcome(w, counted)],
+			    w->result.duration_ms * 1000);
 		w->args->stats->worked_ms = wall_ms();
 	}
 	w->jobs++;

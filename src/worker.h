@@ -1,7 +1,8 @@
 /*
  * worker.h: what the files of one worker share.
  *
- *   worker.c	the loop: connect, hand rows on, commit, idle
+ *   worker.c	the loop: hand rows on, commit, idle
+ *   worker_db.c	the connection: connect, bind, lose, come back
  *   worker_claim.c	the claim: the select's, or by the primary key from a cursor
  *   worker_turn.c	one turn's rows and the transaction's pending outcomes
  *   worker_finish.c	a row's outcome: bind, values, decide, finish, bulk done
@@ -9,6 +10,7 @@
  *   worker_lease.c	lease mode: lease, renew, finish in short transactions
  *   worker_limit.c	the queue's limit: taken before a claim, waited for
  *   worker_recent.c	rows finished lately, to notice one coming straight back
+ *   worker_runs.c	the run log: a try noted, written before the COMMIT
  */
 #ifndef ROWQ_WORKER_H
 #define ROWQ_WORKER_H
@@ -29,6 +31,7 @@ enum param_source {
 	PARAM_LEASE,
 	PARAM_LEASE_INT,
 	PARAM_DURATION,
+	PARAM_REASON,
 };
 
 /*
@@ -112,12 +115,29 @@ enum connect_status {
 /* Rows whose on_failed: goes out with one commit, at most (more: dropped). */
 #define ON_FAILED_NOTES_MAX	16
 
+/*
+ * A row's try, noted when its handler ended, for the run log
+ * (worker_runs.c) once its finishing statement has changed the row.
+ */
+struct run_note {
+	bool			 set;
+	int			 attempt;
+	int64_t			 started_us, finished_us;	/* wall clock */
+	int64_t			 duration_ms;
+	int			 exit_status;
+	const struct bound	*decided;	/* done, retry or failed */
+	char			 reason[32];
+	struct buf		 error;
+	char			 trace[33];
+};
+
 struct turn {
 	struct rowset	 rows;
 	struct column	*cols;		/* the layout rows were read with */
 	size_t		 ncols;
 	int		 key_index;	/* in cols */
 	int		 attempts_index; /* in cols, or -1 */
+	int		 max_attempts_index; /* retry.max_attempts' column, or -1 */
 	int		 trace_index;	/* traceparent_column: in cols, or -1 */
 	int		 group_index;	/* group_by: in cols, or -1 */
 	/* Rows failed for good in the transaction, for on_failed: */
@@ -146,6 +166,19 @@ struct turn {
 	struct buf	 held_sql;	/* its `done`, as text */
 	/* Counted when the transaction that finished them commits. */
 	uint64_t	 pending_done, pending_retried, pending_failed;
+	/*
+	 * The run log (worker_runs.c): each row's try by its index in rows
+	 * (CLAIM_MAX of them, made at the first; NULL without runs:), the
+	 * held row's, and the transaction's runs, to be written before its
+	 * COMMIT.
+	 */
+	struct run_note	*run_notes;
+	struct run_note	 held_note;
+	struct buf	 runs_pending;	/* "(values),\n(values)" */
+	int		 nruns;
+	struct buf	 runs_front;	/* the INSERT in front of the COMMIT */
+	bool		 runs_front_held; /* it is the held row's */
+	bool		 held_run_in;	/* the held row's run is written */
 };
 
 /* limit.per_key, this worker's side (worker_limit_key.c). */
@@ -276,11 +309,13 @@ struct worker {
 	int64_t			 keyed_read_ms;
 	struct buf		 claim_text;	/* as sent, with what rides on it */
 	struct bound		 done, retry, failed, lease, renew;
+	struct bound		 gave_up;	/* retry.gave_up: */
 	/* The connection's layout: the prepared claim's columns. */
 	const struct column	*cols;
 	size_t			 ncols;
 	int			 key_index;
 	int			 attempts_index;
+	int			 max_attempts_index;
 	int			 trace_index;
 	int			 group_index;	/* group_by: in cols, or -1 */
 	int			 ready_index;
@@ -309,6 +344,7 @@ struct worker {
 	int			 claims[CLAIM_KINDS];
 	int64_t			 slow_logged_ms;
 	struct handler_result	 result;
+	const char		*reason;	/* :reason of the row's statement */
 	long			 jobs;
 	int			 db_failures;	/* in a row, for backoff */
 	int64_t			 db_failing_since;
@@ -316,15 +352,19 @@ struct worker {
 	struct worker_limit	 limit;
 };
 
-/* worker.c */
-void	 worker_set_state(struct worker *, enum worker_state, const char *key);
-void	 worker_note_error(struct worker *, const char *what, const char *msg);
+/* worker_db.c: the worker's connection */
 void	 worker_db_trouble(struct worker *, const char *what);
 void	 worker_db_ok(struct worker *);
 void	 worker_db_failed(struct worker *, enum db_status, const char *what);
 int	 worker_column(const struct worker *, const char *name);
 enum connect_status worker_connect(struct worker *);
+enum connect_status worker_ensure_db(struct worker *);
 void	 worker_disconnect(struct worker *);
+int64_t	 worker_jitter(int64_t ms);
+
+/* worker.c */
+void	 worker_set_state(struct worker *, enum worker_state, const char *key);
+void	 worker_note_error(struct worker *, const char *what, const char *msg);
 int	 worker_commit(struct worker *);
 int	 worker_turn_end(struct worker *, int worked, int n);
 bool	 worker_row_fits(struct worker *, const struct row *);
@@ -354,12 +394,17 @@ enum connect_status finish_bind(struct worker *, struct bound *,
 	    const struct sql *);
 void	 finish_unbind(struct bound *);
 bool	 finish_batches_done(const struct worker *);
-struct bound *finish_decide(struct worker *, int attempt, int64_t *delay_ms);
+bool	 finish_param_source(const char *name, enum param_source *);
+struct bound *finish_decide(struct worker *, const struct row *, int attempt,
+	    int64_t *delay_ms);
 enum db_status finish_exec(struct worker *, struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms,
 	    unsigned long long *affected);
 enum db_status finish_row(struct worker *, struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms);
+enum db_status finish_row_as(struct worker *, struct bound *,
+	    const struct row *, int attempt, int64_t delay_ms,
+	    const struct bound **counted);
 enum db_status finish_settle(struct worker *, struct bound *,
 	    const struct row *, int attempt, enum db_status,
 	    unsigned long long affected);
@@ -379,6 +424,18 @@ void	 lease_new_token(struct lease_token *);
 int	 lease_turn(struct worker *);
 int	 lease_renew(void *ctx, struct handler_result *);
 
+/* worker_runs.c */
+void	 runs_note(struct worker *, const struct row *, int attempt,
+	    const struct bound *);
+void	 runs_hold(struct worker *, size_t i);
+void	 runs_settled(struct worker *, const struct row *,
+	    const struct bound *);
+enum db_status runs_front(struct worker *, struct db_ahead *);
+void	 runs_front_done(struct worker *, const struct db_ahead *);
+enum db_status runs_flush(struct worker *);
+void	 runs_forget(struct worker *);
+void	 runs_free(struct turn *);
+
 /* worker_on_failed.c */
 void	 on_failed_note(struct worker *, const struct row *, const char *key,
 	    int attempt);
@@ -391,6 +448,7 @@ const char *row_key(const struct worker *, const struct row *, size_t *len);
 void	 row_key_text(const struct worker *, const struct row *,
 	    struct buf *);
 int	 row_attempt(const struct worker *, const struct row *);
+int	 row_max_attempts(const struct worker *, const struct row *);
 size_t	 row_bytes(const struct worker *, const struct row *);
 void	 row_json(const struct worker *, const struct row *, struct buf *);
 void	 row_group_note(const struct worker *, const struct row *,

@@ -49,13 +49,16 @@ claim_prepare_select(struct worker *w)
 	names = xcalloc(w->ncols + 1, sizeof(*names));
 	for (size_t i = 0; i < w->ncols; i++)
 		names[i] = w->cols[i].name;
-	problems = config_check_columns(w->q, names, w->ncols);
+	problems = config_check_columns(w->q, names, w->ncols) +
+	    config_check_column_kinds(w->q, w->cols, w->ncols);
 	free(names);
 	if (problems > 0)
 		return CONNECT_CONFIG;
 	w->key_index = w->q->key_column ? worker_column(w, w->q->key_column) : 0;
 	w->attempts_index = w->q->retry.attempts_column ?
 	    worker_column(w, w->q->retry.attempts_column) : -1;
+	w->max_attempts_index = w->q->retry.max_attempts_column ?
+	    worker_column(w, w->q->retry.max_attempts_column) : -1;
 	w->trace_index = w->q->traceparent.name ?
 	    worker_column(w, w->q->traceparent.name) : -1;
 	w->group_index = w->q->group_by.name ?
@@ -271,6 +274,10 @@ claim_front_text(struct worker *w, const struct claim_front *f,
 		buf_append(b, w->turn.held_sql.data, w->turn.held_sql.len);
 		buf_puts(b, ";\n");
 	}
+	if (f->ahead.runs) {
+		buf_append(b, w->turn.runs_front.data, w->turn.runs_front.len);
+		buf_puts(b, ";\n");
+	}
 	if (f->before != NULL && f->before->len > 0)
 		buf_append(b, f->before->data, f->before->len);
 	if (f->ahead.commit)
@@ -333,7 +340,8 @@ claim_select(struct worker *w, int limit, struct claim_front *f)
 	if (limit != w->claim_limit)
 		claim_sql_for(w, limit);
 	sql = w->claim_sql + (f->ahead.commit ? 0 : strlen(COMMIT_FIRST));
-	if (!f->sent && (f->ahead.finish || f->ahead.nextra > 0)) {
+	if (!f->sent && (f->ahead.finish || f->ahead.runs ||
+	    f->ahead.nextra > 0)) {
 		buf_reset(&w->claim_text);
 		claim_front_text(w, f, &w->claim_text);
 		buf_puts(&w->claim_text, w->claim_sql + strlen(COMMIT_FIRST));
@@ -621,6 +629,14 @@ claim_batch(struct worker *w)
 	struct timespec t0, t1;
 
 	limit_front(w, &before, &after, &f.ahead);
+	if ((held = runs_front(w, &f.ahead)) != DB_OK) {
+		buf_free(&before);
+		buf_free(&after);
+		worker_db_failed(w, held, w->failing);
+		(void)db_rollback(w->db);
+		turn_rolled_back(w);
+		return -1;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		turn_begin(w);
@@ -631,6 +647,7 @@ claim_batch(struct worker *w)
 			st = claim_by_key(w, limit, &f);
 		else
 			st = claim_select(w, limit, &f);
+		runs_front_done(w, &f.ahead);
 		if ((held = claim_held_done(w, &f, st, &again)) != DB_OK) {
 			buf_free(&before);
 			buf_free(&after);
@@ -645,6 +662,15 @@ claim_batch(struct worker *w)
 			f = (struct claim_front){ .ahead = { .commit = true },
 			    .before = &before, .after = &after };
 			limit_front(w, &before, &after, &f.ahead);
+			/* The row marked failed instead: its run goes too. */
+			if ((held = runs_front(w, &f.ahead)) != DB_OK) {
+				buf_free(&before);
+				buf_free(&after);
+				worker_db_failed(w, held, w->failing);
+				(void)db_rollback(w->db);
+				turn_rolled_back(w);
+				return -1;
+			}
 		}
 	} while (again);
 	buf_free(&before);

@@ -27,11 +27,11 @@ finish_unbind(struct bound *b)
 }
 
 /*
- * Prepare a finishing statement (each of a list) and work out where its
- * values come from.
+ * Where a built-in parameter's value comes from (config_builtin_params
+ * names them): true with *source, or false for a name that is none.
  */
-enum connect_status
-finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
+bool
+finish_param_source(const char *name, enum param_source *source)
 {
 	static const struct {
 		const char *name;
@@ -40,8 +40,24 @@ finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
 		{ "attempt", PARAM_ATTEMPT }, { "delay", PARAM_DELAY },
 		{ "error", PARAM_ERROR }, { "output", PARAM_OUTPUT },
 		{ "lease", PARAM_LEASE }, { "lease_int", PARAM_LEASE_INT },
-		{ "duration", PARAM_DURATION },
+		{ "duration", PARAM_DURATION }, { "reason", PARAM_REASON },
 	};
+
+	for (size_t k = 0; k < sizeof(builtins) / sizeof(builtins[0]); k++)
+		if (strcmp(builtins[k].name, name) == 0) {
+			*source = builtins[k].source;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Prepare a finishing statement (each of a list) and work out where its
+ * values come from.
+ */
+enum connect_status
+finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
+{
 	enum db_status st;
 
 	if (sql->text == NULL)
@@ -60,10 +76,7 @@ finish_bind(struct worker *w, struct bound *b, const struct sql *sql)
 		b->source[i] = PARAM_COLUMN;
 		if (b->column[i] >= 0)
 			continue;
-		for (size_t k = 0; k < sizeof(builtins) / sizeof(builtins[0]); k++)
-			if (strcmp(builtins[k].name, sql->params[i]) == 0)
-				b->source[i] = builtins[k].source;
-		if (b->source[i] == PARAM_COLUMN) {
+		if (!finish_param_source(sql->params[i], &b->source[i])) {
 			log_error("%s: :%s is not a column of the select",
 			    sql->where, sql->params[i]);
 			return CONNECT_CONFIG;
@@ -170,6 +183,13 @@ finish_values(struct worker *w, const struct bound *b, const struct row *row,
 			v->type = VALUE_INT;
 			v->i = (w->q->lease.duration_ms + 999) / 1000;
 			break;
+		case PARAM_REASON:
+			/* A batch's ok rows run done after the others. */
+			v->type = VALUE_TEXT;
+			v->s = b == &w->done || w->reason == NULL ? "" :
+			    w->reason;
+			v->len = strlen(v->s);
+			break;
 		}
 	}
 }
@@ -261,26 +281,39 @@ finish_retry_in(struct worker *w, int attempt, int64_t *delay_ms)
 	return &w->retry;
 }
 
-/* Which statement a handler's outcome leads to, and log it. */
+/*
+ * Which statement a handler's outcome leads to, and log it; w->reason
+ * says why, for :reason.  The row's own max_attempts (row_max_attempts)
+ * says whether a failed try was its last.
+ */
 struct bound *
-finish_decide(struct worker *w, int attempt, int64_t *delay_ms)
+finish_decide(struct worker *w, const struct row *row, int attempt,
+    int64_t *delay_ms)
 {
 	const struct queue *q = w->q;
 	const char *err = w->result.error.data ? w->result.error.data : "";
-	bool can_retry = q->retry.enabled && (q->retry.max_attempts == 0 ||
-	    attempt < q->retry.max_attempts);
+	int max = row_max_attempts(w, row);
+	bool can_retry = q->retry.enabled && (max == 0 || attempt < max);
 	char d[32];
 
 	*delay_ms = 0;
-	if (w->result.outcome == OUTCOME_DONE)
+	if (w->result.outcome == OUTCOME_DONE) {
+		w->reason = reason_of(REASON_STEP_DONE, &w->result);
 		return &w->done;
+	}
 	if (w->result.outcome == OUTCOME_FAILED && w->failed.stmt != NULL) {
+		w->reason = reason_of(REASON_STEP_FAILED_NEVER, &w->result);
 		finish_log_outcome(w, "failed");
-		log_error("failed permanently on try %d: %s", attempt, err);
+		if (strcmp(w->reason, REASON_LEASE_LOST) == 0)
+			log_error("failed, with no try left: %s", err);
+		else
+			log_error("failed permanently on try %d: %s", attempt,
+			    err);
 		return &w->failed;
 	}
 	if ((can_retry && w->result.outcome == OUTCOME_RETRY) ||
 	    w->failed.stmt == NULL) {
+		w->reason = reason_of(REASON_STEP_RETRY, &w->result);
 		if (w->result.outcome == OUTCOME_RETRY &&
 		    w->result.retry_in_ms >= 0)
 			return finish_retry_in(w, attempt, delay_ms);
@@ -291,6 +324,7 @@ finish_decide(struct worker *w, int attempt, int64_t *delay_ms)
 		log_warnx("try %d failed: %s; next try in %s", attempt, err, d);
 		return &w->retry;
 	}
+	w->reason = reason_of(REASON_STEP_FAILED_LAST, &w->result);
 	finish_log_outcome(w, "failed");
 	log_error("failed after %d tries: %s", attempt, err);
 	return &w->failed;
@@ -327,8 +361,8 @@ finish_remember(struct worker *w, const struct row *row, const char *where)
  * and the row is not counted as finished.
  */
 static void
-finish_counted(struct worker *w, struct bound *b, unsigned long long affected,
-    const char *key)
+finish_counted(struct worker *w, struct bound *b, const struct row *row,
+    unsigned long long affected, const char *key)
 {
 	if (w->statement_failing) {
 		log_info("%s runs again", b->sql->where);
@@ -336,6 +370,7 @@ finish_counted(struct worker *w, struct bound *b, unsigned long long affected,
 	}
 	if (affected > 0) {
 		finish_count(w, b, 1);
+		runs_settled(w, row, b);
 		return;
 	}
 	if (w->q->lease.enabled)
@@ -358,7 +393,7 @@ finish_one(struct worker *w, struct bound *b, const struct row *row,
 
 	st = finish_exec(w, b, row, attempt, delay_ms, &affected);
 	if (st == DB_OK)
-		finish_counted(w, b, affected, key);
+		finish_counted(w, b, row, affected, key);
 	return st;
 }
 
@@ -378,6 +413,7 @@ finish_failed_instead(struct worker *w, struct bound *b,
 	buf_reset(&w->result.error);
 	buf_printf(&w->result.error, "%s for key %s: %s", finish_where(b),
 	    key, db_error(w->db));
+	w->reason = REASON_REFUSED;
 	utf8_sanitize(&w->result.error);
 	log_error("%s; marking the row failed instead", w->result.error.data);
 	worker_note_error(w, key, w->result.error.data);
@@ -418,16 +454,70 @@ finish_stalled(struct worker *w, const struct bound *b, const char *key)
 		w->drain_failed = true;
 }
 
-/* Run a row's finishing statement, and settle what it came to. */
+/*
+ * retry.gave_up, after retry.update changed the row, in its transaction
+ * and with its parameters: whether the update gave the row up (a job
+ * table whose retry statement marks the last try's row failed itself).
+ * The first column of the first row says so: a number other than 0.
+ */
+static enum db_status
+finish_gave_up(struct worker *w, const struct row *row, int attempt,
+    int64_t delay_ms, bool *gave_up)
+{
+	struct bound *g = &w->gave_up;
+	struct rowset rs = { 0 };
+	size_t ncols;
+	enum db_status st;
+	const char *v;
+	char *end;
+
+	*gave_up = false;
+	g->failed_at = g->sql->where;
+	finish_values(w, g, row, attempt, delay_ms, g->values);
+	st = db_stmt_fetch_all(g->stmt, g->values, g->sql->nparams, &rs);
+	(void)db_stmt_columns(g->stmt, &ncols);
+	if (st == DB_OK && rs.nrows > 0 && ncols > 0 &&
+	    (v = rs.rows[0].value[0]) != NULL)
+		*gave_up = strtod(v, &end) != 0 && end != v;
+	rowset_free(&rs, ncols);
+	if (*gave_up)
+		log_error("%s: retry.update gave the row up: counted as failed",
+		    g->sql->where);
+	return st;
+}
+
+static enum db_status finish_settle_as(struct worker *, struct bound *,
+    const struct row *, int, enum db_status, unsigned long long, bool);
+
+/*
+ * Run a row's finishing statement, and settle what it came to.  *counted
+ * (when not NULL) says what the row counts as: b, or failed when
+ * retry.gave_up says that retry.update gave it up.
+ */
 enum db_status
-finish_row(struct worker *w, struct bound *b, const struct row *row,
-    int attempt, int64_t delay_ms)
+finish_row_as(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms, const struct bound **counted)
 {
 	unsigned long long affected = 0;
 	enum db_status st = finish_exec(w, b, row, attempt, delay_ms,
 	    &affected);
+	bool gave_up = false;
 
-	return finish_settle(w, b, row, attempt, st, affected);
+	if (st == DB_OK && b == &w->retry && affected > 0 &&
+	    w->gave_up.stmt != NULL &&
+	    (st = finish_gave_up(w, row, attempt, delay_ms, &gave_up)) !=
+	    DB_OK)
+		b = &w->gave_up;	/* the messages name it */
+	if (counted != NULL)
+		*counted = gave_up ? &w->failed : b;
+	return finish_settle_as(w, b, row, attempt, st, affected, gave_up);
+}
+
+enum db_status
+finish_row(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, int64_t delay_ms)
+{
+	return finish_row_as(w, b, row, attempt, delay_ms, NULL);
 }
 
 /*
@@ -443,12 +533,26 @@ enum db_status
 finish_settle(struct worker *w, struct bound *b, const struct row *row,
     int attempt, enum db_status st, unsigned long long affected)
 {
+	return finish_settle_as(w, b, row, attempt, st, affected, false);
+}
+
+/* The same, for a row that retry.gave_up says was given up: failed. */
+static enum db_status
+finish_settle_as(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, enum db_status st, unsigned long long affected,
+    bool gave_up)
+{
 	struct buf key = { 0 };
 	struct bound *used = b;
 
 	row_key_text(w, row, &key);
 	if (st == DB_OK)
-		finish_counted(w, b, affected, key.data);
+		finish_counted(w, b, row, affected, key.data);
+	if (st == DB_OK && gave_up) {
+		/* retry.update ran (affected > 0), and failed the row. */
+		w->turn.pending_retried--;
+		w->turn.pending_failed++;
+	}
 	else if (st == DB_FATAL && !w->q->lease.enabled &&
 	    !db_in_transaction(w->db)) {
 		log_error("%s for key %s: %s; the server rolled back the whole "
@@ -463,7 +567,7 @@ finish_settle(struct worker *w, struct bound *b, const struct row *row,
 	}
 	if (st == DB_OK)
 		finish_remember(w, row, used->sql->where);
-	if (st == DB_OK && used == &w->failed)
+	if (st == DB_OK && (used == &w->failed || gave_up))
 		on_failed_note(w, row, key.data, attempt);
 	else
 		snprintf(w->failing, sizeof(w->failing), "%s for key %s",
@@ -516,9 +620,12 @@ finish_oks_bulk(struct worker *w, struct value *values, bool *fell_back)
 		if (affected < n)
 			finish_oks_unmatched(w, affected);
 		finish_count(w, &w->done, affected < n ? affected : n);
-		for (size_t i = 0; i < n; i++)
-			finish_remember(w, &w->turn.rows.rows[w->turn.ok_row[i]],
-			    w->done.sql->where);
+		for (size_t i = 0; i < n; i++) {
+			const struct row *row =
+			    &w->turn.rows.rows[w->turn.ok_row[i]];
+			finish_remember(w, row, w->done.sql->where);
+			runs_settled(w, row, &w->done);
+		}
 		return DB_OK;
 	}
 	snprintf(w->failing, sizeof(w->failing), "%s for %zu rows",

@@ -64,6 +64,41 @@ row_attempt(const struct worker *w, const struct row *row)
 	return n >= INT_MAX - 1 ? INT_MAX : (int)n + 1;
 }
 
+/*
+ * The row's max_attempts: the queue's (0: no limit), or, with
+ * max_attempts: column NAME, the row's own value, which comes from the
+ * table and is bounded here: above max_attempts_ceiling it is the
+ * ceiling, so that no row is retried for ever; NULL, or below 1, is 1
+ * (the first failed try is the last: a row that says nothing has no try
+ * to spare).  Either is said in the log.
+ */
+int
+row_max_attempts(const struct worker *w, const struct row *row)
+{
+	const struct retry_policy *r = &w->q->retry;
+	int i = w->turn.max_attempts_index;
+	const char *v;
+	long long n;
+	char *end;
+
+	if (r->max_attempts_column == NULL || i < 0)
+		return r->max_attempts;
+	v = row->value[i];
+	n = v != NULL ? strtoll(v, &end, 10) : 0;
+	if (v == NULL || end == v || *end != '\0' || n < 1) {
+		log_warnx("%s: %s is %s: 1 try", r->max_attempts_where,
+		    r->max_attempts_column, v == NULL ? "NULL" : v);
+		return 1;
+	}
+	if (n > r->max_attempts_ceiling) {
+		log_warnx("%s: %s is %s, above max_attempts_ceiling: %d "
+		    "tries", r->max_attempts_where, r->max_attempts_column, v,
+		    r->max_attempts_ceiling);
+		return r->max_attempts_ceiling;
+	}
+	return (int)n;
+}
+
 /* The bytes of all its values, for ROW_BYTES_MAX. */
 size_t
 row_bytes(const struct worker *w, const struct row *row)

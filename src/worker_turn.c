@@ -44,6 +44,7 @@ turn_forget_pending(struct worker *w)
 
 	t->pending_done = t->pending_retried = t->pending_failed = 0;
 	t->uncommitted = false;
+	runs_forget(w);
 	on_failed_forget(w);
 	/* A held `done` goes with the transaction: its row is waiting again. */
 	turn_release_held(w);
@@ -70,6 +71,7 @@ turn_begin(struct worker *w)
 	}
 	t->key_index = w->key_index;
 	t->attempts_index = w->attempts_index;
+	t->max_attempts_index = w->max_attempts_index;
 	t->trace_index = w->trace_index;
 	t->group_index = w->group_index;
 	t->ready_index = w->ready_index;
@@ -99,6 +101,7 @@ turn_committed(struct worker *w)
 	}
 	t->pending_done = t->pending_retried = t->pending_failed = 0;
 	t->uncommitted = false;
+	runs_forget(w);
 	on_failed_send(w);
 }
 
@@ -138,6 +141,7 @@ turn_hold(struct worker *w, size_t i, int attempt)
 	t->rows.rows[i] = (struct row){ NULL, NULL };
 	t->held_attempt = attempt;
 	t->holding = true;
+	runs_hold(w, i);
 }
 
 void
@@ -157,6 +161,7 @@ turn_free(struct turn *t)
 	if (t->holding)
 		row_free(&t->held, t->ncols);
 	buf_free(&t->held_sql);
+	runs_free(t);
 	turn_clear_rows(t);
 	free(t->rows.rows);
 	memset(t, 0, sizeof(*t));

@@ -7,8 +7,10 @@ QUEUE DIR.  An alert (a row's value run as script) fails it.
 import json
 import os
 import sys
+import time
 
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
@@ -37,16 +39,37 @@ try:
     driver.find_element(By.ID, "login").click()
     wait.until(ec.presence_of_element_located((By.ID, "queues")))
     driver.find_element(By.LINK_TEXT, queue).click()
-    table = wait.until(ec.presence_of_element_located((By.ID, "groups")))
-    driver.execute_script("arguments[0].scrollIntoView();",
-                          driver.find_element(By.ID, "groups-heading"))
+    wait.until(ec.presence_of_element_located((By.ID, "groups")))
+    # The page reloads itself every few seconds: read it in one script,
+    # again if a reload came in between.
+    read = """
+        var t = document.getElementById("groups");
+        var note = document.getElementById("groups-left-out");
+        if (!t || !note) return null;
+        document.getElementById("groups-heading").scrollIntoView();
+        var rows = [];
+        for (var tr of Array.from(t.rows).slice(1))
+            rows.push(Array.from(tr.cells).map(function (td) {
+                return td.textContent; }));
+        return {rows: rows, note: note.textContent,
+                scripts: t.getElementsByTagName("script").length};
+    """
+    page = None
+    for _ in range(20):
+        try:
+            page = driver.execute_script(read)
+        except WebDriverException:
+            page = None
+        if page is not None:
+            break
+        time.sleep(0.25)
+    if page is None:
+        sys.exit("the group table could not be read")
     driver.save_screenshot(out + "/screenshots/console-groups.png")
-    rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
-            for tr in table.find_elements(By.TAG_NAME, "tr")[1:]]
-    print(json.dumps(rows))
-    print(driver.find_element(By.ID, "groups-left-out").text)
+    print(json.dumps(page["rows"]))
+    print(page["note"])
     # Nothing a row holds became markup: no <script> in the table itself.
-    if table.find_elements(By.TAG_NAME, "script"):
+    if page["scripts"]:
         sys.exit("a group's value became a script element")
     print("ok")
 finally:

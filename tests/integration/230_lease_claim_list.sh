@@ -6,7 +6,9 @@
 # whether the row was taken; renew is a list too.  3,000 rows (ROWS),
 # 2 daemons of 2 workers: read while they run, no job is ever both ready
 # and claimed, nor missing from all three of ready, claimed and finished;
-# afterwards every job was claimed once, handled once and finished once.
+# afterwards every job was claimed once, handled once and finished once;
+# a claim whose last statement failed (a deadlock) was rolled back whole
+# and tried again.
 # Then rows slower than a third of the lease: each renewal runs the whole
 # renew list.  check prepares each statement of the lists.
 . "$(dirname "$0")/../lib.sh"
@@ -115,6 +117,24 @@ config b.yaml "$HANDLERS/pipefake, ok, $log"
 
 # ---- 1. a few thousand rows, two daemons ----
 fill "$rows"
+# The claim list's last statement fails once, for job 13, as InnoDB fails
+# a deadlock's victim: the claim is rolled back, its INSERT and DELETE
+# with it, and tried again.  Were they kept, job 13 would be claimed and
+# never ready again: never handled, never finished.  The marker table is
+# not transactional, so that the failure happens once.
+sql <<'SQL'
+CREATE TABLE victim (id BIGINT PRIMARY KEY) ENGINE=MyISAM;
+DELIMITER //
+CREATE TRIGGER jobs_claim_fails BEFORE UPDATE ON jobs FOR EACH ROW
+BEGIN
+    IF NEW.id = 13 AND NEW.claims > OLD.claims AND NOT EXISTS (SELECT 1 FROM victim) THEN
+        INSERT INTO victim VALUES (NEW.id);
+        SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213,
+            MESSAGE_TEXT = 'Deadlock found when trying to get lock; try restarting transaction';
+    END IF;
+END//
+DELIMITER ;
+SQL
 start=$(now_us)
 rowq_start a.yaml a.log; A=$ROWQ_PID
 rowq_start b.yaml b.log; B=$ROWQ_PID
@@ -138,6 +158,10 @@ assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM jobs WHERE claims <> 1 OR done_co
 assert_eq "0 0" "$(sql_value "SELECT CONCAT((SELECT COUNT(*) FROM ready_executions), ' ', (SELECT COUNT(*) FROM claimed_executions))")" "ready and claimed rows left"
 assert_eq "$rows" "$(awk '{ print $1 }' "$log" | sort -u | wc -l)" "jobs handled"
 assert_eq "$rows" "$(wc -l <"$log")" "handler runs"
+assert_eq 13 "$(sql_value "SELECT id FROM victim")" "the claim that failed"
+assert_match "Deadlock found" "$(cat a.log b.log)" "the failed claim, logged"
+assert_eq "1 1" "$(sql_value "SELECT CONCAT(claims, ' ', done_count) FROM jobs WHERE id = 13")" "job 13: claims, done statements"
+sql "DROP TRIGGER jobs_claim_fails"
 # Both daemons worked.
 assert_ge "$(awk '{ print $2 }' "$log" | sort -u | wc -l)" 4 "pipe handlers that worked rows"
 

@@ -8,7 +8,8 @@
 #    no worker ever had a child process.
 # 2. The same as a drain: its summary counts the rows done; a row whose
 #    done the server refuses is marked by failed:, its batch going on;
-#    a rate limit holds it back; batch 1 against 100; a daemon's metrics count the rows; a pause
+#    a rate limit holds it back; batch 1 against 100; a done of one
+#    statement, in one execute for a batch; a daemon's metrics count the rows; a pause
 #    stops the moves, a resume starts them.
 # 3. A dead worker's claims recovered: a lease queue whose claim moves a
 #    job from ready to claimed, its daemon killed -9 while its handlers
@@ -179,6 +180,36 @@ for b in 1 100; do
 	figure "handler none, batch $b: rows a second, 1 worker" \
 	    "$(awk -v t="$took" 'BEGIN { printf "%.0f\n", 2000 / (t / 1e6) }')"
 done
+
+# A done of one statement runs for a batch's rows in one execute where the
+# server can (MariaDB's bulk): 5,000 rows of one table made ready, each
+# once, by 2 workers at batch 100.
+sql "CREATE TABLE one_table (
+    id BIGINT NOT NULL PRIMARY KEY,
+    state ENUM('scheduled', 'ready') NOT NULL DEFAULT 'scheduled',
+    run_at BIGINT NOT NULL,
+    moved INT NOT NULL DEFAULT 0,
+    INDEX (state, run_at, id)
+) ENGINE=InnoDB;
+INSERT INTO one_table (id, run_at)
+SELECT seq, UNIX_TIMESTAMP() - 1 FROM $(seq_rows 5000)"
+due_config o.yaml
+sed -i "/^    select:/,\$d" o.yaml
+cat >>o.yaml <<'YAML'
+    select: SELECT id FROM one_table
+            WHERE state = 'scheduled' AND run_at <= UNIX_TIMESTAMP()
+            ORDER BY run_at, id
+    done: UPDATE one_table SET state = 'ready', moved = moved + 1
+          WHERE id = :id AND state = 'scheduled'
+YAML
+t0=$(now_us)
+timeout 120 "$ROWQ" -c o.yaml drain due >drain.out 2>drain.err ||
+	fail "drain of one table: $(cat drain.err)"
+took=$(( $(now_us) - t0 ))
+assert_match "^due: 5000 done, 0 retried, 0 failed, 0 errors" "$(cat drain.out)" "one table: the drain's summary"
+assert_eq "5000 5000 0" "$(sql_value "SELECT CONCAT(SUM(state = 'ready'), ' ', SUM(moved), ' ', SUM(moved <> 1)) FROM one_table")" "one table: rows ready, moves, rows moved other than once"
+figure "handler none, one statement, batch 100: rows a second, 2 workers" \
+    "$(awk -v t="$took" 'BEGIN { printf "%.0f\n", 5000 / (t / 1e6) }')"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 due_config m.yaml "metrics: 127.0.0.1:$port"

@@ -35,7 +35,7 @@ sed -i 's/SELECT id, recipient, subject, attempts FROM email/SELECT id, recipien
 rowq_start rowq.yaml rowq.log
 on_exit '[ $? -eq 0 ] || { cat "$ROWQ_TEST_TMP/rowq.log"; cat "$ROWQ_TEST_TMP/browser.out" "$ROWQ_TEST_TMP/chromedriver.log" 2>/dev/null | tail -40; }'
 console_up
-wait_until 20 '[ "$(wc -l <handled 2>/dev/null || echo 0)" -ge 2 ]' || fail "the workers did not start their rows"
+wait_until 20 '[ "$(cat handled 2>/dev/null | wc -l)" -ge 2 ]' || fail "the workers did not start their rows"
 wait_until 10 '"$ROWQ" -c rowq.yaml status --json 2>/dev/null | grep -q "\"in_progress\":2"' ||
 	fail "the two workers are not busy"
 

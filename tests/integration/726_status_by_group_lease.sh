@@ -47,7 +47,7 @@ YAML
 "$ROWQ" -c rowq.yaml check >check.out 2>&1 || fail "check: $(cat check.out)"
 rowq_start rowq.yaml rowq.log
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP/rowq.log"'
-wait_until 20 '[ "$(wc -l <handled 2>/dev/null || echo 0)" -ge 3 ]' || fail "the workers did not start their rows"
+wait_until 20 '[ "$(cat handled 2>/dev/null | wc -l)" -ge 3 ]' || fail "the workers did not start their rows"
 assert_eq "1 2 3" "$(sed 's/ .*//' handled | sort -n | xargs)" "the rows the handlers hang on"
 wait_until 10 '"$ROWQ" -c rowq.yaml status --json 2>/dev/null | grep -q "\"busy\":3"' ||
 	fail "the three workers are not busy"

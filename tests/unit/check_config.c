@@ -340,6 +340,142 @@ START_TEST(test_retry_max_attempts_needs_failed)
 }
 END_TEST
 
+/* A queue whose rows say how many tries each has: max_attempts: column. */
+#define PER_ROW_QUEUE(max, more)					\
+	"queues:\n"							\
+	"  job:\n"							\
+	"    select: SELECT id, attempts, max_tries FROM job\n"		\
+	"    exec: [/bin/true]\n"					\
+	"    done: UPDATE job SET status = 'done' WHERE id = :id\n"	\
+	"    retry:\n"							\
+	"      max_attempts: " max "\n"					\
+	"      attempts_column: attempts\n"				\
+	"      update: UPDATE job SET attempts = attempts + 1, why = :reason "\
+	"WHERE id = :id\n"						\
+	more								\
+	"    failed: UPDATE job SET status = 'failed', why = :reason "	\
+	"WHERE id = :id\n"
+
+START_TEST(test_retry_max_attempts_column)
+{
+	struct config *cfg = accepted(PER_ROW_QUEUE("column max_tries", ""));
+	const struct retry_policy *r = &cfg->queues[0].retry;
+
+	ck_assert_str_eq(r->max_attempts_column, "max_tries");
+	ck_assert_str_eq(r->max_attempts_where,
+	    "rowq.yaml:7: queues.job.retry.max_attempts");
+	ck_assert_int_eq(r->max_attempts, 0);	/* each row's own */
+	ck_assert_int_eq(r->max_attempts_ceiling, RETRY_CEILING_DEFAULT);
+	ck_assert_ptr_null(r->gave_up.text);
+	config_free(cfg);
+	/* Spaces around the name, and a ceiling of its own. */
+	cfg = accepted(PER_ROW_QUEUE("\"column   max_tries  \"",
+	    "      max_attempts_ceiling: 7\n"));
+	ck_assert_str_eq(cfg->queues[0].retry.max_attempts_column,
+	    "max_tries");
+	ck_assert_int_eq(cfg->queues[0].retry.max_attempts_ceiling, 7);
+	config_free(cfg);
+	/* A number is what it was. */
+	cfg = accepted(PER_ROW_QUEUE("4", ""));
+	ck_assert_ptr_null(cfg->queues[0].retry.max_attempts_column);
+	ck_assert_int_eq(cfg->queues[0].retry.max_attempts, 4);
+	config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_retry_max_attempts_column_errors)
+{
+	refused(PER_ROW_QUEUE("column", ""),
+	    "rowq.yaml:7: queues.job.retry.max_attempts: expected \"column "
+	    "NAME\", one column of the select, not \"column\"\n");
+	refused(PER_ROW_QUEUE("column a b", ""),
+	    "rowq.yaml:7: queues.job.retry.max_attempts: expected \"column "
+	    "NAME\", one column of the select, not \"column a b\"\n");
+	refused(PER_ROW_QUEUE("columns", ""),
+	    "rowq.yaml:7: queues.job.retry.max_attempts: not a whole number: "
+	    "\"columns\"\n");
+	refused(PER_ROW_QUEUE("max_tries", ""),
+	    "rowq.yaml:7: queues.job.retry.max_attempts: not a whole number: "
+	    "\"max_tries\"\n");
+	refused(PER_ROW_QUEUE("[column, x]", ""),
+	    "rowq.yaml:7: queues.job.retry.max_attempts: expected a whole "
+	    "number or \"column NAME\", not a sequence\n");
+	refused(PER_ROW_QUEUE("column max_tries",
+	    "      max_attempts_ceiling: 0\n"),
+	    "rowq.yaml:10: queues.job.retry.max_attempts_ceiling: must be "
+	    "from 1 to 100000, not 0\n");
+	refused(PER_ROW_QUEUE("5", "      max_attempts_ceiling: 50\n"),
+	    "rowq.yaml:10: queues.job.retry.max_attempts_ceiling: "
+	    "max_attempts_ceiling bounds each row's own max_attempts: it goes "
+	    "with max_attempts: column NAME\n");
+	/* As a number, it needs failed: and attempts_column. */
+	refused(
+	    "queues:\n"
+	    "  job:\n"
+	    "    select: SELECT id, max_tries FROM job\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE job SET status = 'done' WHERE id = :id\n"
+	    "    retry:\n"
+	    "      max_attempts: column max_tries\n"
+	    "      update: UPDATE job SET n = 1 WHERE id = :id\n"
+	    "    failed: UPDATE job SET status = 'failed' WHERE id = :id\n",
+	    "rowq.yaml:7: queues.job.retry.max_attempts: max_attempts counts "
+	    "tries in retry.attempts_column");
+}
+END_TEST
+
+START_TEST(test_retry_gave_up)
+{
+	struct config *cfg = accepted(PER_ROW_QUEUE("3",
+	    "      gave_up: SELECT status = 'failed' FROM job WHERE id = :id\n"));
+	const struct sql *g = &cfg->queues[0].retry.gave_up;
+
+	ck_assert_str_eq(g->where, "rowq.yaml:10: queues.job.retry.gave_up");
+	ck_assert_uint_eq(g->nparams, 1);
+	ck_assert_str_eq(g->params[0], "id");
+	config_free(cfg);
+	refused(PER_ROW_QUEUE("3",
+	    "      gave_up: UPDATE job SET x = 1 WHERE id = :id\n"),
+	    "rowq.yaml:10: queues.job.retry.gave_up: expected a SELECT whose "
+	    "first column says whether the row was given up, as SELECT "
+	    "status = 'failed' FROM job WHERE id = :id\n");
+	refused(PER_ROW_QUEUE("3", "      gave_up: SELECT 'x\n"),
+	    "rowq.yaml:10: queues.job.retry.gave_up: ");
+}
+END_TEST
+
+/* The column must be one of the select's, and whole numbers. */
+START_TEST(test_check_columns_max_attempts)
+{
+	struct config *cfg = accepted(PER_ROW_QUEUE("column max_tries",
+	    "      gave_up: SELECT :nope\n"));
+	char *good[] = { "id", "attempts", "max_tries" };
+	char *bad[] = { "id", "attempts" };
+	struct column kinds[] = {
+		{ .name = "id", .kind = COLUMN_INTEGER },
+		{ .name = "attempts", .kind = COLUMN_INTEGER },
+		{ .name = "max_tries", .kind = COLUMN_TEXT },
+	};
+	char *log;
+
+	ck_assert_int_eq(check_columns(&cfg->queues[0], good, 3, &log), 1);
+	ck_assert_has(log, "rowq.yaml:10: queues.job.retry.gave_up: :nope is "
+	    "not a column of the select");
+	free(log);
+	ck_assert_int_eq(check_columns(&cfg->queues[0], bad, 2, &log), 2);
+	ck_assert_has(log, "rowq.yaml:7: queues.job.retry.max_attempts: "
+	    "max_tries is not a column of the select (columns: id, "
+	    "attempts)\n");
+	free(log);
+	ck_assert_int_eq(config_check_column_kinds(&cfg->queues[0], kinds, 3),
+	    1);
+	kinds[2].kind = COLUMN_INTEGER;
+	ck_assert_int_eq(config_check_column_kinds(&cfg->queues[0], kinds, 3),
+	    0);
+	config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_statement_returns_rows)
 {
 	/* A finishing statement that returns rows would be read as the next
@@ -810,6 +946,46 @@ START_TEST(test_duration_ranges)
 }
 END_TEST
 
+/* runs: the defaults, its keys, and what it refuses. */
+#define RUNS_QUEUE \
+	"queues:\n" \
+	"  q:\n" \
+	"    select: SELECT id FROM t\n" \
+	"    exec: [/bin/true]\n" \
+	"    done: UPDATE t SET done = 1 WHERE id = :id\n" \
+	"    failed: UPDATE t SET done = 2 WHERE id = :id\n"
+
+START_TEST(test_runs)
+{
+	struct config *cfg = accepted(RUNS_QUEUE "    runs: {}\n");
+
+	ck_assert(cfg->queues[0].runs.enabled);
+	ck_assert_ptr_null(cfg->queues[0].runs.table);
+	ck_assert_int_eq(cfg->queues[0].runs.keep_ms, 7 * 24 * 3600 * 1000LL);
+	ck_assert_str_eq(cfg->queues[0].runs.where, "rowq.yaml:7: queues.q.runs");
+	config_free(cfg);
+	cfg = accepted(RUNS_QUEUE "    runs: {table: ops.q_runs, keep: 36h}\n");
+	ck_assert_str_eq(cfg->queues[0].runs.table, "ops.q_runs");
+	ck_assert_int_eq(cfg->queues[0].runs.keep_ms, 36 * 3600 * 1000LL);
+	config_free(cfg);
+	cfg = accepted(RUNS_QUEUE "    runs: true\n");
+	ck_assert(cfg->queues[0].runs.enabled);
+	config_free(cfg);
+	cfg = accepted(RUNS_QUEUE);
+	ck_assert(!cfg->queues[0].runs.enabled);
+	config_free(cfg);
+	refused(RUNS_QUEUE "    runs: {table: \"runs; DROP TABLE t\"}\n",
+	    "rowq.yaml:7: queues.q.runs.table: not a table name (letters, "
+	    "digits, _ and $, or DATABASE.TABLE): ");
+	refused(RUNS_QUEUE "    runs: {keep: soon}\n",
+	    "rowq.yaml:7: queues.q.runs.keep: ");
+	refused(RUNS_QUEUE "    runs: {kept: 1h}\n",
+	    "rowq.yaml:7: queues.q.runs.kept: unknown key: did you mean keep?");
+	refused(RUNS_QUEUE "    runs: maybe\n",
+	    "rowq.yaml:7: queues.q.runs: expected true or false, not \"maybe\"");
+}
+END_TEST
+
 START_TEST(test_lease)
 {
 	struct config *cfg = accepted(
@@ -954,6 +1130,49 @@ START_TEST(test_handler_none)
 	    "rowq.yaml:2: queues.due: missing exec: or pipe:, the handler (or "
 	    "handler: none, for a queue whose done: statements are its "
 	    "work)\n");
+}
+END_TEST
+
+/* prune.delete as a list: each bounded with the chunk, named by place. */
+START_TEST(test_prune_list)
+{
+	struct config *cfg = accepted(
+	    "queues:\n"
+	    "  job:\n"
+	    "    select: SELECT id FROM job WHERE status = 'waiting' ORDER BY id\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE job SET status = 'done' WHERE id = :id\n"
+	    "    failed: UPDATE job SET status = 'failed' WHERE id = :id\n"
+	    "    prune:\n"
+	    "      delete:\n"
+	    "        - DELETE FROM job_log WHERE created_at < NOW() - INTERVAL 7 DAY\n"
+	    "        - CALL prune_jobs(:chunk)\n"
+	    "      chunk: 250\n");
+	const struct prune_policy *p = &cfg->queues[0].prune;
+
+	ck_assert_str_eq(p->chunk_sql, "DELETE FROM job_log WHERE created_at "
+	    "< NOW() - INTERVAL 7 DAY LIMIT 250");
+	ck_assert_str_eq(p->where, "rowq.yaml:9: queues.job.prune.delete[0]");
+	ck_assert_ptr_nonnull(p->next);
+	ck_assert(p->next->is_call);
+	ck_assert_str_eq(p->next->chunk_sql, "CALL prune_jobs(250)");
+	ck_assert_str_eq(p->next->where,
+	    "rowq.yaml:10: queues.job.prune.delete[1]");
+	ck_assert_ptr_null(p->next->next);
+	config_free(cfg);
+	refused(
+	    "queues:\n"
+	    "  job:\n"
+	    "    select: SELECT id FROM job WHERE status = 'waiting' ORDER BY id\n"
+	    "    exec: [/bin/true]\n"
+	    "    done: UPDATE job SET status = 'done' WHERE id = :id\n"
+	    "    failed: UPDATE job SET status = 'failed' WHERE id = :id\n"
+	    "    prune:\n"
+	    "      delete:\n"
+	    "        - DELETE FROM job_log WHERE created_at < NOW()\n"
+	    "        - DELETE FROM job\n",
+	    "rowq.yaml:10: queues.job.prune.delete[1]: a DELETE without "
+	    "WHERE would remove the waiting rows too");
 }
 END_TEST
 
@@ -1734,10 +1953,10 @@ START_TEST(test_check_columns)
 	ck_assert_int_eq(check_columns(&cfg->queues[0], cols, 4, &log), 5);
 	ck_assert_has(log, "rowq.yaml:6: queues.email.done: :idd is not a "
 	    "column of the select (columns: id, recipient, subject, attempts) "
-	    "nor a built-in (:attempt :delay :error :output)\n");
+	    "nor a built-in (:attempt :delay :error :output :reason)\n");
 	ck_assert_has(log, "rowq.yaml:10: queues.email.failed: :lease is not a "
 	    "column of the select (columns: id, recipient, subject, attempts) "
-	    "nor a built-in (:attempt :delay :error :output)\n");
+	    "nor a built-in (:attempt :delay :error :output :reason)\n");
 	ck_assert_has(log, "rowq.yaml:4: queues.email.key: ident is not a "
 	    "column of the select (columns: id, recipient, subject, "
 	    "attempts)\n");
@@ -1788,7 +2007,8 @@ START_TEST(test_check_columns_good)
 	ck_assert_int_eq(check_columns(&cfg->queues[0], bad, 2, &log), 3);
 	ck_assert_has(log, "rowq.yaml:6: queues.render.done: :id is not a "
 	    "column of the select (columns: path, tries) nor a built-in "
-	    "(:attempt :delay :error :output :lease :lease_int :duration)\n");
+	    "(:attempt :delay :error :output :lease :lease_int :duration "
+	    ":reason)\n");
 	free(log);
 	config_free(cfg);
 }
@@ -1800,8 +2020,9 @@ START_TEST(test_builtins)
 
 	for (n = 0; config_builtin_params[n] != NULL; n++)
 		;
-	ck_assert_uint_eq(n, 7);
+	ck_assert_uint_eq(n, 8);
 	ck_assert_str_eq(config_builtin_params[0], "attempt");
+	ck_assert_str_eq(config_builtin_params[7], "reason");
 	ck_assert_str_eq(config_builtin_params[4], "lease");
 	ck_assert_str_eq(config_builtin_params[5], "lease_int");
 	ck_assert_str_eq(config_builtin_params[6], "duration");
@@ -1862,6 +2083,10 @@ config_suite(void)
 	tcase_add_test(tc, test_retry_unlimited);
 	tcase_add_test(tc, test_retry_default_attempts);
 	tcase_add_test(tc, test_retry_max_attempts_needs_failed);
+	tcase_add_test(tc, test_retry_max_attempts_column);
+	tcase_add_test(tc, test_retry_max_attempts_column_errors);
+	tcase_add_test(tc, test_retry_gave_up);
+	tcase_add_test(tc, test_check_columns_max_attempts);
 	tcase_add_test(tc, test_retry_required_and_ranges);
 	tcase_add_test(tc, test_statement_returns_rows);
 	tcase_add_test(tc, test_unknown_keys);
@@ -1883,6 +2108,7 @@ config_suite(void)
 	tcase_add_test(tc, test_lease);
 	tcase_add_test(tc, test_lease_lists);
 	tcase_add_test(tc, test_handler_none);
+	tcase_add_test(tc, test_prune_list);
 	tcase_add_test(tc, test_select_limit);
 	tcase_add_test(tc, test_select_for_update);
 	tcase_add_test(tc, test_select_parameters);
@@ -1922,6 +2148,7 @@ config_suite(void)
 	tcase_add_test(tc, test_builtins);
 	tcase_add_test(tc, test_all_errors);
 	tcase_add_test(tc, test_free_null);
+	tcase_add_test(tc, test_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }

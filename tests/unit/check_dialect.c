@@ -26,6 +26,10 @@ START_TEST(test_family)
 	ck_assert_str_eq(dialect_mariadb()->explain, "EXPLAIN ");
 	ck_assert_str_eq(dialect_mysql()->explain,
 	    "EXPLAIN FORMAT=TRADITIONAL ");
+	/* MariaDB can assign a SET list at once; MySQL never does. */
+	ck_assert_str_eq(dialect_mariadb()->simultaneous_assignment,
+	    "SIMULTANEOUS_ASSIGNMENT");
+	ck_assert_ptr_null(dialect_mysql()->simultaneous_assignment);
 }
 END_TEST
 

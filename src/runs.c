@@ -1,0 +1,228 @@
+/*
+ * runs.c: the run log (runs:, table rowq_runs by default), a table rowq
+ * owns, like the pause table: one row for each try of each row, written
+ * by the worker in the transaction that runs the try's done, retry or
+ * failed statement (worker_runs.c), so that the log never disagrees with
+ * the queue's table: a try whose transaction rolled back (a crash, a
+ * lost link, a restart) leaves no run, and is seen as a try that ended
+ * with no outcome when the row's attempts column is past its last run.
+ *
+ * Its values are written into the statement's text as literals: bytes
+ * (the row's key, the host, the error) as hex, which a binary column
+ * takes whatever the connection's character set, and numbers as digits;
+ * so a batch's runs go in one INSERT that can ride in front of the
+ * COMMIT, in the same round trip.  The times are UTC, from the worker's
+ * clock.  The pruner (prune_daemon.c, `rowq prune`) removes runs older
+ * than keep:, in chunks; `rowq runs` and `rowq show` read them
+ * (runs_cmd.c).
+ */
+#include "rowq.h"
+#include "db.h"
+#include "runs.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* What a worker creates when the table is missing; rowq.yaml(5) says so. */
+#define RUNS_DDL \
+	"CREATE TABLE IF NOT EXISTS %s (\n" \
+	"  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,\n" \
+	"  queue VARCHAR(64) CHARACTER SET ascii NOT NULL,\n" \
+	"  row_key VARBINARY(" RUNS_KEY_MAX_S ") NOT NULL,\n" \
+	"  attempt INT NOT NULL,\n" \
+	"  outcome VARCHAR(8) CHARACTER SET ascii NOT NULL,\n" \
+	"  reason VARCHAR(32) CHARACTER SET ascii NOT NULL DEFAULT '',\n" \
+	"  exit_status INT NULL,\n" \
+	"  started DATETIME(6) NOT NULL,\n" \
+	"  finished DATETIME(6) NOT NULL,\n" \
+	"  duration_ms BIGINT NOT NULL,\n" \
+	"  host VARBINARY(255) NOT NULL,\n" \
+	"  worker INT NOT NULL,\n" \
+	"  pid INT NOT NULL,\n" \
+	"  error VARBINARY(" RUNS_ERROR_MAX_S ") NOT NULL,\n" \
+	"  trace_id CHAR(32) CHARACTER SET ascii NULL,\n" \
+	"  KEY by_key (queue, row_key(255), id),\n" \
+	"  KEY by_time (queue, finished)\n" \
+	") ENGINE=InnoDB"
+
+#define RUNS_COLUMNS \
+	"(queue, row_key, attempt, outcome, reason, exit_status, started, " \
+	"finished, duration_ms, host, worker, pid, error, trace_id)"
+
+/* Runs removed by one DELETE of the pruner. */
+#define RUNS_PRUNE_CHUNK	1000
+#define RUNS_PRUNE_PAUSE_MS	100
+
+const char *
+runs_table(const struct queue *q)
+{
+	return q->runs.table != NULL ? q->runs.table : RUNS_TABLE_DEFAULT;
+}
+
+/*
+ * The table is there, or made now: a plain read of no row, then the DDL
+ * when it is missing.  Returns 0, or -1 with the reason logged (the
+ * database's error, and the privilege to grant when it is that).
+ */
+int
+runs_ensure(struct db *db, const struct queue *q)
+{
+	struct buf sql = { 0 };
+	int rc = 0;
+
+	buf_printf(&sql, "SELECT id FROM %s LIMIT 0", runs_table(q));
+	if (db_run(db, sql.data) != DB_OK && db_no_such_table(db)) {
+		buf_reset(&sql);
+		buf_printf(&sql, RUNS_DDL, runs_table(q));
+		if (db_run(db, sql.data) == DB_OK)
+			log_info("created the run log %s", runs_table(q));
+		else {
+			log_error("%s: cannot create the run log %s: %s%s",
+			    q->runs.where, runs_table(q), db_error(db),
+			    db_denied(db) ? " (grant CREATE on it, or create "
+			    "it as rowq.yaml(5) shows)" : "");
+			rc = -1;
+		}
+	}
+	(void)db_rollback(db);
+	buf_free(&sql);
+	return rc;
+}
+
+static void
+runs_hex(struct buf *b, const char *s, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	buf_puts(b, "X'");
+	for (size_t i = 0; i < n; i++) {
+		char two[2] = { digits[(unsigned char)s[i] >> 4],
+		    digits[(unsigned char)s[i] & 15] };
+		buf_append(b, two, 2);
+	}
+	buf_puts(b, "'");
+}
+
+/* A time in microseconds since the epoch as a DATETIME(6) literal, UTC. */
+static void
+runs_time(struct buf *b, int64_t us)
+{
+	time_t t = (time_t)(us / 1000000);
+	struct tm tm;
+	char s[40];
+
+	gmtime_r(&t, &tm);
+	strftime(s, sizeof(s), "%Y-%m-%d %H:%M:%S", &tm);
+	buf_printf(b, "'%s.%06lld'", s, (long long)(us % 1000000));
+}
+
+/* Only the characters that cannot break out of a literal: ASCII words. */
+static void
+runs_word(struct buf *b, const char *s)
+{
+	buf_puts(b, "'");
+	for (; s != NULL && *s != '\0'; s++)
+		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' ||
+		    *s == ' ')
+			buf_append(b, s, 1);
+	buf_puts(b, "'");
+}
+
+/*
+ * A run's values, in RUNS_COLUMNS' order, without parentheses; the key
+ * and the error cut at their columns' size.
+ */
+void
+runs_values(struct buf *b, const struct run_rec *r)
+{
+	size_t klen = r->key_len < RUNS_KEY_MAX ? r->key_len : RUNS_KEY_MAX;
+	size_t elen = r->error_len < RUNS_ERROR_MAX ? r->error_len :
+	    RUNS_ERROR_MAX;
+
+	runs_word(b, r->queue);
+	buf_puts(b, ", ");
+	runs_hex(b, r->key, klen);
+	buf_printf(b, ", %d, ", r->attempt);
+	if (r->if_changed) {
+		buf_puts(b, "IF(ROW_COUNT() > 0, ");
+		runs_word(b, r->outcome);
+		buf_puts(b, ", 'none'), IF(ROW_COUNT() > 0, ");
+		runs_word(b, r->reason);
+		buf_puts(b, ", 'no_row')");
+	} else {
+		runs_word(b, r->outcome);
+		buf_puts(b, ", ");
+		runs_word(b, r->reason);
+	}
+	if (r->exit_status >= 0)
+		buf_printf(b, ", %d, ", r->exit_status);
+	else
+		buf_puts(b, ", NULL, ");
+	runs_time(b, r->started_us);
+	buf_puts(b, ", ");
+	runs_time(b, r->finished_us);
+	buf_printf(b, ", %lld, ", (long long)r->duration_ms);
+	runs_hex(b, r->host, strlen(r->host));
+	buf_printf(b, ", %d, %ld, ", r->worker, r->pid);
+	runs_hex(b, r->error, elen);
+	buf_puts(b, ", ");
+	if (r->trace_id != NULL && *r->trace_id != '\0')
+		runs_word(b, r->trace_id);
+	else
+		buf_puts(b, "NULL");
+}
+
+/* "INSERT INTO table (columns) ", for VALUES or a SELECT to follow. */
+void
+runs_insert_head(struct buf *b, const struct queue *q)
+{
+	buf_printf(b, "INSERT INTO %s " RUNS_COLUMNS " ", runs_table(q));
+}
+
+/*
+ * The runs older than keep: removed, a chunk of its own transaction at a
+ * time with a pause between, until a chunk finds fewer; stopped early
+ * when asked to.  *rows says how many went.  Returns 0, or -1 with the
+ * error in err.
+ */
+int
+runs_prune(struct db *db, const struct queue *q, struct stopper *stopper,
+    unsigned long long *rows, char *err, size_t errlen)
+{
+	struct buf sql = { 0 };
+	int rc = 0, retries = 0;
+
+	*rows = 0;
+	if (!q->runs.enabled || q->runs.keep_ms == 0)
+		return 0;
+	/* Queue names are letters, digits, _ and -: nothing to escape. */
+	buf_printf(&sql, "DELETE FROM %s WHERE queue = '%s' AND finished < "
+	    "UTC_TIMESTAMP(6) - INTERVAL %lld SECOND LIMIT %d", runs_table(q),
+	    q->name, (long long)(q->runs.keep_ms / 1000), RUNS_PRUNE_CHUNK);
+	for (;;) {
+		unsigned long long n = 0;
+		enum db_status st = db_run_count(db, sql.data, &n);
+		if (st == DB_OK)
+			st = db_commit(db);
+		if (st != DB_OK) {
+			(void)db_rollback(db);
+			if (db_no_such_table(db))
+				break;
+			if (st == DB_RETRY && retries++ < 3)
+				continue;
+			snprintf(err, errlen, "run log %s: %s", runs_table(q),
+			    db_error(db));
+			rc = -1;
+			break;
+		}
+		retries = 0;
+		*rows += n;
+		if (n < RUNS_PRUNE_CHUNK ||
+		    stopper_sleep(stopper, RUNS_PRUNE_PAUSE_MS))
+			break;
+	}
+	buf_free(&sql);
+	return rc;
+}
