@@ -423,8 +423,12 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 	}
 	problems += check_limit_statement(db, q, &b);
 	limit_sql_gate(&b, &c, &s, q->lease.enabled ? 0 : l->concurrency, 1,
-	    l->rate.count > 0 ? &l->rate : NULL);
+	    l->rate.count > 0 ? &l->rate : NULL, false);
 	problems += check_limit_statement(db, q, &b);
+	if (!q->lease.enabled && l->concurrency > 0 && l->rate.count == 0) {
+		limit_sql_gate(&b, &c, &s, l->concurrency, 1, NULL, true);
+		problems += check_limit_statement(db, q, &b);
+	}
 	if (l->rate.count > 0) {
 		limit_sql_rate_take(&b, &c, &s, &l->rate, false);
 		problems += check_limit_statement(db, q, &b);

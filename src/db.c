@@ -557,6 +557,8 @@ db_keep_result(struct db *db, struct db_ahead_result *r)
 		if (mysql_field_count(db->mysql) == 0 &&
 		    mysql_affected_rows(db->mysql) != (my_ulonglong)-1)
 			r->affected = mysql_affected_rows(db->mysql);
+		/* A LAST_INSERT_ID(expr) of the statement's (limit.c). */
+		r->insert_id = mysql_insert_id(db->mysql);
 		return;
 	}
 	if ((row = mysql_fetch_row(res)) != NULL) {

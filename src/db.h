@@ -88,6 +88,7 @@ struct db_ahead_result {
 	bool		 null[DB_AHEAD_VALUES];
 	long long	 value[DB_AHEAD_VALUES];
 	unsigned long long affected;
+	unsigned long long insert_id;	/* its answer's, as LAST_INSERT_ID */
 };
 
 struct db_ahead {
@@ -180,6 +181,9 @@ int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
 #define LIMIT_SCOPE_MAX		256	/* bytes of a scope, as stored */
 #define LIMIT_RESERVE_MAX	16	/* tokens one take takes, at most */
 #define LIMIT_RESERVE_MS	10	/* and keeps for its next claims */
+#define LIMIT_AHEAD_MS		1000	/* a take reserves a token due within */
+#define LIMIT_AHEAD_MAX		100000	/* and at most these many ahead */
+#define LIMIT_SLOT_WAIT_S	1	/* a waiter waits on a slot's lock */
 
 /* What every statement of one queue's limit needs. */
 struct limit_ctx {
@@ -207,11 +211,13 @@ void		 limit_lock_name(struct buf *, const struct limit_scope *,
 void		 limit_sql_throttled(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *);
 void		 limit_sql_slot_take(struct buf *, const struct limit_scope *,
-		    int slots, int first);
+		    int slots, int first, int wait_s);
 void		 limit_sql_gate(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int concurrency, int first,
-		    const struct limit_rate *);
+		    const struct limit_rate *, bool wait);
 int		 limit_reserve_size(const struct limit_rate *);
+int		 limit_ahead_tokens(const struct limit_ctx *,
+		    const struct limit_rate *);
 void		 limit_sql_rate_take(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, const struct limit_rate *,
 		    bool iff);

@@ -172,25 +172,43 @@ limit_sql_slots(struct buf *b, int slots)
 /*
  * A free slot of the scope's, its lock taken: the expression is the
  * slot's number, or 0 when every one is taken; from slot first, round.
+ * With wait_s, when every one is taken, it waits that long for the lock
+ * of the slot of the two parameters (its number twice) instead, and is
+ * that slot's number, or 0.  COALESCE reads each of its arguments once
+ * (NULLIF would read its first twice, and take two locks).
  */
 void
 limit_sql_slot_take(struct buf *b, const struct limit_scope *s, int slots,
-    int first)
+    int first, int wait_s)
 {
 	char slot[64];
 
-	if (slots == 1) {
+	if (slots == 1 && wait_s == 0) {
 		buf_puts(b, "IF(GET_LOCK(");
 		limit_lock_name(b, s, 1);
 		buf_puts(b, ", 0), 1, 0)");
 		return;
 	}
-	snprintf(slot, sizeof(slot), "(n + %d) %% %d + 1", first - 1, slots);
-	buf_puts(b, "COALESCE((");
-	limit_sql_slots(b, slots);
-	buf_printf(b, "SELECT %s FROM rowq_n WHERE GET_LOCK(", slot);
-	limit_sql_lock_of(b, s, slot);
-	buf_puts(b, ", 0) LIMIT 1), 0)");
+	buf_puts(b, "COALESCE(");
+	if (slots == 1) {
+		buf_puts(b, "IF(GET_LOCK(");
+		limit_lock_name(b, s, 1);
+		buf_puts(b, ", 0), 1, NULL)");
+	} else {
+		snprintf(slot, sizeof(slot), "(n + %d) %% %d + 1", first - 1,
+		    slots);
+		buf_putc(b, '(');
+		limit_sql_slots(b, slots);
+		buf_printf(b, "SELECT %s FROM rowq_n WHERE GET_LOCK(", slot);
+		limit_sql_lock_of(b, s, slot);
+		buf_puts(b, ", 0) LIMIT 1)");
+	}
+	if (wait_s > 0) {
+		buf_puts(b, ", IF(GET_LOCK(");
+		limit_sql_lock_of(b, s, "?");
+		buf_printf(b, ", %d), ?, 0)", wait_s);
+	}
+	buf_puts(b, ", 0)");
 }
 
 /* Whether the scope is throttled now, as an SQL condition. */
@@ -211,31 +229,47 @@ limit_sql_per_us(struct buf *b, const struct limit_rate *r)
 	    1000.0));
 }
 
+/* The tokens the bucket gained since the last take (none for a clock
+ * set back). */
+static void
+limit_sql_refill(struct buf *b, const struct limit_rate *r)
+{
+	buf_puts(b, "GREATEST(0, TIMESTAMPDIFF(MICROSECOND, tokens_at, " NOW6
+	    ")) * ");
+	limit_sql_per_us(b, r);
+}
+
 /*
  * The tokens the bucket holds now, by the server's time since the last
- * take (never less for a clock set back), with refund (an SQL
- * expression) given back, at most burst.
+ * take, with refund (an SQL expression) given back, at most burst.  Not
+ * while it is in debt: each reserved token's due time counts the ones
+ * reserved before it, and a token given back then would let a take
+ * reserve the last one's time again (two starts where one was due); a
+ * token not used is then lost to the rate, never added to it.
  */
 static void
 limit_sql_avail(struct buf *b, const struct limit_ctx *c,
     const struct limit_rate *r, const char *refund)
 {
-	buf_printf(b, "LEAST(%d, tokens + %s + GREATEST(0, TIMESTAMPDIFF("
-	    "MICROSECOND, tokens_at, " NOW6 ")) * ", c->q->limit.burst,
-	    refund);
-	limit_sql_per_us(b, r);
-	buf_putc(b, ')');
+	buf_printf(b, "LEAST(%d, tokens + ", c->q->limit.burst);
+	limit_sql_refill(b, r);
+	buf_puts(b, " + IF(tokens + ");
+	limit_sql_refill(b, r);
+	buf_printf(b, " < 0, 0, %s))", refund);
 }
 
 /*
  * The rate's take, to prepare.  With a concurrency slot held, at batch 1
- * (iff): one token or none, as the rows it changes say, none while the
- * scope is throttled; two parameters, (twice) the tokens an earlier take
- * did not use, given back first.  Otherwise: up to a number of tokens,
- * the first parameter, and the same two after it; the row is refilled
- * either way, and took says what was taken (none while throttled), for
- * the gate to read (MariaDB and MySQL assign a single-table UPDATE's
- * columns left to right, each seeing the ones before).
+ * (iff): some tokens or none, as the rows it changes say, none while the
+ * scope is throttled (limit_sql_take_one); its parameters, the tokens an
+ * earlier take did not use, given back first, once per time the bucket
+ * is read (the statement's holes say how many).  Otherwise: up to a number of tokens, the
+ * second parameter, of those the bucket holds, or one reserved
+ * (limit_ahead_tokens), the others the tokens given back; the row is
+ * refilled either way, and took says what was taken (none while
+ * throttled), for the gate to read (MariaDB and MySQL assign a
+ * single-table UPDATE's columns left to right, each seeing the ones
+ * before).
  */
 /*
  * How many tokens a worker's take at batch 1 takes at once: a
@@ -260,39 +294,88 @@ limit_reserve_size(const struct limit_rate *r)
 }
 
 /*
+ * How many tokens ahead of the bucket a take of a worker in transaction
+ * mode may reserve: LIMIT_AHEAD_MS of the rate.  A reserved token is
+ * taken now and its handler starts when it is due (the bucket, in debt,
+ * says when), so that a waiting worker sleeps until its own token rather
+ * than polling for one it may miss, and no token falls due while nobody
+ * is there to take it (with a burst of 1, such a token is lost).  None in
+ * lease mode, whose take comes after the claim's rows are leased.
+ */
+int
+limit_ahead_tokens(const struct limit_ctx *c, const struct limit_rate *r)
+{
+	double n;
+
+	if (c->q->lease.enabled || r->count <= 0 || r->period_ms <= 0)
+		return 0;
+	/*
+	 * Not where a take takes a millisecond's tokens at once: with both,
+	 * 2 daemons of 2 workers at 2000/1s, burst 10, started up to 2,292
+	 * handlers in a second (621_limit_rate_reserve.sh), past the bound.
+	 */
+	if (limit_reserve_size(r) > 1)
+		return 0;
+	n = (double)r->count * LIMIT_AHEAD_MS / (double)r->period_ms;
+	/* Far more than any fleet's workers reserve at once. */
+	return n > LIMIT_AHEAD_MAX ? LIMIT_AHEAD_MAX : (int)n;
+}
+
+/*
  * n tokens or none, as the rows the UPDATE matches say, none while the
  * scope is throttled; refund (an SQL expression) given back first.  The
- * bucket needs one token, and is left n - 1 short for more (a debt the
- * refill pays before the next take).
+ * bucket needs one token, or with ahead tokens to reserve, 1 - ahead
+ * (a token due within LIMIT_AHEAD_MS), and is left n - 1 short for more
+ * (a debt the refill pays before the next take).  With ahead, the
+ * microseconds until the first of them is due are the statement's
+ * LAST_INSERT_ID (the insert id of its answer, no statement more).
  */
 static void
 limit_sql_take_one(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, const struct limit_rate *r,
-    const char *refund, int n)
+    const char *refund, int n, int ahead)
 {
-	buf_printf(b, "UPDATE %s SET took = %d, tokens = ", c->table, n);
+	buf_printf(b, "UPDATE %s SET took = %d", c->table, n);
+	if (ahead > 0) {
+		/* Read before tokens changes: columns go left to right. */
+		buf_puts(b, " + 0 * LAST_INSERT_ID(CEIL(GREATEST(0, 1 - ");
+		limit_sql_avail(b, c, r, refund);
+		buf_puts(b, ") / ");
+		limit_sql_per_us(b, r);
+		buf_puts(b, "))");
+	}
+	buf_puts(b, ", tokens = ");
 	limit_sql_avail(b, c, r, refund);
 	buf_printf(b, " - %d, tokens_at = " NOW6 " WHERE ", n);
 	limit_sql_where(b, c, s, 0);
 	buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
 	    NOW6 ") AND ");
 	limit_sql_avail(b, c, r, refund);
-	buf_puts(b, " >= 1");
+	buf_printf(b, " >= %d", 1 - ahead);
 }
 
 void
 limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, const struct limit_rate *r, bool iff)
 {
+	int ahead = limit_ahead_tokens(c, r);
+
 	if (iff) {
-		limit_sql_take_one(b, c, s, r, "?", limit_reserve_size(r));
+		limit_sql_take_one(b, c, s, r, "?", limit_reserve_size(r),
+		    ahead);
 		return;
 	}
-	/* Not below 0, where a reserving take left the bucket in debt. */
+	/*
+	 * Up to the number asked for of the tokens there now; else one
+	 * reserved, due within the ahead; not below 0, where a reserving
+	 * take left the bucket in debt.
+	 */
 	buf_printf(b, "UPDATE %s SET took = IF(throttled_until > " NOW6
-	    ", 0, GREATEST(0, LEAST(?, FLOOR(", c->table);
+	    ", 0, IF(", c->table);
 	limit_sql_avail(b, c, r, "?");
-	buf_puts(b, ")))), tokens = ");
+	buf_printf(b, " >= %d, LEAST(?, GREATEST(1, FLOOR(", 1 - ahead);
+	limit_sql_avail(b, c, r, "?");
+	buf_puts(b, "))), 0)), tokens = ");
 	limit_sql_avail(b, c, r, "?");
 	buf_puts(b, " - took, tokens_at = " NOW6 " WHERE ");
 	limit_sql_where(b, c, s, 0);
@@ -301,7 +384,10 @@ limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
 /*
  * The gate of a claim, to prepare, read from the scope's row (slot 0).
  * With a concurrency (transaction mode) its parameters are the slot to
- * try first, three times (0: none).  Its values:
+ * try first, three times (0: none); with wait, then the slot whose lock
+ * to wait for, twice, when every one is taken: up to LIMIT_SLOT_WAIT_S,
+ * in the server, which hands the lock over the moment its holder
+ * releases it (limit_slot_turn).  Its values:
  *	[0] -1 when the scope is throttled; 0 when the rate's take before
  *	    it (rate) took nothing, or every slot is taken; the slot whose
  *	    lock it took, trying the first, then each from slot first,
@@ -316,7 +402,7 @@ limit_sql_rate_take(struct buf *b, const struct limit_ctx *c,
 void
 limit_sql_gate(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, int concurrency, int first,
-    const struct limit_rate *rate)
+    const struct limit_rate *rate, bool wait)
 {
 	buf_puts(b, "SELECT CASE WHEN throttled_until > " NOW6 " THEN -1");
 	if (rate != NULL)
@@ -325,13 +411,17 @@ limit_sql_gate(struct buf *b, const struct limit_ctx *c,
 		buf_puts(b, " WHEN ? > 0 AND GET_LOCK(");
 		limit_sql_lock_of(b, s, "?");
 		buf_puts(b, ", 0) THEN ? ELSE ");
-		limit_sql_slot_take(b, s, concurrency, first);
+		limit_sql_slot_take(b, s, concurrency, first, wait ?
+		    LIMIT_SLOT_WAIT_S : 0);
 		buf_puts(b, " END");
 	} else
 		buf_puts(b, " ELSE 1 END");
 	buf_puts(b, ", TIMESTAMPDIFF(MICROSECOND, " NOW6 ", throttled_until)");
 	if (rate != NULL) {
-		buf_puts(b, ", took, CEIL(GREATEST(0, 1 - tokens) / ");
+		/* After its own take, the row says when that take's first
+		 * token is due, or when a take can reserve one. */
+		buf_printf(b, ", took, CEIL(GREATEST(0, 1 - IF(took > 0, took, "
+		    "%d) - tokens) / ", limit_ahead_tokens(c, rate));
 		limit_sql_per_us(b, rate);
 		buf_putc(b, ')');
 	} else
@@ -351,16 +441,19 @@ limit_sql_key_take(struct buf *b, const struct limit_ctx *c,
 {
 	limit_sql_rows(b, c, s, 0);
 	buf_puts(b, ";\n");
-	limit_sql_take_one(b, c, s, r, "0", 1);
+	limit_sql_take_one(b, c, s, r, "0", 1, 0);
 }
 
-/* Give back n tokens, alone (a take carries them otherwise). */
+/* Give back n tokens, alone (a take carries them otherwise), but not
+ * while the bucket is in debt (limit_sql_avail). */
 void
 limit_sql_refund(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, int n)
 {
-	buf_printf(b, "UPDATE %s SET tokens = LEAST(%d, tokens + %d) WHERE ",
-	    c->table, c->q->limit.burst, n);
+	buf_printf(b, "UPDATE %s SET tokens = IF(tokens + ", c->table);
+	limit_sql_refill(b, &c->q->limit.rate);
+	buf_printf(b, " < 0, tokens, LEAST(%d, tokens + %d)) WHERE ",
+	    c->q->limit.burst, n);
 	limit_sql_where(b, c, s, 0);
 }
 

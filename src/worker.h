@@ -224,6 +224,7 @@ enum limit_stmt {
 	LIMIT_TAKE_IF,		/* the rate's, some tokens or none */
 	LIMIT_GATE,		/* the throttle, what the take took, a slot */
 	LIMIT_CHECK,		/* the same without the slot */
+	LIMIT_GATE_WAIT,	/* the gate, waiting for a slot's lock */
 	LIMIT_LEASE,		/* lease mode: a slot's lease */
 	LIMIT_STMTS
 };
@@ -233,11 +234,17 @@ struct worker_limit {
 	struct limit_scope	 scope;		/* the queue's */
 	int			 slot;		/* transaction mode: its lock; 0 none */
 	int			 last_slot;	/* tried first: most often free */
+	int64_t			 slot_since_ms;	/* when it took it */
+	int			 yield_slot;	/* released in this front: its turn is over */
+	bool			 gate_waits;	/* the poll's gate waits for a slot */
+	int64_t			 polled_ms;	/* how long the last poll took */
 	bool			 lease_held;	/* lease mode: a slot has token's lease */
 	struct lease_token	 token;		/* lease mode: the slot's lease */
 	int			 refund;	/* tokens taken, not used: back next take */
 	int			 refund_sent;	/* carried by the take in flight */
 	int64_t			 reserve_until_ms; /* refund's tokens start claims till */
+	int64_t			 due_ms;	/* a reserved token's start; 0 now */
+	int64_t			 start_by_ms;	/* and the latest it may start; 0 any */
 	bool			 rows_missing;	/* the queue's row: make it again */
 	bool			 polled;	/* a poll took what the next claim needs */
 	bool			 waiting;	/* the last take failed: poll first */
@@ -247,6 +254,7 @@ struct worker_limit {
 	int			 nfront;
 	int			 at_rate, at_iff, at_gate, at_lease, at_commit;
 	int			 at_keys;	/* the keys' release, behind the COMMIT */
+	int			 at_yield;	/* the slot's release, behind it too */
 	int64_t			 checked_ms;	/* the throttle last looked at */
 	enum limit_reason	 reason;	/* why the last take failed */
 	int64_t			 wait_ms;	/* what it said of when; -1 unknown */
@@ -480,11 +488,16 @@ int	 limit_claimed(struct worker *, const struct db_ahead *,
 void	 limit_started(struct worker *);
 bool	 limit_allows(const struct worker *);
 void	 limit_release(struct worker *);
-void	 limit_wait(struct worker *);
 enum db_status limit_lease_keep(struct worker *, bool renew, bool *kept);
+void	 limit_free(struct worker *);
+
+/* worker_limit_wait.c */
+void	 limit_wait_begins(struct worker *, enum limit_reason, int64_t ms);
+int	 limit_await_due(struct worker *);
+bool	 limit_late(struct worker *);
+void	 limit_wait(struct worker *);
 void	 limit_throttle_asked(struct worker *, const struct row *);
 void	 limit_throttle_now(struct worker *);
-void	 limit_free(struct worker *);
 
 /* worker_limit_key.c */
 bool	 limit_keys_on(const struct worker *);

@@ -19,6 +19,12 @@
  * and the slot is the session's from the transaction that holds the
  * rows until the COMMIT that finishes them; whatever ends the session
  * frees both.  The bucket's row is locked only for its UPDATE and COMMIT.
+ * With no token there, the take reserves the next one when it is due
+ * within LIMIT_AHEAD_MS (the bucket goes into debt; the UPDATE's
+ * LAST_INSERT_ID says when it is due), and the worker sleeps until then
+ * with the rows it claimed before their handler starts
+ * (limit_await_due): each waiting worker waits for a token of its own,
+ * and none falls due with nobody there to take it.
  * A take that fails has the rows just claimed rolled back at once (a
  * turn that did not get a slot claims nothing), and the worker then
  * waits: it polls the take alone, with no claim, until it succeeds
@@ -27,7 +33,12 @@
  *
  * (the slot is taken inside a transaction: a host that freezes then has
  * its session ended by the server's idle transaction limit, db_limits.c),
- * and claims in the next round trip.  A token the turn did not use (no
+ * and claims in the next round trip.  Without a rate, that poll's gate
+ * waits in the server for one slot's lock (LIMIT_GATE_WAIT), and a worker
+ * that has held its slot for its turn gives it up behind its next claim's
+ * COMMIT and takes one again in the same round trip
+ * (limit_slot_turn_over): the waiter gets it first, so that daemons that
+ * all have work share the slots.  A token the turn did not use (no
  * row found, a slot not got) goes back with the next take.
  *
  * Lease mode, where no transaction is open while a handler runs: the
@@ -55,13 +66,14 @@ const char *const limit_reason_names[LIMIT_REASONS] = {
 	[LIMIT_KEY_THROTTLE] = "key_throttle",
 };
 
-/* A full slot table: polled at first this often, backing off to the max. */
-#define LIMIT_POLL_MIN_MS	20
-#define LIMIT_POLL_MAX_MS	1000
-/* A long wait (a throttle, a slow rate) looks again at least this often. */
-#define LIMIT_WAIT_MAX_MS	5000
-/* Rate waiters spread their polls over this many token intervals, at most. */
-#define LIMIT_SPREAD_MAX	8
+/* The most values a take's statement takes. */
+#define LIMIT_VALUES_MAX	5
+/*
+ * Transaction mode: a worker that has held a slot this long gives it up
+ * at its next claim, and takes one again in the same round trip; a
+ * worker waiting for that slot's lock in the server gets it first.
+ */
+#define LIMIT_SLOT_TURN_MS	1000
 
 static bool
 limit_on(const struct worker *w)
@@ -132,13 +144,22 @@ static void
 limit_execute(struct worker *w, struct buf *b, enum limit_stmt which,
     const long long *v, size_t n)
 {
-	struct value values[4];
+	struct value values[LIMIT_VALUES_MAX];
 
-	for (size_t i = 0; i < n && i < 4; i++)
+	for (size_t i = 0; i < n && i < LIMIT_VALUES_MAX; i++)
 		values[i] = (struct value){ .type = VALUE_INT, .i = v[i] };
 	if (!dialect_stmt_execute(&w->limit.stmt[which], b, values, n))
 		fatalx("limit: statement %d takes %zu values", (int)which, n);
 	buf_puts(b, ";\n");
+}
+
+/* The slot a worker tries first when it has none to go back to. */
+static int
+limit_first_slot(const struct worker *w)
+{
+	int n = w->q->limit.concurrency;
+
+	return (w->args->number - 1) % (n > 0 ? n : 1) + 1;
 }
 
 /*
@@ -169,15 +190,27 @@ limit_prepare(struct worker *w)
 	if (st == DB_OK && !lease && p->concurrency > 0) {
 		/* The gate without the slot, for a worker that holds one. */
 		limit_sql_gate(&b, &l->ctx, &l->scope, 0, 1,
-		    p->rate.count > 0 ? &p->rate : NULL);
+		    p->rate.count > 0 ? &p->rate : NULL, false);
 		st = limit_prepare_one(w, LIMIT_CHECK, "rowq_limit_check", &b);
 	}
 	if (st == DB_OK) {
 		limit_sql_gate(&b, &l->ctx, &l->scope, lease ? 0 :
-		    p->concurrency, (w->args->number - 1) %
-		    (p->concurrency > 0 ? p->concurrency : 1) + 1,
-		    p->rate.count > 0 ? &p->rate : NULL);
+		    p->concurrency, limit_first_slot(w),
+		    p->rate.count > 0 ? &p->rate : NULL, false);
 		st = limit_prepare_one(w, LIMIT_GATE, "rowq_limit_gate", &b);
+	}
+	/*
+	 * A waiting worker's poll waits for a slot in the server; not with
+	 * a rate, whose take before it keeps the bucket's row locked until
+	 * the poll's COMMIT.
+	 */
+	l->gate_waits = st == DB_OK && !lease && p->concurrency > 0 &&
+	    p->rate.count == 0;
+	if (l->gate_waits) {
+		limit_sql_gate(&b, &l->ctx, &l->scope, p->concurrency,
+		    limit_first_slot(w), NULL, true);
+		st = limit_prepare_one(w, LIMIT_GATE_WAIT,
+		    "rowq_limit_gate_wait", &b);
 	}
 	if (st == DB_OK && lease && p->concurrency > 0) {
 		limit_sql_lease_take(&b, &l->ctx, &l->scope, p->concurrency);
@@ -316,17 +349,20 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 
 	l->nfront = 0;
 	l->at_rate = l->at_iff = l->at_gate = l->at_lease = -1;
-	l->at_commit = -1;
+	l->at_commit = l->at_yield = -1;
 	if (reserved) {
 		/* A token of the last take's, not yet used: no take. */
 	} else if (limit_has_rate(w) && !lease && !poll && !slot) {
-		/* Some tokens or none, as the rows it changes say. */
+		/* Some tokens or none, as the rows it changes say; the
+		 * refund each time the statement reads the bucket. */
 		limit_execute(w, b, LIMIT_TAKE_IF, (long long[]){ l->refund,
-		    l->refund }, 2);
+		    l->refund, l->refund }, l->stmt[LIMIT_TAKE_IF].nholes);
 		l->at_iff = l->nfront++;
-	} else if (limit_has_rate(w))
-		limit_execute(w, b, LIMIT_TAKE, (long long[]){ want,
-		    lease ? 0 : l->refund, lease ? 0 : l->refund }, 3);
+	} else if (limit_has_rate(w)) {
+		long long back = lease ? 0 : l->refund;
+		limit_execute(w, b, LIMIT_TAKE, (long long[]){ back, want,
+		    back, back }, 4);
+	}
 	if (limit_has_rate(w) && !reserved) {
 		if (l->at_iff < 0)
 			l->at_rate = l->nfront++;
@@ -336,7 +372,20 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 	nbefore = b == before ? l->nfront : 0;
 	if (!poll)
 		b = after;
-	if (gate && slot)
+	if (l->yield_slot > 0 && !poll) {
+		/* Its turn is over: the lock goes (to a waiter first). */
+		buf_puts(b, "DO RELEASE_LOCK(");
+		limit_lock_name(b, &l->scope, l->yield_slot);
+		buf_puts(b, ");\n");
+		l->at_yield = l->nfront++;
+	}
+	if (gate && slot && poll && l->gate_waits) {
+		/* A slot of the others', to wait for: each in turn. */
+		long long any = (long long)(backoff_random() %
+		    (uint64_t)p->concurrency) + 1;
+		limit_execute(w, b, LIMIT_GATE_WAIT, (long long[]){
+		    l->last_slot, l->last_slot, l->last_slot, any, any }, 5);
+	} else if (gate && slot)
 		limit_execute(w, b, LIMIT_GATE, (long long[]){ l->last_slot,
 		    l->last_slot, l->last_slot }, 3);
 	else if (gate && !lease && p->concurrency > 0)
@@ -364,23 +413,6 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 
 /* ---- what the take gave ---- */
 
-/* The worker starts waiting for reason (counted once per wait). */
-static void
-limit_wait_begins(struct worker *w, enum limit_reason reason, int64_t ms)
-{
-	struct worker_limit *l = &w->limit;
-
-	if (!l->waiting || l->reason != reason) {
-		if (w->args->stats)
-			w->args->stats->limit_waits[reason]++;
-		log_debug("waits for the limit: %s, %lldms",
-		    limit_reason_names[reason], (long long)ms);
-	}
-	l->waiting = true;
-	l->reason = reason;
-	l->wait_ms = ms;
-}
-
 /* Microseconds of a value that may be NULL or negative, as ms from now. */
 static int64_t
 limit_us_to_ms(const struct db_ahead_result *r, int i)
@@ -391,27 +423,54 @@ limit_us_to_ms(const struct db_ahead_result *r, int i)
 }
 
 /*
+ * How late a handler may start after its token was due (limit_late):
+ * half a token's time, at least LIMIT_RESERVE_MS; a start within it adds
+ * at most one to a window of the rate's starts.
+ */
+static int64_t
+limit_late_ms(const struct worker *w)
+{
+	const struct limit_rate *r = &w->q->limit.rate;
+	int64_t half = r->count > 0 ? r->period_ms / r->count / 2 : 0;
+
+	return half > LIMIT_RESERVE_MS ? half : LIMIT_RESERVE_MS;
+}
+
+/*
  * The rate's part of the results: *tokens taken, counted to go back
  * until handlers start (in transaction mode only once the COMMIT after
  * the take ran; if it did not, the take was rolled back, and what it
- * carried back goes with the next one).
+ * carried back goes with the next one), and when the first of them is
+ * due (l->due_ms; a reserved token's is later than now).
  */
 static void
 limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
     bool committed, int *tokens)
 {
 	struct worker_limit *l = &w->limit;
+	const struct db_ahead_result *gate = l->at_gate >= 0 &&
+	    l->at_gate < ran && res[l->at_gate].row ? &res[l->at_gate] : NULL;
+	long long due_us = 0;
 
-	if (l->at_iff >= 0)
+	if (l->at_iff >= 0) {
 		*tokens = l->at_iff < ran && res[l->at_iff].affected > 0 ?
 		    limit_reserve_size(&w->q->limit.rate) : 0;
-	else if (l->at_gate >= 0 && l->at_gate < ran && res[l->at_gate].row &&
-	    !res[l->at_gate].null[2])
-		*tokens = (int)res[l->at_gate].value[2];
-	else
+		if (*tokens > 0)
+			due_us = (long long)res[l->at_iff].insert_id;
+	} else if (gate != NULL && !gate->null[2]) {
+		*tokens = (int)gate->value[2];
+		if (*tokens > 0 && !gate->null[3])
+			due_us = gate->value[3];
+	} else
 		*tokens = 0;
+	l->due_ms = 0;
 	if (w->q->lease.enabled)
 		return;
+	if (committed && *tokens > 0 && due_us > 0)
+		l->due_ms = now_ms() + (due_us + 999) / 1000;
+	if (committed && *tokens > 0)
+		l->start_by_ms = (l->due_ms > 0 ? l->due_ms : now_ms()) +
+		    limit_late_ms(w);
 	if (!committed) {
 		l->refund += l->refund_sent;
 		*tokens = 0;
@@ -422,7 +481,8 @@ limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
 		l->refund += l->refund_sent;
 	l->refund += *tokens;
 	if (l->at_iff >= 0 && *tokens > 1)
-		l->reserve_until_ms = now_ms() + LIMIT_RESERVE_MS;
+		l->reserve_until_ms = (l->due_ms > 0 ? l->due_ms : now_ms()) +
+		    LIMIT_RESERVE_MS;
 }
 
 /*
@@ -440,6 +500,10 @@ limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
 	    l->at_gate < ran ? &res[l->at_gate] : NULL;
 	long long g = gate && gate->row && !gate->null[0] ? gate->value[0] : 1;
 
+	/* A slot whose release did not run is the session's still. */
+	if (l->yield_slot > 0 && (l->at_yield < 0 || l->at_yield >= ran))
+		l->slot = l->yield_slot;
+	l->yield_slot = 0;
 	*tokens = w->q->batch;
 	if (l->at_iff >= 0 || l->at_rate >= 0)
 		limit_tokens(w, res, ran, committed, tokens);
@@ -462,14 +526,17 @@ limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
 		return false;
 	}
 	if ((l->at_iff >= 0 || l->at_rate >= 0) && *tokens <= 0) {
-		/* The poll that follows says why, and until when. */
+		/* Until a take can reserve a token; without the gate, the
+		 * poll that follows at once says why, and until when. */
 		limit_wait_begins(w, LIMIT_RATE, gate != NULL ?
 		    limit_us_to_ms(gate, 3) : 0);
 		return false;
 	}
 	if (gate != NULL && !w->q->lease.enabled &&
-	    w->q->limit.concurrency > 0 && l->slot == 0 && g > 0)
+	    w->q->limit.concurrency > 0 && l->slot == 0 && g > 0) {
 		l->slot = l->last_slot = (int)g;
+		l->slot_since_ms = now_ms();
+	}
 	if (g == 0 || (l->at_lease >= 0 && (l->at_lease >= ran ||
 	    res[l->at_lease].affected == 0))) {
 		limit_wait_begins(w, LIMIT_CONCURRENCY, -1);
@@ -511,7 +578,7 @@ limit_poll(struct worker *w)
 	struct db_ahead_result res[DB_AHEAD_EXTRA_MAX];
 	struct buf sql = { 0 };
 	enum db_status st;
-	int tokens = 0;
+	int tokens = 0, late;
 	bool ok;
 
 	if (l->rows_missing && (st = limit_rows(w)) != DB_OK) {
@@ -521,13 +588,21 @@ limit_poll(struct worker *w)
 	if (w->q->lease.enabled)
 		lease_new_token(&w->limit.token);
 	limit_take_sql(w, &sql, NULL, true, w->q->batch);
+	l->polled_ms = now_ms();
 	st = db_run_results(w->db, sql.data, l->nfront, res);
+	l->polled_ms = now_ms() - l->polled_ms;
 	buf_free(&sql);
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "limit");
 		return -1;
 	}
 	ok = limit_took(w, res, l->nfront, l->at_commit >= 0, &tokens);
+	if (ok && (late = limit_await_due(w)) != 0) {
+		/* Stopping: what the poll took goes back with
+		 * limit_release; too late: the worker takes again. */
+		ok = false;
+		l->waiting = late > 0;
+	}
 	if (!ok) {
 		(void)db_rollback(w->db);
 		return 0;
@@ -564,6 +639,24 @@ limit_before_claim(struct worker *w)
 }
 
 /*
+ * Whether the worker's slot has been its own for its turn
+ * (LIMIT_SLOT_TURN_MS): it then gives it up in this claim's front and
+ * takes one again in the same round trip, which a worker that waits
+ * for that slot's lock in the server (LIMIT_GATE_WAIT) gets first.  So
+ * daemons that all have work share the slots over time, and the claims
+ * of a worker nobody waits for go on as before, with no round trip
+ * more.
+ */
+static bool
+limit_slot_turn_over(const struct worker *w)
+{
+	const struct worker_limit *l = &w->limit;
+
+	return l->gate_waits && l->slot > 0 &&
+	    now_ms() - l->slot_since_ms >= LIMIT_SLOT_TURN_MS;
+}
+
+/*
  * The take to send in the claim's front: into before, ahead of its
  * COMMIT, and after, behind it; the counts in ahead (which then has a
  * COMMIT, whatever the last turn left).  Nothing when a poll took what
@@ -581,6 +674,10 @@ limit_front(struct worker *w, struct buf *before, struct buf *after,
 	l->at_commit = l->at_keys = -1;
 	if (!limit_on(w))
 		return;
+	if (!l->polled && limit_slot_turn_over(w)) {
+		l->yield_slot = l->slot;
+		l->slot = 0;
+	}
 	if (!l->polled)
 		ahead->nbefore = limit_take_sql(w, before, after, false, 1);
 	/* The last turn's keys' slots, once its COMMIT is through. */
@@ -611,6 +708,13 @@ limit_claimed(struct worker *w, const struct db_ahead *ahead,
 		limit_keys_released(w);
 	if (l->polled) {
 		l->polled = false;
+		/* The claim after the poll's sleep came too late. */
+		if (st == DB_OK && limit_late(w)) {
+			(void)db_rollback(w->db);
+			turn_rolled_back(w);
+			return 0;
+		}
+		l->start_by_ms = 0;
 		return 1;
 	}
 	if (l->at_gate < 0 && l->at_iff < 0 && l->at_rate < 0)
@@ -622,8 +726,9 @@ limit_claimed(struct worker *w, const struct db_ahead *ahead,
 		return 1;
 	}
 	if (limit_took(w, ahead->extra, ahead->extra_ran, ahead->committed,
-	    &tokens)) {
+	    &tokens) && limit_await_due(w) == 0) {
 		l->allow = tokens < w->q->batch ? tokens : w->q->batch;
+		l->start_by_ms = 0;
 		return 1;
 	}
 	(void)db_rollback(w->db);
@@ -685,57 +790,6 @@ limit_release(struct worker *w)
 	buf_free(&sql);
 }
 
-/*
- * Wait as the limit says, with no transaction open: for a rate, until
- * its next token, spread over a few token intervals by those who missed
- * it already, so that the waiting workers do not all poll at once; for a
- * full slot table, with growing pauses; for a throttle, until it ends.
- * At most LIMIT_WAIT_MAX_MS: the take is looked at again.
- */
-void
-limit_wait(struct worker *w)
-{
-	struct worker_limit *l = &w->limit;
-	const struct limit_rate *r = &w->q->limit.rate;
-	int64_t ms = l->wait_ms, spread;
-
-	if (l->slot > 0)
-		limit_release(w);
-	l->misses++;
-	switch (l->reason) {
-	case LIMIT_RATE:
-	case LIMIT_KEY_RATE:
-		spread = r->count > 0 ? r->period_ms / r->count : 100;
-		spread *= l->misses < LIMIT_SPREAD_MAX ? l->misses :
-		    LIMIT_SPREAD_MAX;
-		if (ms < 1)
-			ms = 1;
-		ms += (int64_t)(backoff_random() % (uint64_t)(spread + 1));
-		break;
-	case LIMIT_THROTTLE:
-	case LIMIT_KEY_THROTTLE:
-		if (ms < 0)
-			ms = LIMIT_POLL_MAX_MS;
-		/* Not all at the same millisecond when it ends. */
-		ms += (int64_t)(backoff_random() % 50);
-		break;
-	default:
-		ms = backoff_capped_ms(LIMIT_POLL_MIN_MS, LIMIT_POLL_MAX_MS,
-		    l->misses);
-		ms = ms / 2 + (int64_t)(backoff_random() % (uint64_t)(ms / 2 +
-		    1));
-		break;
-	}
-	if (ms > LIMIT_WAIT_MAX_MS)
-		ms = LIMIT_WAIT_MAX_MS;
-	if (w->args->stats)
-		w->args->stats->limit_reason = l->reason;
-	worker_set_state(w, WORKER_LIMITED, NULL);
-	proc_title("rowq: %s worker %d (limited: %s)", w->q->name,
-	    w->args->number, limit_reason_names[l->reason]);
-	stopper_sleep(&w->stopper, ms);
-}
-
 /* ---- lease mode: the slot's lease beside the row's ---- */
 
 /*
@@ -766,94 +820,6 @@ limit_lease_keep(struct worker *w, bool renew, bool *kept)
 	if (st == DB_OK && affected == 0)
 		*kept = false;
 	return st;
-}
-
-/* ---- a handler's throttle ---- */
-
-/*
- * The handler answered "throttle N [message]": kept, to be written once
- * the turn is over (limit_throttle_now), capped at limit.max_throttle.
- */
-void
-limit_throttle_asked(struct worker *w, const struct row *row)
-{
-	struct worker_limit *l = &w->limit;
-	int64_t ms = w->result.throttle_ms;
-	int64_t max = w->q->limit.max_throttle_ms;
-	const char *msg = w->result.error.data ? w->result.error.data : "";
-	char d[32], m[32];
-
-	const char *what = limit_on(w) && limit_keys_on(w) ? "the row's key" :
-	    "the queue";
-
-	duration_format(ms, d, sizeof(d));
-	if (ms > max) {
-		duration_format(max, m, sizeof(m));
-		log_warnx("the handler asks to throttle %s for %s, capped at "
-		    "limit.max_throttle: %s (%s); the row goes back, no try "
-		    "counted", what, d, m, msg);
-		ms = max;
-	} else
-		log_warnx("the handler asks to throttle %s for %s (%s); the "
-		    "row goes back, no try counted", what, d, msg);
-	if (ms > l->throttle_ms) {
-		l->throttle_ms = ms;
-		buf_reset(&l->throttle_reason);
-		buf_puts(&l->throttle_reason, msg);
-		/*
-		 * With per_key, only the row's key waits; a key too long to
-		 * be left out of the claim by its value throttles the queue.
-		 */
-		if (limit_on(w) && limit_keys_on(w))
-			limit_key_scope(w, row, &l->throttle_scope);
-		if (!limit_on(w) || !limit_keys_on(w) ||
-		    l->throttle_scope.bytes[0] == 'h')
-			l->throttle_scope = l->scope;
-	}
-}
-
-/*
- * Once the turn that got a throttle is over (no transaction open): the
- * throttle goes into the limit table, for every daemon, and this worker
- * waits it out.  A queue without limit: has no table: only this worker
- * waits, and the log says so once.
- */
-void
-limit_throttle_now(struct worker *w)
-{
-	struct worker_limit *l = &w->limit;
-	int64_t ms = l->throttle_ms;
-	enum db_status st;
-
-	if (ms < 0)
-		return;
-	l->throttle_ms = -1;
-	if (!limit_on(w)) {
-		if (!l->warned_local)
-			log_warnx("%s: the queue has no limit:, so only this "
-			    "worker waits for the handler's throttle; with "
-			    "limit: (even limit: {}) every worker of every "
-			    "daemon does", w->q->where);
-		l->warned_local = true;
-		limit_wait_begins(w, LIMIT_THROTTLE, ms);
-		return;
-	}
-	limit_release(w);
-	st = limit_throttle(w->db, &l->ctx, &l->throttle_scope, ms,
-	    l->throttle_reason.data ? l->throttle_reason.data : "");
-	if (st != DB_OK) {
-		worker_db_trouble(w, "writing the throttle");
-		if (st == DB_RECONNECT)
-			worker_disconnect(w);
-	}
-	/* A key's throttle: its rows are left out, and the rest go on. */
-	if (l->throttle_scope.len > 0) {
-		l->keys.throttles_ms = 0;
-		if (w->args->stats)
-			w->args->stats->limit_waits[LIMIT_KEY_THROTTLE]++;
-		return;
-	}
-	limit_wait_begins(w, LIMIT_THROTTLE, ms);
 }
 
 void

@@ -1,6 +1,7 @@
 /*
  * Unit tests for limit.c's pure parts: how many tokens a take reserves
- * for a rate, and the CRC-32 that names a key's locks (the server's
+ * for a rate, how far ahead of the bucket it may reserve one, and the
+ * CRC-32 that names a key's locks (the server's
  * CRC32() must give the same, or a key's slots would not be shared).
  */
 #include "rowq.h"
@@ -37,6 +38,34 @@ START_TEST(test_reserve_size)
 }
 END_TEST
 
+static int
+ahead(int count, int64_t period_ms, bool lease)
+{
+	struct queue q = { .lease = { .enabled = lease } };
+	struct limit_ctx c = { .q = &q };
+	struct limit_rate r = { .count = count, .period_ms = period_ms };
+
+	return limit_ahead_tokens(&c, &r);
+}
+
+START_TEST(test_ahead_tokens)
+{
+	/* LIMIT_AHEAD_MS (1 s) of the rate, rounded down. */
+	ck_assert_int_eq(ahead(20, 1000, false), 20);
+	ck_assert_int_eq(ahead(1999, 1000, false), 1999);
+	/* None where a take takes a millisecond's tokens (2,000 a second). */
+	ck_assert_int_eq(ahead(2000, 1000, false), 0);
+	ck_assert_int_eq(ahead(100, 60000, false), 1);
+	/* Below 1 a second, none: the take waits for the token itself. */
+	ck_assert_int_eq(ahead(59, 60000, false), 0);
+	ck_assert_int_eq(ahead(LIMIT_RATE_COUNT_MAX, 1, false), 0);
+	/* None in lease mode, or without a rate. */
+	ck_assert_int_eq(ahead(2000, 1000, true), 0);
+	ck_assert_int_eq(ahead(0, 1000, false), 0);
+	ck_assert_int_eq(ahead(10, 0, false), 0);
+}
+END_TEST
+
 START_TEST(test_crc32)
 {
 	/* The check value of CRC-32/IEEE, and SELECT CRC32('rowq'). */
@@ -53,6 +82,7 @@ main(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_reserve_size);
+	tcase_add_test(tc, test_ahead_tokens);
 	tcase_add_test(tc, test_crc32);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
