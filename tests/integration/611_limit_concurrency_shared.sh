@@ -8,6 +8,8 @@
 # server gets it.  Counted from each daemon's handlers' own lines: each
 # daemon ran at least a fifth of the rows; never more than 3 at once
 # across both, and 3 most of the time.  Every row done once.
+# serial: measures how many handlers run at once over the run, which a
+# test running beside it on 2 cores can starve.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/limit.sh"

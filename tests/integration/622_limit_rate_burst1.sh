@@ -14,6 +14,8 @@
 #     exec, tens of ms on a loaded machine, and a token is 50 ms here: a
 #     late line and an early one then fall into one window).
 # Every row done once.
+# serial: counts starts a second against the rate: 8 workers must be
+# scheduled on time, which a test running beside it on 2 cores can prevent.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/limit.sh"
