@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,8 +67,21 @@ config_field_query(struct load *ld, const struct config_item *it, void *dst,
 }
 
 
+/* A bare name (a letter or '_', then letters, digits, '_' or '$'). */
+static bool
+config_is_column_name(const char *s)
+{
+	if (!(isalpha((unsigned char)*s) || *s == '_'))
+		return false;
+	for (; *s != '\0'; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '$'))
+			return false;
+	return true;
+}
+
 /*
- * max_attempts: a whole number, the same for every row, or "column NAME":
+ * max_attempts: a whole number, the same for every row, or a column's
+ * name (bare, or as "column NAME"):
  * each row's own, read from that column of the select (an expression is
  * one too: COALESCE(max_tries, 5) AS max_tries), and bounded by
  * max_attempts_ceiling, so that no row's value retries it for ever.  The
@@ -86,12 +100,13 @@ config_field_max_attempts(struct load *ld, const struct config_item *it,
 
 	if (s == NULL)
 		return;
-	if (strncmp(s, "column", 6) != 0 || (s[6] != ' ' && s[6] != '\0')) {
+	if (strncmp(s, "column", 6) == 0 && (s[6] == ' ' || s[6] == '\0')) {
+		for (s += 6; *s == ' '; s++)
+			;
+	} else if (!config_is_column_name(s)) {
 		config_field_int(ld, it, &r->max_attempts, f);
 		return;
 	}
-	for (s += 6; *s == ' '; s++)
-		;
 	for (n = strlen(s); n > 0 && s[n - 1] == ' '; n--)
 		;
 	if (n == 0 || memchr(s, ' ', n) != NULL) {

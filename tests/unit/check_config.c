@@ -375,6 +375,11 @@ START_TEST(test_retry_max_attempts_column)
 	    "max_tries");
 	ck_assert_int_eq(cfg->queues[0].retry.max_attempts_ceiling, 7);
 	config_free(cfg);
+	/* A bare name is a column's too. */
+	cfg = accepted(PER_ROW_QUEUE("max_tries", ""));
+	ck_assert_str_eq(cfg->queues[0].retry.max_attempts_column,
+	    "max_tries");
+	config_free(cfg);
 	/* A number is what it was. */
 	cfg = accepted(PER_ROW_QUEUE("4", ""));
 	ck_assert_ptr_null(cfg->queues[0].retry.max_attempts_column);
@@ -391,12 +396,12 @@ START_TEST(test_retry_max_attempts_column_errors)
 	refused(PER_ROW_QUEUE("column a b", ""),
 	    "rowq.yaml:7: queues.job.retry.max_attempts: expected \"column "
 	    "NAME\", one column of the select, not \"column a b\"\n");
-	refused(PER_ROW_QUEUE("columns", ""),
+	refused(PER_ROW_QUEUE("5x", ""),
 	    "rowq.yaml:7: queues.job.retry.max_attempts: not a whole number: "
-	    "\"columns\"\n");
-	refused(PER_ROW_QUEUE("max_tries", ""),
+	    "\"5x\"\n");
+	refused(PER_ROW_QUEUE("max-tries", ""),
 	    "rowq.yaml:7: queues.job.retry.max_attempts: not a whole number: "
-	    "\"max_tries\"\n");
+	    "\"max-tries\"\n");
 	refused(PER_ROW_QUEUE("[column, x]", ""),
 	    "rowq.yaml:7: queues.job.retry.max_attempts: expected a whole "
 	    "number or \"column NAME\", not a sequence\n");
