@@ -17,6 +17,8 @@
 # - Symfony Messenger's messenger_messages: done deletes the message; a
 #   failed try makes it available again later, a message that cannot
 #   work moves to the failure transport's queue.
+# serial: times an application's UPDATE of another waiting job against
+# the server's lock wait while a handler runs.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/apps/lib.sh"
 db_start

@@ -9,6 +9,8 @@
 # Knobs (make torture sets them): ROWQ_SCALE_ROWS (pipe rows, 4000),
 # ROWQ_SCALE_EXEC_ROWS (exec rows, 600), ROWQ_SCALE_DAEMONS (3),
 # ROWQ_SCALE_WORKERS (4 per daemon).
+# serial: counts each of 3 daemons' rows; beside another test on 2 cores
+# one daemon can come up after the others have drained the queue.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/torture/common.sh"

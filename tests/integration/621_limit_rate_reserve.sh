@@ -100,6 +100,8 @@ used=$(awk -v n=$rows -v us=$((last - first)) 'BEGIN { printf "%d", (n - 1) / (u
 figure "the most starts in any 1 s window, rate $rate/1s" "$most"
 figure "starts per second over the run, rate $rate/1s" "$used"
 # A token may start a handler up to 10 ms after its take, and a take
-# leaves the bucket one token short at 2,000 a second.
-assert_le "$most" $((10 + rate * 1010 / 1000 + (2 - 1) * 4)) "starts in any 1 s window"
+# leaves the bucket one token short at 2,000 a second; the handler's
+# line comes after its fork and exec, 10 ms more on a loaded machine
+# (2,041 seen once on MySQL in CI against 2,034 without it).
+assert_le "$most" $((10 + rate * 1020 / 1000 + (2 - 1) * 4)) "starts in any 1 s window"
 assert_ge "$used" $((rate * 8 / 10)) "starts per second over the run"
