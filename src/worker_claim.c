@@ -612,6 +612,25 @@ claim_keys(struct worker *w)
 }
 
 /*
+ * The statements in front of a claim failed: the turn is given up, its
+ * rows wait again.  rollback: roll the open transaction back first (not
+ * after claim_held_done, which leaves it as finish_held settled it).
+ * Returns -1, claim_batch's database error.
+ */
+static int
+claim_front_failed(struct worker *w, enum db_status st, struct buf *before,
+    struct buf *after, bool rollback)
+{
+	buf_free(before);
+	buf_free(after);
+	worker_db_failed(w, st, w->failing);
+	if (rollback)
+		(void)db_rollback(w->db);
+	turn_rolled_back(w);
+	return -1;
+}
+
+/*
  * Claim a batch, committing the last turn's rows in the same round trip
  * when they are still uncommitted, behind the held row's `done` when
  * there is one.  Returns rows claimed, or -1 after a database error.
@@ -629,14 +648,8 @@ claim_batch(struct worker *w)
 	struct timespec t0, t1;
 
 	limit_front(w, &before, &after, &f.ahead);
-	if ((held = runs_front(w, &f.ahead)) != DB_OK) {
-		buf_free(&before);
-		buf_free(&after);
-		worker_db_failed(w, held, w->failing);
-		(void)db_rollback(w->db);
-		turn_rolled_back(w);
-		return -1;
-	}
+	if ((held = runs_front(w, &f.ahead)) != DB_OK)
+		return claim_front_failed(w, held, &before, &after, true);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		turn_begin(w);
@@ -648,13 +661,9 @@ claim_batch(struct worker *w)
 		else
 			st = claim_select(w, limit, &f);
 		runs_front_done(w, &f.ahead);
-		if ((held = claim_held_done(w, &f, st, &again)) != DB_OK) {
-			buf_free(&before);
-			buf_free(&after);
-			worker_db_failed(w, held, w->failing);
-			turn_rolled_back(w);
-			return -1;
-		}
+		if ((held = claim_held_done(w, &f, st, &again)) != DB_OK)
+			return claim_front_failed(w, held, &before, &after,
+			    false);
 		if (again) {
 			/* Nothing ran after the done: the take goes again. */
 			buf_reset(&before);
@@ -663,14 +672,9 @@ claim_batch(struct worker *w)
 			    .before = &before, .after = &after };
 			limit_front(w, &before, &after, &f.ahead);
 			/* The row marked failed instead: its run goes too. */
-			if ((held = runs_front(w, &f.ahead)) != DB_OK) {
-				buf_free(&before);
-				buf_free(&after);
-				worker_db_failed(w, held, w->failing);
-				(void)db_rollback(w->db);
-				turn_rolled_back(w);
-				return -1;
-			}
+			if ((held = runs_front(w, &f.ahead)) != DB_OK)
+				return claim_front_failed(w, held, &before,
+				    &after, true);
 		}
 	} while (again);
 	buf_free(&before);
