@@ -38,6 +38,19 @@ config_field_statement(struct load *ld, const struct config_item *it, void *dst,
 		    it->path, dst);
 }
 
+/* A list of statements holds 1 to SQL_LIST_MAX; false after its error. */
+static bool
+config_list_size_ok(struct load *ld, const struct config_item *it)
+{
+	const struct node *v = it->value;
+
+	if (v->nitems >= 1 && v->nitems <= SQL_LIST_MAX)
+		return true;
+	config_error(ld, v->line, it->path, "expected a statement or a list "
+	    "of 1 to %d, not %zu", SQL_LIST_MAX, v->nitems);
+	return false;
+}
+
 /*
  * done:, failed:, retry.update:, lease.claim:, lease.renew:, requeue:,
  * discard: a statement, or a list of them, run in order in the row's
@@ -56,11 +69,8 @@ config_field_statements(struct load *ld, const struct config_item *it,
 		config_field_statement(ld, it, dst, f);
 		return;
 	}
-	if (v->nitems == 0 || v->nitems > SQL_LIST_MAX) {
-		config_error(ld, v->line, it->path, "expected a statement or a "
-		    "list of 1 to %d, not %zu", SQL_LIST_MAX, v->nitems);
+	if (!config_list_size_ok(ld, it))
 		return;
-	}
 	for (size_t i = 0; i < v->nitems; i++) {
 		const struct node *a = v->items[i];
 		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
@@ -186,11 +196,8 @@ config_field_prune_delete(struct load *ld, const struct config_item *it,
 		p->where = config_where(ld, it->key->line, it->path);
 		return;
 	}
-	if (v->nitems == 0 || v->nitems > SQL_LIST_MAX) {
-		config_error(ld, v->line, it->path, "expected a statement or a "
-		    "list of 1 to %d, not %zu", SQL_LIST_MAX, v->nitems);
+	if (!config_list_size_ok(ld, it))
 		return;
-	}
 	for (size_t i = 0; i < v->nitems; i++) {
 		const struct node *a = v->items[i];
 		snprintf(path, sizeof(path), "%s[%zu]", it->path, i);
