@@ -5,12 +5,21 @@
 --
 --     mariadb shop < schema.sql
 --
--- and let rowq's database user read and update them, nothing more:
+-- and let rowq's database user read and update them, nothing more (email's
+-- prune: deletes old rows; webhooks_due moves a due row from
+-- scheduled_webhooks into webhooks):
 --
 --     GRANT SELECT, UPDATE, DELETE ON shop.email TO 'rowq'@'localhost';
---     GRANT SELECT, UPDATE ON shop.webhooks TO 'rowq'@'localhost';
+--     GRANT SELECT, INSERT, UPDATE ON shop.webhooks TO 'rowq'@'localhost';
+--     GRANT SELECT, DELETE ON shop.scheduled_webhooks TO 'rowq'@'localhost';
 --     GRANT SELECT, UPDATE ON shop.images TO 'rowq'@'localhost';
 --     GRANT SELECT, UPDATE ON shop.video TO 'rowq'@'localhost';
+--
+-- and the tables rowq keeps for the examples, which the first worker
+-- creates: email's run log (runs:) and webhooks' shared limit (limit:):
+--
+--     GRANT CREATE, SELECT, INSERT, DELETE ON shop.rowq_runs TO 'rowq'@'localhost';
+--     GRANT CREATE, SELECT, INSERT, UPDATE ON shop.rowq_limit TO 'rowq'@'localhost';
 --
 -- Each table has an index that serves its queue's WHERE and ORDER BY
 -- together, so that a claim reads the first waiting rows and nothing else.
