@@ -442,6 +442,7 @@ int	 lease_renew(void *ctx, struct handler_result *);
 /* worker_runs.c */
 void	 runs_note(struct worker *, const struct row *, int attempt,
 	    const struct bound *);
+void	 runs_gave_up(struct worker *, const struct row *);
 void	 runs_hold(struct worker *, size_t i);
 void	 runs_settled(struct worker *, const struct row *,
 	    const struct bound *);

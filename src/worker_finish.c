@@ -373,20 +373,22 @@ finish_remember(struct worker *w, const struct row *row, const char *where)
 }
 
 /*
- * A finishing statement ran: one that changed no row is an error to see,
- * and the row is not counted as finished.
+ * A finishing statement b ran: the row counts as what it came to, as (b,
+ * or failed when retry.gave_up says that retry.update gave it up), in
+ * the counters and the run log; one that changed no row is an error to
+ * see, and the row is not counted as finished.
  */
 static void
-finish_counted(struct worker *w, struct bound *b, const struct row *row,
-    unsigned long long affected, const char *key)
+finish_counted(struct worker *w, struct bound *b, const struct bound *as,
+    const struct row *row, unsigned long long affected, const char *key)
 {
 	if (w->statement_failing) {
 		log_info("%s runs again", b->sql->where);
 		w->statement_failing = false;
 	}
 	if (affected > 0) {
-		finish_count(w, b, 1);
-		runs_settled(w, row, b);
+		finish_count(w, as, 1);
+		runs_settled(w, row, as);
 		return;
 	}
 	if (w->q->lease.enabled)
@@ -409,7 +411,7 @@ finish_one(struct worker *w, struct bound *b, const struct row *row,
 
 	st = finish_exec(w, b, row, attempt, delay_ms, &affected);
 	if (st == DB_OK)
-		finish_counted(w, b, row, affected, key);
+		finish_counted(w, b, b, row, affected, key);
 	return st;
 }
 
@@ -562,13 +564,12 @@ finish_settle_as(struct worker *w, struct bound *b, const struct row *row,
 	struct bound *used = b;
 
 	row_key_text(w, row, &key);
-	if (st == DB_OK)
-		finish_counted(w, b, row, affected, key.data);
-	if (st == DB_OK && gave_up) {
+	if (st == DB_OK && gave_up)
 		/* retry.update ran (affected > 0), and failed the row. */
-		w->turn.pending_retried--;
-		w->turn.pending_failed++;
-	}
+		runs_gave_up(w, row);
+	if (st == DB_OK)
+		finish_counted(w, b, gave_up ? &w->failed : b, row, affected,
+		    key.data);
 	else if (st == DB_FATAL && !w->q->lease.enabled &&
 	    !db_in_transaction(w->db)) {
 		log_error("%s for key %s: %s; the server rolled back the whole "

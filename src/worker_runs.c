@@ -106,6 +106,24 @@ runs_note(struct worker *w, const struct row *row, int attempt,
 		snprintf(n->trace, sizeof(n->trace), "%s", id);
 }
 
+/*
+ * retry.gave_up says that retry.update gave the row up: its try is a
+ * failed run, with the reason rowq gives a failed try that had none left
+ * (max_attempts, or timeout, signal as the handler ended), not a retry.
+ * Called before the retry is settled, with the row's result still in w.
+ */
+void
+runs_gave_up(struct worker *w, const struct row *row)
+{
+	struct run_note *n = runs_note_of(w, row);
+
+	if (n == NULL || !n->set)
+		return;
+	n->decided = &w->failed;
+	snprintf(n->reason, sizeof(n->reason), "%s",
+	    runs_reason(w, &w->failed));
+}
+
 /* The held row's note goes with it (turn_hold). */
 void
 runs_hold(struct worker *w, size_t i)

@@ -4,7 +4,9 @@
 # in front of the next claim) and at batch 10 (one INSERT for a batch),
 # the runs of each row are exactly its attempts, with the right outcomes;
 # `rowq runs --json` lists them, oldest first, and python3 reads it; a
-# run older than keep: goes at the next prune.
+# run older than keep: goes at the next prune; a row that retry.gave_up
+# says retry.update gave up has a failed run for its last try, not a
+# retry.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start
@@ -97,3 +99,58 @@ assert_eq 9 "$(sql_value "SELECT COUNT(*) FROM rowq_runs WHERE outcome = 'done'
     AND row_key <> '5'")" "done runs of the other rows"
 assert_eq "none no_row" "$(sql_value "SELECT DISTINCT CONCAT(outcome, ' ', reason)
     FROM rowq_runs WHERE row_key = '5'")" "row 5's runs"
+
+# retry.gave_up: a retry.update that fails the row itself (a framework's
+# IF(attempts >= 3, 'failed', ...)).  The given-up row's last try is a
+# failed run, reason max_attempts, not a retry; at batch 3, two workers.
+sql "CREATE TABLE legacy (
+    id INT NOT NULL PRIMARY KEY,
+    state VARCHAR(10) NOT NULL DEFAULT 'ready',
+    attempts INT NOT NULL DEFAULT 0,
+    INDEX (state, id)
+) ENGINE=InnoDB"
+sql "INSERT INTO legacy (id) SELECT seq FROM $(seq_rows 20)"
+sql "TRUNCATE rowq_runs"
+cat >"$ROWQ_TEST_TMP/legacy" <<'SH'
+#!/bin/bash
+cat >/dev/null
+[ $((ROWQ_KEY % 4)) != 0 ] || { echo "broken" >&2; exit 3; }
+exit 0
+SH
+chmod +x "$ROWQ_TEST_TMP/legacy"
+cat >"$ROWQ_TEST_TMP/legacy.yaml" <<YAML
+database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
+queues:
+  email:
+    workers: 2
+    batch: 3
+    select: SELECT id, attempts FROM legacy WHERE state = 'ready' ORDER BY id
+    exec: [$ROWQ_TEST_TMP/legacy]
+    idle: 200ms
+    done: UPDATE legacy SET state = 'done' WHERE id = :id
+    retry:
+      attempts_column: attempts
+      delay: 0s
+      jitter: false
+      update: UPDATE legacy SET attempts = attempts + 1,
+              state = IF(attempts >= 3, 'failed', 'ready') WHERE id = :id
+      gave_up: SELECT state = 'failed' FROM legacy WHERE id = :id
+    runs: {}
+YAML
+timeout 60 "$ROWQ" -c "$ROWQ_TEST_TMP/legacy.yaml" drain email \
+    >"$ROWQ_TEST_TMP/legacy.out" 2>"$ROWQ_TEST_TMP/legacy.err" ||
+	fail "legacy drain: $(cat "$ROWQ_TEST_TMP/legacy.err")"
+assert_match "^email: 15 done, 10 retried, 5 failed" "$(cat "$ROWQ_TEST_TMP/legacy.out")" \
+    "the legacy drain's report"
+# Rows 4, 8, ..., 20: tries 1 and 2 retried, try 3 given up.
+assert_eq "4 8 12 16 20" "$(sql_value "SELECT GROUP_CONCAT(CAST(row_key AS CHAR)
+    ORDER BY CAST(row_key AS UNSIGNED) SEPARATOR ' ') FROM rowq_runs
+    WHERE outcome = 'failed' AND attempt = 3 AND reason = 'max_attempts'
+    AND exit_status = 3 AND error LIKE '%broken%'")" "given-up rows' failed runs"
+assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM rowq_runs WHERE outcome = 'retry'
+    AND attempt = 3")" "a given-up try logged as a retry"
+assert_eq 10 "$(sql_value "SELECT COUNT(*) FROM rowq_runs WHERE outcome = 'retry'
+    AND attempt < 3 AND reason = 'exit'")" "retried tries"
+assert_eq 15 "$(sql_value "SELECT COUNT(*) FROM rowq_runs WHERE outcome = 'done'")" \
+    "done runs"
+assert_eq 30 "$(sql_value "SELECT COUNT(*) FROM rowq_runs")" "runs in all"
