@@ -33,8 +33,10 @@ struct value {
 	long long	 i;
 	const char	*s;
 	size_t		 len;
-	/* VALUE_TEXT of ASCII letters and digits only (a lease's token):
-	 * the same as a literal as bound, whatever the character set. */
+	/* VALUE_TEXT of ASCII letters and digits only (a lease's token),
+	 * or ASCII without quotes or backslashes stored in a column of its
+	 * own type (the run log's words and times): the same as a literal
+	 * as bound, whatever the character set. */
 	bool		 plain;
 };
 

@@ -104,30 +104,60 @@ runs_hex(struct buf *b, const char *s, size_t n)
 	buf_puts(b, "'");
 }
 
-/* A time in microseconds since the epoch as a DATETIME(6) literal, UTC. */
+/* A time in microseconds since the epoch as DATETIME(6) text, UTC. */
 static void
-runs_time(struct buf *b, int64_t us)
+runs_time_text(char s[RUNS_TIME_LEN], int64_t us)
 {
 	time_t t = (time_t)(us / 1000000);
 	struct tm tm;
-	char s[40];
+	char whole[32];
 
 	gmtime_r(&t, &tm);
-	strftime(s, sizeof(s), "%Y-%m-%d %H:%M:%S", &tm);
-	buf_printf(b, "'%s.%06lld'", s, (long long)(us % 1000000));
+	strftime(whole, sizeof(whole), "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(s, RUNS_TIME_LEN, "%s.%06lld", whole,
+	    (long long)(us % 1000000));
+}
+
+/* The same as a literal. */
+static void
+runs_time(struct buf *b, int64_t us)
+{
+	char s[RUNS_TIME_LEN];
+
+	runs_time_text(s, us);
+	buf_printf(b, "'%s'", s);
 }
 
 /* Only the characters that cannot break out of a literal: ASCII words. */
+static bool
+runs_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '_' || c == '-' || c == ' ';
+}
+
 static void
 runs_word(struct buf *b, const char *s)
 {
 	buf_puts(b, "'");
 	for (; s != NULL && *s != '\0'; s++)
-		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' ||
-		    *s == ' ')
+		if (runs_word_char(*s))
 			buf_append(b, s, 1);
 	buf_puts(b, "'");
+}
+
+/* The same word, its characters kept in to[RUNS_WORD_LEN], as a value. */
+static void
+runs_word_value(struct value *v, char *to, const char *s)
+{
+	size_t n = 0;
+
+	for (; s != NULL && *s != '\0' && n < RUNS_WORD_LEN - 1; s++)
+		if (runs_word_char(*s))
+			to[n++] = *s;
+	to[n] = '\0';
+	*v = (struct value){ .type = VALUE_TEXT, .s = to, .len = n,
+	    .plain = true };
 }
 
 /*
@@ -172,6 +202,69 @@ runs_values(struct buf *b, const struct run_rec *r)
 		runs_word(b, r->trace_id);
 	else
 		buf_puts(b, "NULL");
+}
+
+/*
+ * The INSERT of one run written behind its `done` (if_changed), with a
+ * '?' for each of runs_held_values' values, to be prepared once per
+ * session (dialect_stmt_init): the server then parses the column list
+ * and the IF()s once, not for each row.
+ */
+void
+runs_held_text(struct buf *b, const struct queue *q)
+{
+	runs_insert_head(b, q);
+	buf_puts(b, "VALUES (?, ?, ?, IF(ROW_COUNT() > 0, ?, 'none'), "
+	    "IF(ROW_COUNT() > 0, ?, 'no_row'), ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+}
+
+static struct value
+runs_int(long long i)
+{
+	return (struct value){ .type = VALUE_INT, .i = i };
+}
+
+static struct value
+runs_bytes(const char *s, size_t len)
+{
+	return (struct value){ .type = VALUE_BLOB, .s = s, .len = len };
+}
+
+/*
+ * runs_held_text's values for r, in v->v: the same as runs_values
+ * writes.  Words and times are ASCII without quotes or backslashes, so
+ * written as literals they are the same bytes in any character set
+ * (plain); v keeps them, and points into r for the bytes.
+ */
+void
+runs_held_values(struct run_values *v, const struct run_rec *r)
+{
+	size_t klen = r->key_len < RUNS_KEY_MAX ? r->key_len : RUNS_KEY_MAX;
+	size_t elen = r->error_len < RUNS_ERROR_MAX ? r->error_len :
+	    RUNS_ERROR_MAX;
+
+	runs_word_value(&v->v[0], v->queue, r->queue);
+	v->v[1] = runs_bytes(r->key, klen);
+	v->v[2] = runs_int(r->attempt);
+	runs_word_value(&v->v[3], v->outcome, r->outcome);
+	runs_word_value(&v->v[4], v->reason, r->reason);
+	v->v[5] = r->exit_status >= 0 ? runs_int(r->exit_status) :
+	    (struct value){ .type = VALUE_NULL };
+	runs_time_text(v->started, r->started_us);
+	v->v[6] = (struct value){ .type = VALUE_TEXT, .s = v->started,
+	    .len = strlen(v->started), .plain = true };
+	runs_time_text(v->finished, r->finished_us);
+	v->v[7] = (struct value){ .type = VALUE_TEXT, .s = v->finished,
+	    .len = strlen(v->finished), .plain = true };
+	v->v[8] = runs_int(r->duration_ms);
+	v->v[9] = runs_bytes(r->host, strlen(r->host));
+	v->v[10] = runs_int(r->worker);
+	v->v[11] = runs_int(r->pid);
+	v->v[12] = runs_bytes(r->error, elen);
+	if (r->trace_id != NULL && *r->trace_id != '\0')
+		runs_word_value(&v->v[13], v->trace, r->trace_id);
+	else
+		v->v[13] = (struct value){ .type = VALUE_NULL };
 }
 
 /* "INSERT INTO table (columns) ", for VALUES or a SELECT to follow. */

@@ -7,6 +7,7 @@
 #define ROWQ_RUNS_H
 
 #include "rowq.h"
+#include "db.h"
 
 /* ---- runs.c: the run log's table, its rows as text, its prune ---- */
 
@@ -41,8 +42,21 @@ struct run_rec {
 	bool		 if_changed;
 };
 
+/* runs_held_text's values, and the text they point to. */
+#define RUNS_NVALUES		14
+#define RUNS_WORD_LEN		72	/* a queue's name, a trace id, ... */
+#define RUNS_TIME_LEN		40
+struct run_values {
+	struct value	 v[RUNS_NVALUES];
+	char		 queue[RUNS_WORD_LEN], outcome[RUNS_WORD_LEN];
+	char		 reason[RUNS_WORD_LEN], trace[RUNS_WORD_LEN];
+	char		 started[RUNS_TIME_LEN], finished[RUNS_TIME_LEN];
+};
+
 struct db;
 const char *runs_table(const struct queue *);
+void	 runs_held_text(struct buf *, const struct queue *);
+void	 runs_held_values(struct run_values *, const struct run_rec *);
 int	 runs_ensure(struct db *, const struct queue *);
 void	 runs_values(struct buf *, const struct run_rec *);
 void	 runs_insert_head(struct buf *, const struct queue *);

@@ -287,6 +287,7 @@ struct worker {
 	char			*claim_sql;
 	int			 claim_limit;
 	bool			 bulk_done;	/* see finish_batches_done */
+	struct dialect_stmt	*runs_stmt;	/* see runs_prepare */
 	/*
 	 * The claim that scans the primary key from this worker's last key
 	 * (cursor.c), when the select has the shape: derived once, confirmed
@@ -444,6 +445,8 @@ void	 runs_note(struct worker *, const struct row *, int attempt,
 	    const struct bound *);
 void	 runs_gave_up(struct worker *, const struct row *);
 void	 runs_hold(struct worker *, size_t i);
+void	 runs_prepare(struct worker *);
+void	 runs_unprepare(struct worker *);
 void	 runs_settled(struct worker *, const struct row *,
 	    const struct bound *);
 enum db_status runs_front(struct worker *, struct db_ahead *);

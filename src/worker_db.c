@@ -61,6 +61,7 @@ worker_disconnect(struct worker *w)
 	finish_unbind(&w->lease);
 	finish_unbind(&w->renew);
 	finish_unbind(&w->gave_up);
+	runs_unprepare(w);
 	limit_disconnect(w);
 	db_stmt_free(w->claim);
 	w->claim = NULL;
@@ -123,6 +124,7 @@ worker_connect(struct worker *w)
 		return db_denied(w->db) ? CONNECT_CONFIG : CONNECT_AWAY;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
+	runs_prepare(w);
 	pickup_clock_read(w);
 	return CONNECT_OK;
 }
