@@ -10,13 +10,22 @@
 # to off measured in the same round; the table goes into its section of
 # bench/README.md.  Run from the repository root after `make`; starts
 # its own server like the tests do.
+#   ROWQ_BEFORE   another build of rowq (a change's parent): each round
+#                 also drains with runs: at batch 1 and 10 with it, so
+#                 that a change is measured before and after in one run
+#   BENCH_QUICK=1 3 rounds of 5,000 rows (500 with exec), not 5 of 20,000
 . "$(dirname "$0")/../tests/lib.sh"
 . "$(dirname "$0")/lib.sh"
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+	ROUNDS=${ROUNDS:-3} ROWS=${ROWS:-5000} ROWS_EXEC=${ROWS_EXEC:-500}
+fi
 ROUNDS=${ROUNDS:-5}
 MARK_BEGIN='<!-- bench/runs.sh: begin -->'
 MARK_END='<!-- bench/runs.sh: end -->'
 ROWS=${ROWS:-20000}
 ROWS_EXEC=${ROWS_EXEC:-2000}
+BEFORE=${ROWQ_BEFORE:-}
 db_start
 db_create b_runs
 cd "$ROWQ_TEST_TMP"
@@ -67,12 +76,12 @@ server_ticks() { read -ra st <"/proc/$_lib_db_pid/stat"; TICKS=$((st[13] + st[14
 client_ticks() { read -ra st <"/proc/$BASHPID/stat"; TICKS=$((st[15] + st[16])); }
 CLK_TCK=$(getconf CLK_TCK)
 
-# run CONFIG: "rows/s cpu-µs/row" of one drain of ROWS fresh rows, the
-# CPU being the server's and rowq's together; with runs:, checks that each
-# row has its one run.
+# run CONFIG [ROWQ]: "rows/s cpu-µs/row" of one drain of ROWS fresh rows
+# (by ROWQ, $ROWQ by default), the CPU being the server's and rowq's
+# together; with runs:, checks that each row has its one run.
 run()
 {
-	local t0 t1 s0 s1 c0 c1 rows=$ROWS
+	local t0 t1 s0 s1 c0 c1 rows=$ROWS bin=${2:-$ROWQ}
 	case $1 in *x.yaml) rows=$ROWS_EXEC ;; esac
 	sql "TRUNCATE email"
 	sql "TRUNCATE rowq_runs"
@@ -80,7 +89,7 @@ run()
 	server_ticks; s0=$TICKS
 	client_ticks; c0=$TICKS
 	t0=$(now_us)
-	"$ROWQ" -c "$1" drain email >drain.log 2>&1 || { cat drain.log >&2; exit 1; }
+	"$bin" -c "$1" drain email >drain.log 2>&1 || { cat drain.log >&2; exit 1; }
 	t1=$(now_us)
 	server_ticks; s1=$TICKS
 	client_ticks; c1=$TICKS
@@ -106,8 +115,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	n10=$(run on10.yaml)
 	fx=$(run offx.yaml)
 	nx=$(run onx.yaml)
-	echo "$f1 $n1 $f10 $n10 $fx $nx" >>rounds
-	echo "round $r: batch 1 off $f1, on $n1; batch 10 off $f10, on $n10; exec off $fx, on $nx (rows/s, CPU µs/row)" >&2
+	b1='' b10=''
+	if [ -n "$BEFORE" ]; then
+		b1=" $(run on1.yaml "$BEFORE")"
+		b10=" $(run on10.yaml "$BEFORE")"
+	fi
+	echo "$f1 $n1 $f10 $n10 $fx $nx$b1$b10" >>rounds
+	echo "round $r: batch 1 off $f1, on $n1; batch 10 off $f10, on $n10; exec off $fx, on $nx${BEFORE:+; before: batch 1 on$b1, batch 10 on$b10} (rows/s, CPU µs/row)" >&2
 done
 # Columns of rounds: rows/s and CPU µs a row, for off1 on1 off10 on10
 # offx onx.
@@ -116,14 +130,14 @@ ratio() { awk -v a="$1" -v b="$2" '{ printf "%.3f\n", $b / $a }' rounds | median
 {
 	echo "$MARK_BEGIN"
 	echo "## What the run log costs a busy queue (\`bash bench/runs.sh\`)"
-	echo "Written on $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end"
+	echo "Written on $(date -u '+%Y-%m-%d %H:%M UTC')$([ "$QUICK" = 1 ] && echo ", **quick mode** (BENCH_QUICK=1)"); load average at the end"
 	echo "$(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine shows here)."
 	echo "2 workers, the pipe handler bench/okpipe.c (it answers at once, so"
 	echo "that only rowq and the database are measured: with a handler that"
 	echo "works, the same cost is a smaller part), $ROWS rows a drain; the same"
 	echo "build without and with \`runs: {}\` in turn, each round; each round's"
 	echo "rows/s and CPU µs a row: $(tr '\n' ';' <rounds | sed 's/;$//; s/;/; /g') (batch 1 off, on;"
-	echo "batch 10 off, on; exec /bin/true at batch 1, $ROWS_EXEC rows, off, on)."
+	echo "batch 10 off, on; exec /bin/true at batch 1, $ROWS_EXEC rows, off, on$([ -n "$BEFORE" ] && echo "; then on at batch 1 and 10 with the build before, ROWQ_BEFORE")."
 	echo "CPU is the server's and rowq's (its workers and"
 	echo "handlers) over the drain, divided by the rows: on a loaded machine the"
 	echo "steadier measure; its ratio (off / on) is the rate the run log leaves"
@@ -134,6 +148,10 @@ ratio() { awk -v a="$1" -v b="$2" '{ printf "%.3f\n", $b / $a }' rounds | median
 	echo "| 1 | $(col 1) / $(col 3) | $(ratio 1 3) | $(col 2) / $(col 4) | $(ratio 4 2) |"
 	echo "| 10 | $(col 5) / $(col 7) | $(ratio 5 7) | $(col 6) / $(col 8) | $(ratio 8 6) |"
 	echo "| 1, exec /bin/true | $(col 9) / $(col 11) | $(ratio 9 11) | $(col 10) / $(col 12) | $(ratio 12 10) |"
+	if [ -n "$BEFORE" ]; then
+		echo "| 1, the build before | $(col 1) / $(col 13) | $(ratio 1 13) | $(col 2) / $(col 14) | $(ratio 14 2) |"
+		echo "| 10, the build before | $(col 5) / $(col 15) | $(ratio 5 15) | $(col 6) / $(col 16) | $(ratio 16 6) |"
+	fi
 	echo "(medians of $ROUNDS rounds)"
 	echo "$MARK_END"
 } >section.md
