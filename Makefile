@@ -147,6 +147,7 @@ UNIT_TESTS = \
 	check_reason \
 	check_recent \
 	check_retry_in \
+	check_runs \
 	check_slot \
 	check_sql \
 	check_sql_update \
