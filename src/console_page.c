@@ -682,7 +682,8 @@ console_actions(struct console_request *r, struct console_reply *rep)
 	buf_puts(b, "<h1>Actions</h1>");
 	if (r->role == CONSOLE_OPERATOR)
 		buf_puts(b, "<p>Pause, resume and wake a queue from its page; "
-		    "requeue and discard from its failed rows.</p>");
+		    "requeue and discard from its failed rows or a failed "
+		    "row's page.</p>");
 	else
 		buf_puts(b, "<p>A viewer sees; an operator acts.</p>");
 	buf_puts(b, "<h2>Done through this console since it started</h2>"
