@@ -52,6 +52,7 @@ OBJS =	build/backoff.o \
 	build/console_http.o \
 	build/console_page.o \
 	build/console_row.o \
+	build/console_search.o \
 	build/console_session.o \
 	build/console_throttle.o \
 	build/cron.o \

@@ -390,6 +390,11 @@ void		 console_row_status_link(struct console *, struct buf *,
 void		 console_row_find(struct buf *, const struct queue *,
 		    const char *value);
 
+/* ---- console_search.c: a queue's rows by a column's value ---- */
+
+void		 console_search_page(struct console_request *,
+		    struct console_reply *, const struct queue *);
+
 /* ---- console_group.c: a queue's groups (group_by:) ---- */
 
 void		 console_groups(struct console *, struct buf *,

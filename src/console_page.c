@@ -796,7 +796,7 @@ console_static(struct console_reply *rep, const char *text, const char *type)
 	rep->cacheable = true;
 }
 
-/* The queue's pages: /queue/NAME[/failed|/row|/pause|/resume|/wake]. */
+/* The queue's pages: /queue/NAME[/failed|/row|/search|/pause|/resume|/wake]. */
 static void
 console_route_queue(struct console_request *r, struct console_reply *rep,
     const char *path, bool api)
@@ -828,6 +828,8 @@ console_route_queue(struct console_request *r, struct console_reply *rep,
 		(post ? console_failed_post : console_failed_page)(r, rep, sq->q);
 	else if (strcmp(rest, "/row") == 0 && !post)
 		console_row_page(r, rep, sq->q);
+	else if (strcmp(rest, "/search") == 0 && !post)
+		console_search_page(r, rep, sq->q);
 	else if (post && (strcmp(rest, "/pause") == 0 ||
 	    strcmp(rest, "/resume") == 0 || strcmp(rest, "/wake") == 0))
 		console_queue_post(r, rep, sq, rest + 1);

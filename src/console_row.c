@@ -308,8 +308,10 @@ console_row_find(struct buf *b, const struct queue *q, const char *value)
 	buf_puts(b, "/row\"><input type=\"text\" name=\"key\" id=\"find-key\" "
 	    "placeholder=\"a row's key\" value=\"");
 	console_html(b, value);
-	buf_puts(b, "\"> <button type=\"submit\">Find the row</button>"
-	    "</form>");
+	buf_puts(b, "\"> <button type=\"submit\">Find the row</button> "
+	    "<a id=\"search-link\" href=\"/queue/");
+	console_url_part(b, q->name);
+	buf_puts(b, "/search\">or search by any column</a></form>");
 }
 
 /* GET /queue/NAME/row?key_hex=HEX | ?key=TEXT [&did=WHAT&n=N] */

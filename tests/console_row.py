@@ -2,7 +2,8 @@
 operator alice and reaches each row's page by the links the console
 gives (the failed rows, the next rows, the workers) or its find box:
 prints one JSON object a page read, {"page": NAME, ...what it shows}.
-Requeues the failed row whose n is 30 by its page's button, and discards
+Requeues the failed row whose n is 30 by its page's button, searches
+the rows by three columns (printing the n of each row found), and discards
 the failed binary row by its own, printing the page each lands on.
 Saves screenshots.  Usage: console_row.py URL DIR.  An alert fails it.
 """
@@ -16,7 +17,7 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 url, out = sys.argv[1:3]
 os.makedirs(out + "/screenshots", exist_ok=True)
@@ -124,6 +125,27 @@ try:
     wait.until(ec.presence_of_element_located((By.ID, "did")))
     read("planted-requeued")
     driver.save_screenshot(out + "/screenshots/console-row-requeued.png")
+
+    # The search, from the row page's link: a column the select's table
+    # indexes, the key, and one it does not (a bounded scan).
+    driver.find_element(By.ID, "search-link").click()
+    for column, value in (("n", "50"), ("k", "slow"), ("attempts", "0")):
+        wait.until(ec.presence_of_element_located((By.ID, "search-value")))
+        Select(driver.find_element(By.ID, "search-column")) \
+            .select_by_value(column)
+        driver.find_element(By.ID, "search-value").clear()
+        driver.find_element(By.ID, "search-value").send_keys(value)
+        driver.find_element(By.ID, "search-go").click()
+        how = wait.until(ec.presence_of_element_located((By.ID, "search-how")))
+        found = driver.execute_script("""
+            return Array.from(document.getElementById("found").rows)
+                .slice(1).map(function (tr) {
+                    return tr.cells[1].textContent; });""")
+        print(json.dumps({"page": "search " + column, "how": how.text,
+                          "n": found, "url": driver.current_url}), flush=True)
+    driver.save_screenshot(out + "/screenshots/console-row-search.png")
+    link_in("found", "50").click()
+    read("from-search")
 
     # The binary keys: the failed one from the failed rows, discarded
     # from its page; the done one, its prefix, by its bytes.

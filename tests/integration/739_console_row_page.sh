@@ -10,7 +10,10 @@
 # the planted row's page changes that row alone, a discard from the
 # binary row's page removes it alone (SQL before and after).  A viewer
 # sees no buttons and is refused, as is a post without the CSRF token.
-# Screenshots: console-row-failed.png, console-row-requeued.png.
+# The search page finds rows of the select by a column's value, saying
+# how: by the key, by an index (n), or by a bounded scan (attempts).
+# Screenshots: console-row-failed.png, console-row-requeued.png,
+# console-row-search.png.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/console.sh"
@@ -26,7 +29,7 @@ sql "CREATE TABLE jobs (k VARCHAR(64) CHARACTER SET utf8mb4
     COLLATE utf8mb4_general_ci NOT NULL PRIMARY KEY, n INT NOT NULL,
     status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
     attempts INT NOT NULL DEFAULT 0, last_error TEXT NULL,
-    INDEX (status, n)) ENGINE=InnoDB"
+    INDEX (status, n), INDEX (n)) ENGINE=InnoDB"
 sql "INSERT INTO jobs (k, n) VALUES ('done-row', 10), ('victim', 20),
     (CONCAT('victim', CHAR(1)), 30), ('slow', 40)"
 sql "CREATE TABLE bk (id VARBINARY(16) NOT NULL PRIMARY KEY, n INT NOT NULL,
@@ -117,6 +120,9 @@ assert_eq 403 "$(code -b a.jar --data "action=requeue&back=row&key_hex=766963746
 assert_eq "$jobs_before" "$(rows jobs k)" "jobs after the refused posts"
 # A key the page cannot decode is refused, not looked up as another.
 assert_eq 400 "$(code -b a.jar "$CONSOLE/queue/jobs/row?key_hex=7g")" "a key_hex that is not hex"
+# A search names a column of the select's, nothing else.
+assert_eq 400 "$(code -b v.jar "$CONSOLE/queue/jobs/search?column=last_error&value=x")" \
+    "a search by a column the select does not return"
 
 # ---- the browser ----
 setsid /usr/bin/python3 "$TESTS_DIR/console_row.py" "$CONSOLE" "$ROWQ_TEST_TMP" >browser.out 2>&1 &
@@ -189,6 +195,17 @@ assert ["id", "x'00ff0a41'"] in b["failed"], b["failed"]
 g = pages["binary-discarded"]
 assert g["did"] == "discarded 1 row." and g["failed"] is None and g["select"] is None, g
 assert g["state"] == "failed" and runs(g) == runs(b), g   # its runs say how it ended
+# The search: n by its index, k as the key, attempts by a bounded scan.
+s = pages["search n"]
+assert s["n"] == ["50"] and "n leads an index of the select's table" in s["how"], s
+assert "column=n&value=50" in s["url"], s["url"]
+s = pages["search k"]
+assert s["n"] == ["40"] and "k is the key" in s["how"], s
+s = pages["search attempts"]
+assert s["n"] == ["30", "40", "50"] and "compared in the first 10000 rows" in s["how"], s
+assert s["how"].startswith("3 rows;"), s["how"]
+f = pages["from-search"]
+assert f["state"] == "waiting" and f["key"] == "later", f
 bd = pages["binary-done"]
 assert bd["state"] == "done" and bd["key_hex"] == "x'00ff0a'" and runs(bd) == [("1", "done")], bd
 PY
@@ -205,6 +222,6 @@ wait_until 5 'grep -q "alice (operator, from 127.0.0.1) requeued jobs: 1 row; ke
     fail "the requeue is not logged"
 wait_until 5 'grep -q "alice (operator, from 127.0.0.1) discarded bk: 1 row; key 00ff0a41" rowq.log' ||
     fail "the discard is not logged"
-for f in console-row-failed.png console-row-requeued.png; do
+for f in console-row-failed.png console-row-requeued.png console-row-search.png; do
 	[ -s "screenshots/$f" ] || fail "no screenshot $f"
 done
