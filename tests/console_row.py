@@ -157,6 +157,9 @@ try:
     read("binary-discarded")
     driver.get(url + "/queue/bk/row?key_hex=00ff0a")
     read("binary-done")
+    queue("bk")
+    link_in("workers", "ff01").click()
+    read("binary-running")
     if driver.find_elements(By.TAG_NAME, "script")[:-1]:
         sys.exit("a value became a script element")
     print("ok")

@@ -2,11 +2,13 @@
 # A row's page in the console, in a real browser as 725: one worker of
 # queue jobs (a text key, runs: {}) does row done-row, fails 'victim' and
 # 'victim' CHAR(1) in two tries each, then hangs on row slow, so that
-# row later waits; queue bk (a binary key) fails X'00ff0a41' and does
-# X'00ff0a'.  The browser reaches each row's page by the console's own
-# links (next rows, workers, failed rows) or its find box; each says
-# what `rowq show --json` says (state, select, failed set, runs), the
-# planted key's page is its own row's and not 'victim''s; a requeue from
+# row later waits; queue bk (a binary key) fails X'00ff0a41', does
+# X'00ff0a' and hangs on X'ff01'.  The browser reaches each row's page
+# by the console's own links (next rows, workers, failed rows) or its
+# find box; each says what `rowq show --json` says (state, select,
+# failed set, runs); the planted key's page is its own row's and not
+# 'victim''s; X'ff01''s is reached from the workers' table, which shows
+# a binary key in hex; a requeue from
 # the planted row's page changes that row alone, a discard from the
 # binary row's page removes it alone (SQL before and after).  A viewer
 # sees no buttons and is refused, as is a post without the CSRF token.
@@ -36,12 +38,13 @@ sql "CREATE TABLE bk (id VARBINARY(16) NOT NULL PRIMARY KEY, n INT NOT NULL,
     status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
     attempts INT NOT NULL DEFAULT 0, last_error TEXT NULL,
     INDEX (status, n)) ENGINE=InnoDB"
-sql "INSERT INTO bk (id, n) VALUES (UNHEX('00ff0a41'), 70), (UNHEX('00ff0a'), 80)"
+sql "INSERT INTO bk (id, n) VALUES (UNHEX('00ff0a41'), 70), (UNHEX('00ff0a'), 80),
+    (UNHEX('ff01'), 90)"
 cat >handler <<'SH'
 #!/bin/sh
 case $ROWQ_KEY in
 done-row|00ff0a) exit 0 ;;
-slow) exec sleep 600 ;;
+slow|ff01) exec sleep 600 ;;
 esac
 echo "no such mailbox" >&2
 exit 1
@@ -88,9 +91,10 @@ YAML
 rowq_start rowq.yaml rowq.log
 on_exit '[ $? -eq 0 ] || { cat "$ROWQ_TEST_TMP/rowq.log"; cat "$ROWQ_TEST_TMP/browser.out" "$ROWQ_TEST_TMP/chromedriver.log" 2>/dev/null | tail -40; }'
 console_up
-# 1 + 2 + 2 runs of jobs, 2 + 1 of bk, and the worker on row slow.
+# 1 + 2 + 2 runs of jobs, 2 + 1 of bk, and the workers on rows slow
+# and X'ff01'.
 wait_until 30 '[ "$(sql_value "SELECT COUNT(*) FROM rowq_runs" 2>/dev/null)" = 8 ] &&
-    [ "$(handlers_of "$ROWQ_PID" | wc -l)" = 1 ]' ||
+    [ "$(handlers_of "$ROWQ_PID" | wc -l)" = 2 ]' ||
 	fail "the rows did not end as planned: $(sql "SELECT queue, HEX(row_key), attempt, outcome FROM rowq_runs")"
 sql "INSERT INTO jobs (k, n) VALUES ('later', 50)"
 wait_until 10 '"$ROWQ" -c rowq.yaml show jobs slow --json | grep -q "\"state\":\"running\""' ||
@@ -143,6 +147,7 @@ show jobs slow >show.running
 show jobs done-row >show.done
 show jobs victim >show.victim
 show bk --hex 00ff0a >show.binary-done
+show bk --hex ff01 >show.binary-running
 python3 - browser.out <<'PY' || fail "the row pages: $(cat browser.out)"
 import json, sys
 pages = {}
@@ -156,7 +161,8 @@ def runs(p):
     return [(r[0], r[1]) for r in p["runs"]]
 def show_runs(s):
     return [(str(r["try"]), r["outcome"]) for r in s["runs"]]
-for name in ("waiting", "running", "done", "victim", "binary-done"):
+for name in ("waiting", "running", "done", "victim", "binary-done",
+             "binary-running"):
     p, s = pages[name], show(name)
     assert p["state"] == s["state"], (name, p["state"], s["state"])
     assert (p["select"] is not None) == s["in_select"], (name, p, s)
@@ -206,6 +212,9 @@ assert s["n"] == ["30", "40", "50"] and "compared in the first 10000 rows" in s[
 assert s["how"].startswith("3 rows;"), s["how"]
 f = pages["from-search"]
 assert f["state"] == "waiting" and f["key"] == "later", f
+br = pages["binary-running"]
+assert br["state"] == "running" and br["key_hex"] == "x'ff01'", br
+assert "worker bk/1, pid %d, try 1" % show("binary-running")["running"]["pid"] in br["running"], br
 bd = pages["binary-done"]
 assert bd["state"] == "done" and bd["key_hex"] == "x'00ff0a'" and runs(bd) == [("1", "done")], bd
 PY
@@ -216,7 +225,7 @@ bk_after=$(rows bk id)
 echo "figure: jobs after: $jobs_after; bk after: $bk_after"
 assert_eq "${jobs_before/30:76696374696D01:failed:2/30:76696374696D01:waiting:0}" \
     "$jobs_after" "jobs: the planted row requeued, and no other row changed"
-assert_eq "80:00FF0A:done:1" "$bk_after" "bk: X'00ff0a41' discarded, X'00ff0a' kept"
+assert_eq "80:00FF0A:done:1,90:FF01:waiting:0" "$bk_after" "bk: X'00ff0a41' discarded, the others kept"
 assert_eq 50:later:waiting "$(sql_value "SELECT CONCAT(n, ':', k, ':', status) FROM jobs WHERE n = 50")" "row later still waits"
 wait_until 5 'grep -q "alice (operator, from 127.0.0.1) requeued jobs: 1 row; key victim" rowq.log' ||
     fail "the requeue is not logged"
