@@ -378,6 +378,8 @@ void		 console_failed_api(struct console_request *,
 
 void		 console_row_page(struct console_request *,
 		    struct console_reply *, const struct queue *);
+void		 console_row_api(struct console_request *,
+		    struct console_reply *, const struct queue *);
 void		 console_row_href(struct buf *, const char *queue,
 		    const char *key, size_t len);
 void		 console_row_link(struct buf *, const char *queue,

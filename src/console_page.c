@@ -820,6 +820,8 @@ console_route_queue(struct console_request *r, struct console_reply *rep,
 		console_failed_api(r, rep, sq->q);
 	else if (api && !post && strcmp(rest, "/groups") == 0)
 		console_groups_api(r, rep, sq->q);
+	else if (api && !post && strcmp(rest, "/row") == 0)
+		console_row_api(r, rep, sq->q);
 	else if (api)
 		console_not_found(r, rep, "No such API.");
 	else if (*rest == '\0' && !post)

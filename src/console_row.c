@@ -374,3 +374,36 @@ console_row_page(struct console_request *r, struct console_reply *rep,
 	row_story_free(&s);
 	buf_free(&key);
 }
+
+/*
+ * GET /api/queue/NAME/row?key_hex=HEX | ?key=TEXT: the page's story as
+ * `rowq show --json` gives it (row_story_json).
+ */
+void
+console_row_api(struct console_request *r, struct console_reply *rep,
+    const struct queue *q)
+{
+	struct buf key = { 0 };
+	struct db *db;
+	struct row_story s;
+	const struct live *lv;
+
+	if (console_row_asked(r, &key) == -1) {
+		console_reply_text(rep, 400, "give a key: key=TEXT, or "
+		    "key_hex=HEX (its bytes)");
+		buf_free(&key);
+		return;
+	}
+	if ((db = console_db(r->c)) == NULL) {
+		console_reply_text(rep, 503, "the database does not answer");
+		buf_free(&key);
+		return;
+	}
+	lv = &console_live_view(r->c)->live;
+	row_story_read(&s, db, q, key.data, key.len, false, lv);
+	row_story_json(&rep->body, q->name, key.data, key.len, &s, lv);
+	buf_putc(&rep->body, '\n');
+	rep->type = "application/json";
+	row_story_free(&s);
+	buf_free(&key);
+}

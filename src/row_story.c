@@ -220,3 +220,56 @@ row_story_printable(const char *s, size_t n)
 	buf_free(&b);
 	return ok;
 }
+
+/*
+ * The story as one JSON object, `rowq show --json`'s and the console's
+ * /api/queue/NAME/row: the row's key (null when its bytes are not
+ * printable UTF-8) and key_hex, state, the select's row, in_failed,
+ * running, status_error, tries_without_run, runs.
+ */
+void
+row_story_json(struct buf *b, const char *queue, const char *key,
+    size_t key_len, const struct row_story *s, const struct live *lv)
+{
+	const struct row_view *sel = &s->sel, *failed = &s->failed;
+	const struct line *running = s->running;
+
+	buf_puts(b, "{\"queue\":");
+	json_string(b, queue, strlen(queue));
+	runs_json_text(b, "key", row_story_printable(key, key_len) ?
+	    key : NULL, key_len);
+	buf_puts(b, ",\"key_hex\":\"");
+	buf_put_hex(b, key, key_len);
+	buf_printf(b, "\",\"state\":\"%s\",\"in_select\":%s,\"row\":",
+	    s->state, sel->read && sel->rs.nrows > 0 ? "true" : "false");
+	if (sel->read && sel->rs.nrows > 0)
+		json_row(b, sel->cols, sel->ncols, &sel->rs.rows[0]);
+	else
+		buf_puts(b, "null");
+	buf_printf(b, ",\"in_failed\":%s", !failed->read ? "null" :
+	    failed->rs.nrows > 0 ? "true" : "false");
+	buf_puts(b, ",\"running\":");
+	if (running != NULL) {
+		const struct line *d;
+		size_t i = 0;
+		d = status_live_find(lv, "daemon", NULL, &i);
+		buf_printf(b, "{\"worker\":%s,\"pid\":%s,\"for_s\":%s,"
+		    "\"attempt\":%s,\"daemon_pid\":",
+		    status_live_value(running, "number"),
+		    status_live_value(running, "pid"),
+		    status_live_value(running, "for"),
+		    *status_live_value(running, "attempt") ?
+		    status_live_value(running, "attempt") : "null");
+		json_string(b, status_live_value(d, "pid"),
+		    strlen(status_live_value(d, "pid")));
+		buf_puts(b, "}");
+	} else
+		buf_puts(b, "null");
+	runs_json_text(b, "status_error", *lv->error ? lv->error : NULL,
+	    strlen(lv->error));
+	if (s->lost >= 0)
+		buf_printf(b, ",\"tries_without_run\":%lld", s->lost);
+	buf_puts(b, ",\"runs\":");
+	runs_json_list(b, &s->runs);
+	buf_puts(b, "}");
+}

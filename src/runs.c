@@ -292,3 +292,54 @@ runs_v(const struct row *r, int column)
 {
 	return r->value[column] != NULL ? r->value[column] : "";
 }
+
+/* Text that may hold any byte, for JSON: as a string when it is text. */
+void
+runs_json_text(struct buf *b, const char *name, const char *s, size_t n)
+{
+	buf_printf(b, ",\"%s\":", name);
+	if (s == NULL)
+		buf_puts(b, "null");
+	else
+		json_string(b, s, n);
+}
+
+/* One run as a JSON object, `rowq runs --json`'s. */
+static void
+runs_json_one(struct buf *b, const struct row *r)
+{
+	buf_printf(b, "{\"try\":%s,\"outcome\":", runs_v(r, R_TRY));
+	json_string(b, runs_v(r, R_OUTCOME), strlen(runs_v(r, R_OUTCOME)));
+	buf_puts(b, ",\"started\":");
+	json_string(b, runs_v(r, R_STARTED), strlen(runs_v(r, R_STARTED)));
+	buf_puts(b, ",\"finished\":");
+	json_string(b, runs_v(r, R_FINISHED), strlen(runs_v(r, R_FINISHED)));
+	buf_printf(b, ",\"duration_ms\":%s", runs_v(r, R_DURATION));
+	runs_json_text(b, "host", r->value[R_HOST], r->len[R_HOST]);
+	buf_printf(b, ",\"worker\":%s,\"pid\":%s", runs_v(r, R_WORKER),
+	    runs_v(r, R_PID));
+	buf_printf(b, ",\"exit_status\":%s", r->value[R_EXIT] != NULL ?
+	    r->value[R_EXIT] : "null");
+	runs_json_text(b, "reason", runs_v(r, R_REASON),
+	    strlen(runs_v(r, R_REASON)));
+	runs_json_text(b, "error", r->value[R_ERROR], r->len[R_ERROR]);
+	runs_json_text(b, "trace_id", r->value[R_TRACE],
+	    r->value[R_TRACE] ? r->len[R_TRACE] : 0);
+	runs_json_text(b, "key", row_story_printable(r->value[R_KEY],
+	    r->len[R_KEY]) ? r->value[R_KEY] : NULL, r->len[R_KEY]);
+	buf_puts(b, ",\"key_hex\":\"");
+	buf_put_hex(b, r->value[R_KEY], r->len[R_KEY]);
+	buf_puts(b, "\"}");
+}
+
+/* The runs of rs as a JSON array, oldest first. */
+void
+runs_json_list(struct buf *b, const struct rowset *rs)
+{
+	buf_putc(b, '[');
+	for (size_t i = 0; i < rs->nrows; i++) {
+		buf_puts(b, i ? ",\n" : "\n");
+		runs_json_one(b, &rs->rows[i]);
+	}
+	buf_puts(b, rs->nrows ? "\n]" : "]");
+}

@@ -69,6 +69,9 @@ int	 runs_prune(struct db *, const struct queue *, struct stopper *,
 int	 runs_read(struct db *, const struct queue *,
 	    const struct runs_filter *, struct rowset *);
 const char *runs_v(const struct row *, int column);
+void	 runs_json_text(struct buf *, const char *name, const char *,
+	    size_t);
+void	 runs_json_list(struct buf *, const struct rowset *);
 
 /* ---- row_story.c: one row's story, for `rowq show` and the console ---- */
 
@@ -97,5 +100,7 @@ void	 row_story_read(struct row_story *, struct db *, const struct queue *,
 	    const char *key, size_t key_len, bool hex, const struct live *);
 void	 row_story_free(struct row_story *);
 bool	 row_story_printable(const char *, size_t);
+void	 row_story_json(struct buf *, const char *queue, const char *key,
+	    size_t key_len, const struct row_story *, const struct live *);
 
 #endif /* ROWQ_RUNS_H */

@@ -46,13 +46,6 @@ runs_unhex(const char *s, char **out, size_t *len)
 	return 0;
 }
 
-static void
-runs_hex_text(struct buf *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		buf_printf(b, "%02x", (unsigned char)s[i]);
-}
-
 /* A key, an error, a host for the terminal: as it is, or x'hex'. */
 static void
 runs_shown(struct buf *b, const char *s, size_t n)
@@ -61,20 +54,9 @@ runs_shown(struct buf *b, const char *s, size_t n)
 		buf_append(b, s, n);
 	else {
 		buf_puts(b, "x'");
-		runs_hex_text(b, s, n);
+		buf_put_hex(b, s, n);
 		buf_puts(b, "'");
 	}
-}
-
-/* Text that may hold any byte, for JSON: as a string when it is text. */
-static void
-runs_json_text(struct buf *b, const char *name, const char *s, size_t n)
-{
-	buf_printf(b, ",\"%s\":", name);
-	if (s == NULL)
-		buf_puts(b, "null");
-	else
-		json_string(b, s, n);
 }
 
 static int
@@ -160,45 +142,6 @@ runs_args_read(struct db *db, const struct queue *q,
 	    .since_ms = a->since_ms, .outcome = a->outcome, .limit = a->limit };
 
 	return runs_read(db, q, &f, rs);
-}
-
-/* One run as a JSON object. */
-static void
-runs_json_one(struct buf *b, const struct row *r)
-{
-	buf_printf(b, "{\"try\":%s,\"outcome\":", runs_v(r, R_TRY));
-	json_string(b, runs_v(r, R_OUTCOME), strlen(runs_v(r, R_OUTCOME)));
-	buf_puts(b, ",\"started\":");
-	json_string(b, runs_v(r, R_STARTED), strlen(runs_v(r, R_STARTED)));
-	buf_puts(b, ",\"finished\":");
-	json_string(b, runs_v(r, R_FINISHED), strlen(runs_v(r, R_FINISHED)));
-	buf_printf(b, ",\"duration_ms\":%s", runs_v(r, R_DURATION));
-	runs_json_text(b, "host", r->value[R_HOST], r->len[R_HOST]);
-	buf_printf(b, ",\"worker\":%s,\"pid\":%s", runs_v(r, R_WORKER),
-	    runs_v(r, R_PID));
-	buf_printf(b, ",\"exit_status\":%s", r->value[R_EXIT] != NULL ?
-	    r->value[R_EXIT] : "null");
-	runs_json_text(b, "reason", runs_v(r, R_REASON),
-	    strlen(runs_v(r, R_REASON)));
-	runs_json_text(b, "error", r->value[R_ERROR], r->len[R_ERROR]);
-	runs_json_text(b, "trace_id", r->value[R_TRACE],
-	    r->value[R_TRACE] ? r->len[R_TRACE] : 0);
-	runs_json_text(b, "key", row_story_printable(r->value[R_KEY],
-	    r->len[R_KEY]) ? r->value[R_KEY] : NULL, r->len[R_KEY]);
-	buf_puts(b, ",\"key_hex\":\"");
-	runs_hex_text(b, r->value[R_KEY], r->len[R_KEY]);
-	buf_puts(b, "\"}");
-}
-
-static void
-runs_json_list(struct buf *b, const struct rowset *rs)
-{
-	buf_putc(b, '[');
-	for (size_t i = 0; i < rs->nrows; i++) {
-		buf_puts(b, i ? ",\n" : "\n");
-		runs_json_one(b, &rs->rows[i]);
-	}
-	buf_puts(b, rs->nrows ? "\n]" : "]");
 }
 
 /* The runs as a table, the key in it when they are of several keys. */
@@ -292,48 +235,9 @@ static void
 show_json(const struct runs_args *a, const struct row_story *s,
     const struct live *lv)
 {
-	const struct row_view *sel = &s->sel, *failed = &s->failed;
-	const struct line *running = s->running;
 	struct buf b = { 0 };
 
-	buf_puts(&b, "{\"queue\":");
-	json_string(&b, a->queue, strlen(a->queue));
-	runs_json_text(&b, "key", row_story_printable(a->key, a->key_len) ?
-	    a->key : NULL, a->key_len);
-	buf_puts(&b, ",\"key_hex\":\"");
-	runs_hex_text(&b, a->key, a->key_len);
-	buf_printf(&b, "\",\"state\":\"%s\",\"in_select\":%s,\"row\":",
-	    s->state, sel->read && sel->rs.nrows > 0 ? "true" : "false");
-	if (sel->read && sel->rs.nrows > 0)
-		json_row(&b, sel->cols, sel->ncols, &sel->rs.rows[0]);
-	else
-		buf_puts(&b, "null");
-	buf_printf(&b, ",\"in_failed\":%s", !failed->read ? "null" :
-	    failed->rs.nrows > 0 ? "true" : "false");
-	buf_puts(&b, ",\"running\":");
-	if (running != NULL) {
-		const struct line *d;
-		size_t i = 0;
-		d = status_live_find(lv, "daemon", NULL, &i);
-		buf_printf(&b, "{\"worker\":%s,\"pid\":%s,\"for_s\":%s,"
-		    "\"attempt\":%s,\"daemon_pid\":",
-		    status_live_value(running, "number"),
-		    status_live_value(running, "pid"),
-		    status_live_value(running, "for"),
-		    *status_live_value(running, "attempt") ?
-		    status_live_value(running, "attempt") : "null");
-		json_string(&b, status_live_value(d, "pid"),
-		    strlen(status_live_value(d, "pid")));
-		buf_puts(&b, "}");
-	} else
-		buf_puts(&b, "null");
-	runs_json_text(&b, "status_error", *lv->error ? lv->error : NULL,
-	    strlen(lv->error));
-	if (s->lost >= 0)
-		buf_printf(&b, ",\"tries_without_run\":%lld", s->lost);
-	buf_puts(&b, ",\"runs\":");
-	runs_json_list(&b, &s->runs);
-	buf_puts(&b, "}");
+	row_story_json(&b, a->queue, a->key, a->key_len, s, lv);
 	printf("%s\n", b.data);
 	buf_free(&b);
 }

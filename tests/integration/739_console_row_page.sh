@@ -12,6 +12,7 @@
 # the planted row's page changes that row alone, a discard from the
 # binary row's page removes it alone (SQL before and after).  A viewer
 # sees no buttons and is refused, as is a post without the CSRF token.
+# /api/queue/NAME/row says what rowq show --json says.
 # The search page finds rows of the select by a column's value, saying
 # how: by the key, by an index (n), or by a bounded scan (attempts).
 # Screenshots: console-row-failed.png, console-row-requeued.png,
@@ -124,6 +125,18 @@ assert_eq 403 "$(code -b a.jar --data "action=requeue&back=row&key_hex=766963746
 assert_eq "$jobs_before" "$(rows jobs k)" "jobs after the refused posts"
 # A key the page cannot decode is refused, not looked up as another.
 assert_eq 400 "$(code -b a.jar "$CONSOLE/queue/jobs/row?key_hex=7g")" "a key_hex that is not hex"
+# The page's JSON is rowq show --json's, but for the daemon's status
+# error, read at another time.
+"$ROWQ" -c rowq.yaml show jobs --hex 76696374696d01 --json >show.planted
+console_curl -b v.jar "$CONSOLE/api/queue/jobs/row?key_hex=76696374696d01" >api.planted
+python3 - show.planted api.planted <<'PY' || fail "/api/queue/jobs/row: $(cat api.planted)"
+import json, sys
+s, a = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["state"] == "failed" and a["key"] is None and a["key_hex"] == "76696374696d01", a
+assert [(r["try"], r["outcome"]) for r in a["runs"]] == [(1, "retry"), (2, "failed")], a
+s.pop("status_error", None); a.pop("status_error", None)
+assert s == a, (s, a)
+PY
 # A search names a column of the select's, nothing else.
 assert_eq 400 "$(code -b v.jar "$CONSOLE/queue/jobs/search?column=last_error&value=x")" \
     "a search by a column the select does not return"
