@@ -74,9 +74,9 @@ console_key_binary(struct db *db, const char *sql, const char *key_column)
 
 /*
  * A worker's row, a link to its page: key as the status socket says it,
- * which is in hex for a binary key column.  *binary: -1 unknown yet,
- * then asked of the server (once a page, only when a worker is on a
- * row), 0 or 1.
+ * which is in hex for a binary key column, and cut at 63 bytes (such a
+ * key is shown, not linked).  *binary: -1 unknown yet, then asked of
+ * the server (once a page, only when a worker is on a row), 0 or 1.
  */
 void
 console_row_status_link(struct console *c, struct buf *b,
@@ -87,6 +87,11 @@ console_row_status_link(struct console *c, struct buf *b,
 
 	if (*key == '\0')
 		return;
+	/* A key as long as the status keeps may be cut: not linked. */
+	if (strlen(key) >= sizeof(((struct worker_stats *)0)->key) - 1) {
+		console_html(b, key);
+		return;
+	}
 	if (*binary == -1)
 		*binary = (db = console_db(c)) != NULL &&
 		    console_key_binary(db, q->select.positional, q->key_column);
