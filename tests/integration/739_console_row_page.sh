@@ -186,6 +186,9 @@ assert ["n", "50"] in w["select"], w["select"]
 assert w["runs"] == [] and "not on this daemon" in w["running"], w
 r = pages["running"]
 assert r["state"] == "running" and r["key"] == "slow", r
+# The worker's claim holds row slow locked: read without a lock, the
+# select still shows it (a locking read would wait, SKIP LOCKED miss it).
+assert ["n", "40"] in r["select"], r["select"]
 pid = show("running")["running"]["pid"]
 assert "worker jobs/1, pid %d, try 1, since " % pid in r["running"], (r["running"], pid)
 d = pages["done"]
