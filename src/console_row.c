@@ -9,7 +9,8 @@
  * The page is reached by a link from every table that shows a row's key,
  * key_hex=HEX, the key's bytes in hex, so that a binary key or one with
  * control characters is the very row linked and never another whose
- * text looks the same; or by the key typed into the queue's page, key=TEXT.
+ * text looks the same; or by the key typed into the queue's page, key=TEXT
+ * (with hex=1, hex digits of its bytes, as the log shows a binary key).
  *
  * A failed row's page has requeue and discard: a form posted to the
  * failed rows' action (console_failed_post), with its CSRF token, for
@@ -287,13 +288,18 @@ console_row_actions(struct buf *b, const struct console_request *r,
 	buf_puts(b, "</form>");
 }
 
-/* The key asked for: key_hex=HEX (a link's), or key=TEXT (typed). */
+/*
+ * The key asked for: key_hex=HEX (a link's, or key=HEX&hex=1, typed as
+ * the log and ROWQ_KEY give a binary key), or key=TEXT (typed).
+ */
 static int
 console_row_asked(const struct console_request *r, struct buf *key)
 {
 	const char *hex = console_query(r, "key_hex");
 	const char *text = console_query(r, "key");
 
+	if (hex == NULL && text != NULL && console_query(r, "hex") != NULL)
+		hex = text;
 	if (hex != NULL)
 		return console_key_decode(hex, key);
 	if (text == NULL || *text == '\0')
@@ -313,13 +319,15 @@ console_row_find(struct buf *b, const struct queue *q, const char *value)
 	buf_puts(b, "/row\"><input type=\"text\" name=\"key\" id=\"find-key\" "
 	    "placeholder=\"a row's key\" value=\"");
 	console_html(b, value);
-	buf_puts(b, "\"> <button type=\"submit\">Find the row</button> "
-	    "<a id=\"search-link\" href=\"/queue/");
+	buf_puts(b, "\"> <label><input type=\"checkbox\" name=\"hex\" "
+	    "value=\"1\" id=\"find-hex\"> in hex</label> <button "
+	    "type=\"submit\">Find the row</button> <a id=\"search-link\" "
+	    "href=\"/queue/");
 	console_url_part(b, q->name);
 	buf_puts(b, "/search\">or search by any column</a></form>");
 }
 
-/* GET /queue/NAME/row?key_hex=HEX | ?key=TEXT [&did=WHAT&n=N] */
+/* GET /queue/NAME/row?key_hex=HEX | ?key=TEXT[&hex=1] [&did=WHAT&n=N] */
 void
 console_row_page(struct console_request *r, struct console_reply *rep,
     const struct queue *q)
@@ -381,7 +389,7 @@ console_row_page(struct console_request *r, struct console_reply *rep,
 }
 
 /*
- * GET /api/queue/NAME/row?key_hex=HEX | ?key=TEXT: the page's story as
+ * GET /api/queue/NAME/row?key_hex=HEX | ?key=TEXT[&hex=1]: the story as
  * `rowq show --json` gives it (row_story_json).
  */
 void

@@ -136,6 +136,8 @@ try:
         driver.find_element(By.ID, "search-value").clear()
         driver.find_element(By.ID, "search-value").send_keys(value)
         driver.find_element(By.ID, "search-go").click()
+        # The last search's page has a search-how too: wait for this one.
+        wait.until(ec.url_contains("column=%s&value=%s" % (column, value)))
         how = wait.until(ec.presence_of_element_located((By.ID, "search-how")))
         found = driver.execute_script("""
             return Array.from(document.getElementById("found").rows)
@@ -155,7 +157,10 @@ try:
     driver.find_element(By.ID, "discard").click()
     wait.until(ec.presence_of_element_located((By.ID, "did")))
     read("binary-discarded")
-    driver.get(url + "/queue/bk/row?key_hex=00ff0a")
+    queue("bk")
+    driver.find_element(By.ID, "find-key").send_keys("00ff0a")
+    driver.find_element(By.ID, "find-hex").click()
+    driver.find_element(By.ID, "find-key").submit()
     read("binary-done")
     queue("bk")
     link_in("workers", "ff01").click()

@@ -233,6 +233,7 @@ assert br["state"] == "running" and br["key_hex"] == "x'ff01'", br
 assert "worker bk/1, pid %d, try 1" % show("binary-running")["running"]["pid"] in br["running"], br
 bd = pages["binary-done"]
 assert bd["state"] == "done" and bd["key_hex"] == "x'00ff0a'" and runs(bd) == [("1", "done")], bd
+assert bd["url"] == "/queue/bk/row?key=00ff0a&hex=1", bd["url"]   # typed in hex
 PY
 
 # ---- exactly the rows acted on changed ----
