@@ -4,7 +4,7 @@
  * dialect.c) must write the same values as the INSERT's text
  * (runs_values), whatever the run: that the run log records the same
  * either way.  (What the servers make of them is for the integration
- * tests 735-739, on each server.)
+ * tests 734-738, on each server.)
  */
 #include "rowq.h"
 #include "db.h"
