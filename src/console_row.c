@@ -327,6 +327,27 @@ console_row_find(struct buf *b, const struct queue *q, const char *value)
 	buf_puts(b, "/search\">or search by any column</a></form>");
 }
 
+/*
+ * The story of the row whose key is key, read on the console's own
+ * connection, for the page and the API: 0; -1 with a 503 reply when the
+ * database does not answer.
+ */
+static int
+console_row_read(struct console_request *r, struct console_reply *rep,
+    const struct queue *q, const struct buf *key, struct row_story *s,
+    const struct live **lv)
+{
+	struct db *db = console_db(r->c);
+
+	if (db == NULL) {
+		console_reply_text(rep, 503, "the database does not answer");
+		return -1;
+	}
+	*lv = &console_live_view(r->c)->live;
+	row_story_read(s, db, q, key->data, key->len, false, *lv);
+	return 0;
+}
+
 /* GET /queue/NAME/row?key_hex=HEX | ?key=TEXT[&hex=1] [&did=WHAT&n=N] */
 void
 console_row_page(struct console_request *r, struct console_reply *rep,
@@ -334,7 +355,6 @@ console_row_page(struct console_request *r, struct console_reply *rep,
 {
 	struct buf *b = &rep->body, key = { 0 };
 	const char *did = console_query(r, "did");
-	struct db *db;
 	struct row_story s;
 	const struct live *lv;
 
@@ -350,13 +370,10 @@ console_row_page(struct console_request *r, struct console_reply *rep,
 		buf_free(&key);
 		return;
 	}
-	if ((db = console_db(r->c)) == NULL) {
-		console_reply_text(rep, 503, "the database does not answer");
+	if (console_row_read(r, rep, q, &key, &s, &lv) == -1) {
 		buf_free(&key);
 		return;
 	}
-	lv = &console_live_view(r->c)->live;
-	row_story_read(&s, db, q, key.data, key.len, false, lv);
 	console_page_begin(b, r, "Row", s.running != NULL);
 	buf_puts(b, "<h1>Row ");
 	console_row_key(b, key.data, key.len);
@@ -397,7 +414,6 @@ console_row_api(struct console_request *r, struct console_reply *rep,
     const struct queue *q)
 {
 	struct buf key = { 0 };
-	struct db *db;
 	struct row_story s;
 	const struct live *lv;
 
@@ -407,13 +423,10 @@ console_row_api(struct console_request *r, struct console_reply *rep,
 		buf_free(&key);
 		return;
 	}
-	if ((db = console_db(r->c)) == NULL) {
-		console_reply_text(rep, 503, "the database does not answer");
+	if (console_row_read(r, rep, q, &key, &s, &lv) == -1) {
 		buf_free(&key);
 		return;
 	}
-	lv = &console_live_view(r->c)->live;
-	row_story_read(&s, db, q, key.data, key.len, false, lv);
 	row_story_json(&rep->body, q->name, key.data, key.len, &s, lv);
 	buf_putc(&rep->body, '\n');
 	rep->type = "application/json";

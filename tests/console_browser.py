@@ -4,32 +4,15 @@ and a queue's, saves a screenshot of each, opens the failed rows, selects
 the row KEY and requeues it by clicking, and checks that it is gone from
 the list.  Usage: console_browser.py URL KEY DIR; prints one line per step.
 """
-import os
 import sys
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+
+import browser
 
 url, key, out = sys.argv[1], sys.argv[2], sys.argv[3]
-os.makedirs(out + "/screenshots", exist_ok=True)
-opts = webdriver.ChromeOptions()
-# As root, headless, with the network closed: no sandbox, no GPU, nothing
-# that calls out (it would fail, and slow every page).
-for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync",
-             "--disable-dev-shm-usage", "--window-size=1280,900",
-             "--user-data-dir=" + out + "/profile"):
-    opts.add_argument(flag)
-opts.binary_location = "/usr/bin/chromium"
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver",
-                                          log_path=out + "/chromedriver.log"),
-                          options=opts)
-driver.set_page_load_timeout(30)
-wait = WebDriverWait(driver, 20)
+driver, wait = browser.start(out, "profile", "1280,900")
 try:
     driver.get(url + "/")
     wait.until(ec.presence_of_element_located((By.ID, "login")))

@@ -5,32 +5,17 @@ groups left out; saves a screenshot.  Usage: console_groups.py URL USER
 QUEUE DIR.  An alert (a row's value run as script) fails it.
 """
 import json
-import os
 import sys
 import time
 
-from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+
+import browser
 
 url, user, queue, out = sys.argv[1:5]
-os.makedirs(out + "/screenshots", exist_ok=True)
-opts = webdriver.ChromeOptions()
-for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync",
-             "--disable-dev-shm-usage", "--window-size=1280,1400",
-             "--user-data-dir=" + out + "/profile-groups"):
-    opts.add_argument(flag)
-opts.binary_location = "/usr/bin/chromium"
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver",
-                                          log_path=out + "/chromedriver.log"),
-                          options=opts)
-driver.set_page_load_timeout(30)
-wait = WebDriverWait(driver, 20)
+driver, wait = browser.start(out, "profile-groups", "1280,1400")
 try:
     driver.get(url + "/")
     wait.until(ec.presence_of_element_located((By.ID, "login")))

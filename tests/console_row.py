@@ -8,32 +8,18 @@ the failed binary row by its own, printing the page each lands on.
 Saves screenshots.  Usage: console_row.py URL DIR.  An alert fails it.
 """
 import json
-import os
 import sys
 import time
 
-from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
+
+import browser
 
 url, out = sys.argv[1:3]
-os.makedirs(out + "/screenshots", exist_ok=True)
-opts = webdriver.ChromeOptions()
-for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync",
-             "--disable-dev-shm-usage", "--window-size=1280,1000",
-             "--user-data-dir=" + out + "/profile-row"):
-    opts.add_argument(flag)
-opts.binary_location = "/usr/bin/chromium"
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver",
-                                          log_path=out + "/chromedriver.log"),
-                          options=opts)
-driver.set_page_load_timeout(30)
-wait = WebDriverWait(driver, 20)
+driver, wait = browser.start(out, "profile-row", "1280,1000")
 
 # What a row's page shows, read in one script (a running row's page
 # reloads itself): None until it is there.
