@@ -11,7 +11,8 @@
  *   new pending and marks the batch ready one child early;
  * - a counter in another table that some finishing lists count down and
  *   another does not: a child that ends through that list leaves its
- *   batch open for ever.  A row ends through done, or through failed
+ *   batch open for ever.  A counter is an UPDATE that reads a column it
+ *   assigns; one that only sets columns (a job's finished_at) is not.  A row ends through done, or through failed
  *   (which is where retry gives up), after which `rowq discard` may give
  *   it up: the counter belongs in done and in one of failed and discard,
  *   not in both (a failed row that is discarded would count twice).
@@ -95,7 +96,9 @@ check_flow_collect(const struct sql *sql, enum check_flow_list list,
 		char **tables;
 		size_t nt;
 
-		if (sql_update_tables(sql->text, &tables, &nt) != 1)
+		/* Only a counter has to be balanced by the other lists. */
+		if (sql_update_counts(sql->text) != 1 ||
+		    sql_update_tables(sql->text, &tables, &nt) != 1)
 			continue;
 		for (size_t t = 0; t < nt; t++) {
 			size_t k;
