@@ -19,6 +19,8 @@
 #   ProcessPrunedError, as Solid Queue's supervisor does;
 # - jobs scheduled 2 s on are dispatched and finished; one of another
 #   queue and one scheduled tomorrow stay as they were;
+# - a job of a queue paused as Mission Control pauses it waits until the
+#   queue is resumed;
 # no claimed execution or process is left, no job is run twice, the
 # handler runs are counted, and every job row has exactly one state.
 . "$(dirname "$0")/../lib.sh"
@@ -152,11 +154,30 @@ while [ "$(open_jobs)" != 2 ]; do
 	sleep 0.3
 done
 : >release
-stop_rowq "$A"
-stop_rowq "$B"
 took_us=$(( $(now_us) - start ))
 figure "Solid Queue: s after the kill until every job ended, 2 daemons" \
     "$(awk -v t="$took_us" 'BEGIN { printf "%.1f\n", t / 1e6 }')"
+
+# A queue paused as Mission Control pauses it is not claimed; resumed, it is.
+sql "INSERT INTO solid_queue_pauses (queue_name, created_at)
+    VALUES ('default', UTC_TIMESTAMP(6));
+    INSERT INTO solid_queue_jobs (queue_name, class_name, arguments,
+        active_job_id, scheduled_at, created_at, updated_at)
+    VALUES ('default', 'ReportJob', '{\"arguments\": [\"n0:paused\"], \"executions\": 0}',
+        'paused', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6));
+    INSERT INTO solid_queue_ready_executions (job_id, queue_name, priority,
+        created_at)
+    SELECT id, queue_name, priority, created_at FROM solid_queue_jobs
+    WHERE active_job_id = 'paused'"
+sleep 2
+assert_eq "1 NULL" "$(sql_value "SELECT CONCAT((SELECT COUNT(*) FROM solid_queue_ready_executions r JOIN solid_queue_jobs j ON j.id = r.job_id WHERE j.active_job_id = 'paused'), ' ', COALESCE((SELECT finished_at FROM solid_queue_jobs WHERE active_job_id = 'paused'), 'NULL'))")" "a paused queue's job: ready, not finished"
+sql "DELETE FROM solid_queue_pauses WHERE queue_name = 'default'"
+wait_until 20 '[ "$(sql_value "SELECT finished_at IS NOT NULL FROM solid_queue_jobs WHERE active_job_id = '"'paused'"'")" = 1 ]' ||
+	fail "the job of the resumed queue did not finish"
+stop_rowq "$A"
+stop_rowq "$B"
+sql "DELETE FROM solid_queue_jobs WHERE active_job_id = 'paused'"
+sed -i '/n0:paused/d' handled
 
 # The jobs of one active_job_id, by tag: "rows finished failed".
 by_tag()
