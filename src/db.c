@@ -604,7 +604,8 @@ db_run_results(struct db *db, const char *sql, int n,
  * Run a select that takes no parameters, as text, and copy its rows into
  * rs; their columns must be cols, those the select had when prepared.
  * What ahead asks for comes first in sql, in the same round trip: a
- * finishing statement (the last turn's `done`, as text), the run log's
+ * finishing statement (the last turn's `done`, as text; or a list, its
+ * SAVEPOINT first and finish_rest statements after it), the run log's
  * INSERT (worker_runs.c), then "COMMIT;",
  * so that the transaction that finished the last rows ends and the next
  * one opens with the select; a limit's statements (worker_limit.c) go
@@ -624,9 +625,17 @@ db_select(struct db *db, const char *sql, struct db_ahead *ahead,
 	if (mysql_query(db->mysql, sql) != 0)
 		return db_fail_mysql(db);
 	if (ahead->finish) {
-		ahead->finished = true;
+		/* A list's SAVEPOINT went first: the list's first is next. */
+		if (ahead->finish_rest > 0 &&
+		    mysql_next_result(db->mysql) != 0)
+			return db_fail_mysql(db);
+		ahead->first_ran = true;
 		ahead->affected = (unsigned long long)
 		    mysql_affected_rows(db->mysql);
+		for (; ahead->rest_ran < ahead->finish_rest; ahead->rest_ran++)
+			if (mysql_next_result(db->mysql) != 0)
+				return db_fail_mysql(db);
+		ahead->finished = true;
 		if (mysql_next_result(db->mysql) != 0)
 			return db_fail_mysql(db);
 	}

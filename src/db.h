@@ -93,11 +93,19 @@ struct db_ahead_result {
 
 struct db_ahead {
 	bool		 finish;	/* a finishing statement comes first */
+	/*
+	 * A list (worker_finish_text.c): its SAVEPOINT before the first
+	 * statement, and these many after it (the check that it changed a
+	 * row, then the list's others).
+	 */
+	int		 finish_rest;
 	bool		 runs;		/* then the run log's INSERT */
 	bool		 commit;	/* then COMMIT */
 	int		 nextra;	/* a limit's (worker_limit.c): these many, */
 	int		 nbefore;	/* the first of them before the COMMIT */
 	bool		 finished;	/* set when the finishing statement ran */
+	bool		 first_ran;	/* set: a list's first one ran */
+	int		 rest_ran;	/* set: how many of finish_rest ran */
 	bool		 runs_ran;	/* set when the run log's INSERT ran */
 	unsigned long long affected;	/* set: the rows it changed */
 	bool		 committed;	/* set when the COMMIT went through */

@@ -166,6 +166,7 @@ struct turn {
 	int		 held_attempt;
 	struct lease_token held_token;	/* lease mode: its lease */
 	struct buf	 held_sql;	/* its `done`, as text */
+	int		 held_rest;	/* a list: statements after its first */
 	/* Counted when the transaction that finished them commits. */
 	uint64_t	 pending_done, pending_retried, pending_failed;
 	/*
@@ -427,8 +428,6 @@ enum db_status finish_oks(struct worker *);
 /* worker_finish_text.c */
 void	 finish_text_bind(struct worker *, struct bound *);
 bool	 finish_text_hold(struct worker *, const struct row *, int attempt);
-bool	 finish_text_append(struct worker *, struct bound *,
-	    const struct row *, int attempt, struct buf *);
 enum db_status finish_text_oks(struct worker *, bool *all);
 enum db_status finish_held(struct worker *, const struct db_ahead *,
 	    enum db_status);

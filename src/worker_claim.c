@@ -641,6 +641,7 @@ claim_batch(struct worker *w)
 	int limit = turn_next_limit(w);
 	struct buf before = { 0 }, after = { 0 };
 	struct claim_front f = { .ahead = { .finish = w->turn.holding,
+	    .finish_rest = w->turn.holding ? w->turn.held_rest : 0,
 	    .commit = w->turn.uncommitted }, .before = &before,
 	    .after = &after };
 	bool with_commit = f.ahead.commit, fallback = false, again;

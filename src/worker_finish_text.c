@@ -30,6 +30,25 @@
  * again.  Where no claim follows (stopping, a pipe handler to restart, an
  * empty fallback), worker_commit runs it prepared, as before.
  *
+ * A `done` of several statements (a list) goes the same way, each
+ * prepared by SQL under a name of its own, and keeps a list's rules: the
+ * others run only when the first changed a row, and what the list did is
+ * undone when one of them fails for this row.  So it is sent as
+ *
+ *	SAVEPOINT rowq_row;
+ *	EXECUTE rowq_done USING 712;
+ *	SET @rowq_changed = (... two rows WHERE ROW_COUNT() < 1);
+ *	EXECUTE rowq_done_2 USING 712;
+ *	COMMIT;
+ *	SELECT ...
+ *
+ * where the SET fails (a subquery of two rows, 1242) when the first
+ * changed no row, and the server runs nothing after it; the row is
+ * then counted as a `done` that changed nothing, as a prepared list's
+ * is, and the COMMIT and the claim go again.  A fan-in's counter (a
+ * batch's row counted down in each child's `done`) thus costs no round
+ * trip, and its row is locked only until the COMMIT right behind it.
+ *
  * Only values that can be written exactly are written: integers as
  * digits, NULL, and the bytes of a binary column as a binary string in
  * every context (dialect_bytes), as the same bytes bound as a BLOB are
@@ -46,8 +65,15 @@
 
 /* Longer bytes than this go bound, not as hex in the claim's text. */
 #define FINISH_TEXT_BYTES_MAX	1024
-/* The session's name for the `done` prepared by SQL. */
+/* The session's name for the `done` prepared by SQL (a list's others: _2, ...). */
 #define FINISH_TEXT_NAME	"rowq_done"
+/*
+ * Behind a list's first statement: an error (1242) when it changed no
+ * row, which stops the server before the list's others.
+ */
+#define FINISH_TEXT_CHANGED	"SET @rowq_changed = (SELECT 1 FROM " \
+	"(SELECT 1 AS x UNION ALL SELECT 2) AS rowq_t WHERE ROW_COUNT() < 1)"
+#define ER_SUBQUERY_NO_1_ROW	1242
 
 /* The statements that return no rows and run as one result. */
 static const char *const finish_text_verbs[] = { "UPDATE", "DELETE",
@@ -69,41 +95,86 @@ finish_text_verb(const char *text)
 	return verb;
 }
 
+/* Whether a statement of `done` can go as text (see above). */
+static bool
+finish_text_fits(const struct bound *x)
+{
+	if (x->stmt == NULL || !finish_text_verb(x->sql->positional))
+		return false;
+	for (size_t i = 0; i < x->sql->nparams; i++)
+		if (x->source[i] == PARAM_ERROR ||
+		    x->source[i] == PARAM_OUTPUT)
+			return false;
+	return true;
+}
+
+/* Make x the session's statement called name; false when it cannot be. */
+static bool
+finish_text_prepare(struct worker *w, struct bound *x, const char *name)
+{
+	struct dialect_stmt *s = xcalloc(1, sizeof(*s));
+	struct buf sql = { 0 };
+	bool ok = dialect_stmt_init(s, db_dialect(w->db), name,
+	    x->sql->positional, &sql) == 0 &&
+	    (sql.len == 0 || db_run(w->db, sql.data) == DB_OK);
+
+	if (ok)
+		x->text = s;
+	else {
+		log_debug("%s: runs in a round trip of its own: %s",
+		    x->sql->where, db_error(w->db));
+		dialect_stmt_free(s);
+		free(s);
+	}
+	buf_free(&sql);
+	return ok;
+}
+
+/* A list where one statement cannot go as text goes prepared, whole. */
+static void
+finish_text_unbind(struct bound *b)
+{
+	for (struct bound *x = b; x != NULL; x = x->next)
+		if (x->text != NULL) {
+			dialect_stmt_free(x->text);
+			free(x->text);
+			x->text = NULL;
+		}
+}
+
 /*
- * After finish_bind: whether the statement can go in front of the claim,
- * and if so, make it the session's (dialect_stmt_init: prepared by SQL
- * where the server can).  When it cannot, or the server refuses, the
- * prepared `done` runs as before.  In lease mode at any batch (on MySQL
- * a batch's `done` goes as text, finish_text_oks); not with limit:,
- * whose slot's lease goes with each row's statements in lease mode.
+ * After finish_bind: whether the statement (each of a list) can go in
+ * front of the claim, and if so, make it the session's
+ * (dialect_stmt_init: prepared by SQL where the server can).  When it
+ * cannot, or the server refuses, the prepared `done` runs as before.  In
+ * lease mode at any batch (on MySQL a batch's `done` goes as text,
+ * finish_text_oks; a list only at batch 1); not with limit:, whose
+ * slot's lease goes with each row's statements in lease mode.
  */
 void
 finish_text_bind(struct worker *w, struct bound *b)
 {
-	struct dialect_stmt *s;
-	struct buf sql = { 0 };
-	if (b->stmt == NULL || b->next != NULL ||
-	    (!w->q->lease.enabled && w->q->batch != 1) ||
+	char name[32];
+	int k = 1;
+
+	if ((!w->q->lease.enabled && w->q->batch != 1) ||
 	    (w->q->lease.enabled && w->q->limit.enabled) ||
-	    !finish_text_verb(b->sql->positional))
+	    (b->next != NULL && w->q->batch != 1))
 		return;
-	for (size_t i = 0; i < b->sql->nparams; i++)
-		if (b->source[i] == PARAM_ERROR ||
-		    b->source[i] == PARAM_OUTPUT)
+	for (const struct bound *x = b; x != NULL; x = x->next)
+		if (!finish_text_fits(x))
 			return;
-	s = xcalloc(1, sizeof(*s));
-	if (dialect_stmt_init(s, db_dialect(w->db), FINISH_TEXT_NAME,
-	    b->sql->positional, &sql) == 0 &&
-	    (sql.len == 0 || db_run(w->db, sql.data) == DB_OK)) {
-		b->text = s;
-		s = NULL;
-	} else
-		log_debug("%s: runs in a round trip of its own: %s",
-		    b->sql->where, db_error(w->db));
-	if (s != NULL)
-		dialect_stmt_free(s);
-	free(s);
-	buf_free(&sql);
+	for (struct bound *x = b; x != NULL; x = x->next, k++) {
+		if (k == 1)
+			snprintf(name, sizeof(name), "%s", FINISH_TEXT_NAME);
+		else
+			snprintf(name, sizeof(name), "%s_%d",
+			    FINISH_TEXT_NAME, k);
+		if (!finish_text_prepare(w, x, name)) {
+			finish_text_unbind(b);
+			return;
+		}
+	}
 }
 
 /*
@@ -122,7 +193,7 @@ finish_text_value(const struct value *v)
  * values, or its text with them.  Returns false, appending nothing, when
  * it cannot be (see above): the caller runs it prepared.
  */
-bool
+static bool
 finish_text_append(struct worker *w, struct bound *b, const struct row *row,
     int attempt, struct buf *out)
 {
@@ -136,6 +207,35 @@ finish_text_append(struct worker *w, struct bound *b, const struct row *row,
 }
 
 /*
+ * A row's `done` as text, appended to out (see above): one statement, or
+ * a list with its SAVEPOINT, its check and its others, separated by
+ * ";\n".  *rest: how many statements follow the first.  Returns false
+ * when it cannot be: the caller runs it prepared (out is then to be
+ * reset).
+ */
+static bool
+finish_text_list(struct worker *w, struct bound *b, const struct row *row,
+    int attempt, struct buf *out, int *rest)
+{
+	*rest = 0;
+	if (b->next != NULL)
+		buf_puts(out, "SAVEPOINT " LIST_SAVEPOINT ";\n");
+	if (!finish_text_append(w, b, row, attempt, out))
+		return false;
+	for (struct bound *x = b->next; x != NULL; x = x->next) {
+		if (*rest == 0) {
+			buf_puts(out, ";\n" FINISH_TEXT_CHANGED);
+			++*rest;
+		}
+		buf_puts(out, ";\n");
+		if (!finish_text_append(w, x, row, attempt, out))
+			return false;
+		++*rest;
+	}
+	return true;
+}
+
+/*
  * Batch 1, a row whose handler said ok: write its `done` (EXECUTE with
  * the row's values, or its text with them) into the turn's held_sql.  In
  * lease mode too: its :lease is hex digits, the same as a literal.
@@ -146,8 +246,8 @@ bool
 finish_text_hold(struct worker *w, const struct row *row, int attempt)
 {
 	buf_reset(&w->turn.held_sql);
-	return finish_text_append(w, &w->done, row, attempt,
-	    &w->turn.held_sql);
+	return finish_text_list(w, &w->done, row, attempt, &w->turn.held_sql,
+	    &w->turn.held_rest);
 }
 
 /*
@@ -168,8 +268,8 @@ finish_text_oks(struct worker *w, bool *all)
 	enum db_status st = DB_OK;
 
 	*all = false;
-	if (t->noks < 1)
-		return DB_OK;	/* nothing to send: the caller has none either */
+	if (t->noks < 1 || w->done.next != NULL)
+		return DB_OK;	/* nothing to send, or a list: one by one */
 	for (int i = 0; i < t->noks; i++) {
 		w->token = t->ok_token[i];
 		if (!finish_text_append(w, &w->done,
@@ -203,6 +303,36 @@ finish_text_oks(struct worker *w, bool *all)
 }
 
 /*
+ * How far the held `done` got (ahead), as a prepared one would say it:
+ * DB_OK when it ran, or when a list stopped at its check because its
+ * first statement changed no row; else st, the error, with the statement
+ * of the list that failed in done's failed_at.
+ */
+static enum db_status
+finish_held_status(struct worker *w, const struct db_ahead *ahead,
+    enum db_status st)
+{
+	struct bound *x = &w->done;
+
+	w->done.failed_at = NULL;
+	if (ahead->finished)
+		return DB_OK;
+	if (ahead->first_ran && ahead->finish_rest > 0 &&
+	    ahead->rest_ran == 0 && db_errno(w->db) == ER_SUBQUERY_NO_1_ROW)
+		return DB_OK;
+	/*
+	 * The rest are the check, then the list's second, third...: with r
+	 * of them run, the (r + 1)th of the list failed (the check's own
+	 * failure, the link lost, is the first's).
+	 */
+	for (int r = 0; ahead->first_ran && r < ahead->rest_ran &&
+	    x->next != NULL; r++)
+		x = x->next;
+	w->done.failed_at = x->sql->where;
+	return st;
+}
+
+/*
  * The claim that carried the held row's `done` came back (ahead, st):
  * when the `done` ran, it is counted and the row let go; when it failed
  * (nothing after it ran), it is settled as a prepared one would be.
@@ -218,8 +348,9 @@ finish_held(struct worker *w, const struct db_ahead *ahead, enum db_status st)
 	row_key_text(w, &t->held, &key);
 	log_set_row(key.data);
 	w->token = t->held_token;
-	st = finish_settle(w, &w->done, &t->held, t->held_attempt,
-	    ahead->finished ? DB_OK : st, ahead->affected);
+	st = finish_held_status(w, ahead, st);
+	st = finish_settle(w, &w->done, &t->held, t->held_attempt, st,
+	    ahead->affected);
 	log_set_row(NULL);
 	buf_free(&key);
 	turn_release_held(w);

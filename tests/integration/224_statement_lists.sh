@@ -140,3 +140,56 @@ sed -i "s/ORDER BY id$/AND leased_until < UNIX_TIMESTAMP() ORDER BY id/; s/^    
 run 20
 assert_eq 20 "$(sql_value "SELECT COUNT(*) FROM job WHERE state = 'done' AND lease IS NULL")" "lease list: rows done"
 assert_eq "20 2" "$(sql_value "SELECT CONCAT(SUM(message = 'done'), ' ', SUM(message LIKE 'retry %')) FROM job_log")" "lease list: log rows"
+
+# ---- a list whose first statement changes no row: the others do not run ----
+# Row 7's lease is taken from it while its handler runs (the handler
+# clears it, once), so its done list's first statement changes nothing:
+# its log row must not be written then (at batch 1 the list rides in
+# front of the next claim, src/worker_finish_text.c), and the row is
+# worked again when the lease would have run out, then logged once.
+cat >steal <<SH
+#!/bin/sh
+if [ "\$ROWQ_KEY" = 7 ] && [ ! -e stolen ]; then
+	: >stolen
+	mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot "$ROWQ_TEST_DB" \
+	    -e "UPDATE job SET lease = 'stolen' WHERE id = 7" || exit 3
+fi
+exit 0
+SH
+chmod +x steal
+config 1 "[\"UPDATE job SET state = 'done', tries = tries + 1, lease = NULL WHERE id = :id AND lease = :lease\", \"INSERT INTO job_log (job_id, message) VALUES (:id, CONCAT('done after ', :attempt))\"]" \
+    "$failed_list" "$retry_list" \
+    "lease:" "  claim: UPDATE job SET lease = :lease, leased_until = UNIX_TIMESTAMP() + :duration WHERE id = :id" \
+    "  duration: 3s"
+sed -i -e "s/ORDER BY id$/AND leased_until < UNIX_TIMESTAMP() ORDER BY id/" \
+    -e "s|^    exec: .*|    exec: [$ROWQ_TEST_TMP/steal]|" q.yaml
+rm -f stolen
+sql "TRUNCATE job; TRUNCATE job_log;
+    INSERT INTO job (state) SELECT 'waiting' FROM $(seq_rows 20)"
+"$ROWQ" -c q.yaml check --strict >check.out 2>&1 || fail "check: $(cat check.out)"
+# The drain that loses the lease says so and exits 1; row 7 waits for
+# its lease to run out, and the next drain does it.
+timeout 60 "$ROWQ" -c q.yaml drain job >drain.out 2>drain.err &&
+    fail "lease lost: the first drain passed: $(cat drain.err)"
+[ -e stolen ] || fail "lease lost: the handler never took row 7's lease"
+assert_match "done\\[0\\] changed no row for key 7: the lease was lost" "$(cat drain.err)" "lease lost: said"
+sleep 5
+timeout 60 "$ROWQ" -c q.yaml drain job >drain.out 2>drain2.err ||
+    fail "lease lost: second drain: $(cat drain2.err)"
+assert_eq "20 20" "$(sql_value "SELECT CONCAT(COUNT(*), ' ', SUM(tries)) FROM job WHERE state = 'done' AND lease IS NULL")" "lease lost: rows done once each"
+assert_eq "20 1" "$(sql_value "SELECT CONCAT(COUNT(*), ' ', SUM(job_id = 7)) FROM job_log")" "lease lost: one log row a row, row 7's once"
+
+# ---- a list whose second statement fails whatever the row, at batch 1 ----
+# (a JSON path without its '$.'): no row is marked, the first statement's
+# change is undone with the turn, the drain ends unsuccessful and names
+# the statement (done[1]).
+sql "ALTER TABLE job ADD meta JSON NULL"
+config 1 "[\"UPDATE job SET state = 'done', tries = tries + 1 WHERE id = :id\", \"UPDATE job SET meta = JSON_SET(COALESCE(meta, '{}'), '\$finished', 1) WHERE id = :id\"]" \
+    "$failed_list" "$retry_list"
+sed -i "s|^    exec: .*|    exec: [/bin/true]|" q.yaml
+sql "TRUNCATE job; TRUNCATE job_log;
+    INSERT INTO job (state) SELECT 'waiting' FROM $(seq_rows 10)"
+timeout 60 "$ROWQ" -c q.yaml drain job >drain.out 2>drain.err &&
+    fail "failing list: the drain passed: $(cat drain.err)"
+assert_match "queues\.job\.done\[1\] for key [0-9]+: .*: the statement fails whatever the row" "$(cat drain.err)" "failing list: the statement named"
+assert_eq "10 0 0" "$(sql_value "SELECT CONCAT_WS(' ', SUM(state = 'waiting'), SUM(tries), COUNT(meta)) FROM job")" "failing list: rows as they were"

@@ -8,6 +8,10 @@
 #      `-- comment` ending the `done`: given as X'hex' and digits, each
 #      row done once with the right value, nothing else touched.
 #   3. A text key (VARCHAR): its `done` stays a prepared execute per row.
+#   5. A `done` of two statements (a fan-in's counter): each goes as text
+#      the same way, behind a SAVEPOINT and the check that the first
+#      changed a row; no prepared executes, every row once, the counter
+#      counted down once a row.
 #   4. A stop while the last row's handler runs, which then succeeds: its
 #      `done`, held for a claim that never comes, runs before the COMMIT;
 #      the rows behind it are left waiting, and a drain does them once.
@@ -125,3 +129,28 @@ assert_eq 2 "$(email_count "status = 'waiting' AND done_count = 0")" "stop: the 
 timeout 30 "$ROWQ" -c stop.yaml drain email >drain.log 2>&1 || fail "stop: drain: $(cat drain.log)"
 assert_eq "3 3 1" "$(sql_value "SELECT CONCAT_WS(' ', COUNT(*), SUM(done_count),
     MAX(done_count)) FROM email WHERE status = 'sent'")" "stop: then every row done once"
+
+# ---- 5. a list: a fan-in's counter in each row's done ----
+sql "DROP TABLE email"
+email_table 40
+sql "CREATE TABLE batch (id INT PRIMARY KEY, pending INT NOT NULL);
+    INSERT INTO batch VALUES (1, 40)"
+WORKERS=2 email_config list.yaml "[x]" "batch: 1"
+sed -i -e "s|^    exec: .*|    pipe: [$HANDLERS/pipefake, ok, $ROWQ_TEST_TMP/list.handled]|" \
+    -e "/^    done: /,/^    [a-z_]*:/{/^    done: /d;/^          /d}" list.yaml
+cat >>list.yaml <<'YAML'
+    done:
+      - UPDATE email SET status = 'sent', done_count = done_count + 1
+        WHERE id = :id
+      - UPDATE batch SET pending = pending - 1 WHERE id = 1
+YAML
+"$ROWQ" -c list.yaml check >list.check 2>&1 || fail "list: check: $(cat list.check)"
+e0=$(executes)
+timeout 30 "$ROWQ" -c list.yaml drain email >list.log 2>&1 || fail "list drain: $(cat list.log)"
+e1=$(executes)
+assert_eq "40 40 1 1" "$(sql_value "SELECT CONCAT_WS(' ', COUNT(*), SUM(done_count),
+    MIN(done_count), MAX(done_count)) FROM email WHERE status = 'sent'")" "list: every row sent once"
+assert_eq 0 "$(sql_value "SELECT pending FROM batch WHERE id = 1")" "list: counted down once a row"
+# Prepared, the lists would be 80 executes; two workers' first-key reads
+# and the check's are a few each.
+assert_le $((e1 - e0)) 20 "list: prepared executes during a 40-row drain"
