@@ -51,6 +51,8 @@ OBJS =	build/backoff.o \
 	build/console_html.o \
 	build/console_http.o \
 	build/console_page.o \
+	build/console_row.o \
+	build/console_search.o \
 	build/console_session.o \
 	build/console_throttle.o \
 	build/cron.o \
@@ -86,6 +88,7 @@ OBJS =	build/backoff.o \
 	build/proc.o \
 	build/prune.o \
 	build/runs.o \
+	build/row_story.o \
 	build/runs_cmd.o \
 	build/prune_daemon.o \
 	build/prune_sql.o \

@@ -6,8 +6,9 @@
 # rows); kept out of make check.
 #
 # Starts its own throwaway MariaDB (tests/lib.sh), as bench/bench.sh does.
-# ROWS children (20,000), consecutive ids in batches of 50 and of 5,000
-# (the hard case: the workers claim neighbours, all of one batch), drained
+# ROWS children (20,000), consecutive ids in batches of 50, of 5,000 and
+# all in one (the hard case: the workers claim neighbours, all of one
+# batch), drained
 # by 2 daemons of 4 workers each (`rowq drain -w 4` twice, side by side),
 # pipe handler bench/okpipe.c, batch 1, against the same rows with no
 # counter (done: the child's UPDATE alone), in turn in each of RUNS
@@ -24,6 +25,8 @@
 QUICK=${BENCH_QUICK:-0}
 RUNS=${BENCH_RUNS:-$([ "$QUICK" = 1 ] && echo 1 || echo 3)}
 ROWS=${BENCH_ROWS:-$([ "$QUICK" = 1 ] && echo 5000 || echo 20000)}
+# Children per batch: 50, 5,000, and all of them in one batch.
+SIZES=${BENCH_SIZES:-"50 5000 $ROWS"}
 MARK_BEGIN='<!-- bench/fanin.sh: begin -->'
 MARK_END='<!-- bench/fanin.sh: end -->'
 START_S=$(date +%s)
@@ -127,7 +130,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	say "round $r of $RUNS"
 	# In turn, and the other way round in every other round, so that
 	# what the machine does meanwhile weighs on both alike.
-	for size in 50 5000; do
+	for size in $SIZES; do
 		if [ $((r % 2)) = 1 ]; then
 			run "plain$size" plain.yaml "$size"
 			run "counter$size" counter.yaml "$size" "plain$size"
@@ -158,7 +161,7 @@ ratios of every round are listed, for the spread.
 | children per batch | no counter | counter | ratio | row lock waits (counter) |
 |---:|---:|---:|---:|---:|
 MD
-for size in 50 5000; do
+for size in $SIZES; do
 	printf '| %s | %s | %s | %s× | %s |\n' "$size" \
 	    "$(median_of "${RESULT[plain$size]}")" \
 	    "$(median_of "${RESULT[counter$size]}")" \
@@ -166,7 +169,7 @@ for size in 50 5000; do
 	    "$(median_of "${WAITS[counter$size]}")" >>section.md
 done
 echo >>section.md
-for size in 50 5000; do
+for size in $SIZES; do
 	echo "Ratios of the rounds, $size per batch:${RATIO[counter$size]}." >>section.md
 done
 echo "When they spread wider than they differ from 1, the machine was too

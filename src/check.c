@@ -391,6 +391,46 @@ check_limit_keys(struct db *db, const struct queue *q,
 }
 
 /*
+ * A trigger on the limit table hides the LAST_INSERT_ID of a rate's take,
+ * which says when its reserved token is due: the workers would start at
+ * once, past the rate.  1 when there is one; seen only where the user
+ * may see the table's triggers.  table: [DATABASE.]TABLE, of an unquoted
+ * identifier's characters (config_field_table).
+ */
+static int
+check_limit_trigger(struct db *db, const struct queue *q, const char *table)
+{
+	const char *dot = strchr(table, '.');
+	struct buf sql = { 0 };
+	struct rowset rs = { 0 };
+	struct column *cols = NULL;
+	size_t ncols = 0;
+	int rc = 0;
+
+	buf_puts(&sql, "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS "
+	    "WHERE EVENT_OBJECT_SCHEMA = ");
+	if (dot != NULL)
+		buf_printf(&sql, "'%.*s'", (int)(dot - table), table);
+	else
+		buf_puts(&sql, "DATABASE()");
+	buf_printf(&sql, " AND EVENT_OBJECT_TABLE = '%s'",
+	    dot != NULL ? dot + 1 : table);
+	if (db_query(db, sql.data, &rs, &cols, &ncols) == DB_OK &&
+	    rs.nrows > 0) {
+		log_error("%s: the limit table %s has a trigger, %s: a "
+		    "trigger's statement hides what a take says of its token "
+		    "(LAST_INSERT_ID), and the workers would start past the "
+		    "rate; drop it (rowq.yaml(5), LIMIT TABLE)", q->limit.where,
+		    table, rs.rows[0].value[0] ? rs.rows[0].value[0] : "");
+		rc = 1;
+	}
+	rowset_free(&rs, ncols);
+	columns_free(cols, ncols);
+	buf_free(&sql);
+	return rc;
+}
+
+/*
  * limit: against the database: the limit table there (or what creating
  * it needs), the take's statements prepared (the server parses them, and
  * runs nothing), and under `rowq check` what the limit costs a claim.
@@ -422,6 +462,8 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 		return 0;
 	}
 	problems += check_limit_statement(db, q, &b);
+	if (l->rate.count > 0)
+		problems += check_limit_trigger(db, q, c.table);
 	limit_sql_gate(&b, &c, &s, q->lease.enabled ? 0 : l->concurrency, 1,
 	    l->rate.count > 0 ? &l->rate : NULL, false);
 	problems += check_limit_statement(db, q, &b);

@@ -1,8 +1,8 @@
 /*
  * console.h: the web console's files (console.c, the supervisor's part
  * and the child; console_http.c, requests; console_page.c and
- * console_html.c, the pages; console_bulk.c, an action on every failed
- * row; console_chart.c, the charts;
+ * console_html.c, the pages; console_row.c, a row's page; console_bulk.c,
+ * an action on every failed row; console_chart.c, the charts;
  * console_auth.c, users and passwords; console_session.c, sessions;
  * console_throttle.c, failed logins), and the per-minute history the
  * supervisor keeps for it (history.c) and the daemons table
@@ -362,7 +362,8 @@ void		 console_not_found(struct console_request *,
 struct rowset;
 void		 console_rows_table(struct buf *, const struct column *,
 		    size_t ncols, const struct rowset *, const char *key_column,
-		    const char *id);
+		    const char *id, const char *link_queue,
+		    const char *link_column);
 
 /* ---- console_failed.c: a queue's failed rows, requeue and discard ---- */
 
@@ -371,6 +372,29 @@ void		 console_failed_page(struct console_request *,
 void		 console_failed_post(struct console_request *,
 		    struct console_reply *, const struct queue *);
 void		 console_failed_api(struct console_request *,
+		    struct console_reply *, const struct queue *);
+
+/* ---- console_row.c: one row's page, what rowq show says ---- */
+
+void		 console_row_page(struct console_request *,
+		    struct console_reply *, const struct queue *);
+void		 console_row_api(struct console_request *,
+		    struct console_reply *, const struct queue *);
+void		 console_row_href(struct buf *, const char *queue,
+		    const char *key, size_t len);
+void		 console_row_link(struct buf *, const char *queue,
+		    const char *key, size_t len, const char *text,
+		    size_t text_len);
+bool		 console_key_binary(struct db *, const char *sql,
+		    const char *key_column);
+void		 console_row_status_link(struct console *, struct buf *,
+		    const struct queue *, const char *key, int *binary);
+void		 console_row_find(struct buf *, const struct queue *,
+		    const char *value);
+
+/* ---- console_search.c: a queue's rows by a column's value ---- */
+
+void		 console_search_page(struct console_request *,
 		    struct console_reply *, const struct queue *);
 
 /* ---- console_group.c: a queue's groups (group_by:) ---- */

@@ -246,7 +246,7 @@ console_failed_page(struct console_request *r, struct console_reply *rep,
 		console_failed_buttons(b, &f);
 	}
 	console_rows_table(b, f.cols, f.ncols, &f.rs, act ? f.key : NULL,
-	    "failed");
+	    "failed", q->name, NULL);
 	if (act)
 		buf_puts(b, "</form>");
 	buf_puts(b, "<div class=\"bar\">");
@@ -263,31 +263,6 @@ console_failed_page(struct console_request *r, struct console_reply *rep,
 	buf_puts(b, "</div>");
 	console_page_end(b);
 	console_failed_free(&f);
-}
-
-/*
- * Whether the key column of failed_select is binary, as its column says
- * (a binary key is bound as a blob, a text key as text).  False when it
- * cannot be read: text, as `rowq requeue` binds every key.
- */
-static bool
-console_failed_key_binary(struct db *db, const struct queue *q,
-    const char *key)
-{
-	struct db_stmt *s;
-	const struct column *cols;
-	size_t ncols;
-	enum db_status st;
-	bool binary = false;
-
-	if ((s = db_prepare(db, q->failed_select.positional, &st)) == NULL)
-		return false;
-	cols = db_stmt_columns(s, &ncols);
-	for (size_t i = 0; i < ncols; i++)
-		if (strcmp(cols[i].name, key) == 0)
-			binary = cols[i].kind == COLUMN_BINARY;
-	db_stmt_free(s);
-	return binary;
 }
 
 /* Whether a form field is a key: key_hex from the page, key from a script. */
@@ -392,7 +367,8 @@ console_failed_confirm(struct console_request *r, struct console_reply *rep,
 /*
  * POST /queue/NAME/failed: action=requeue|discard, key_hex=HEX... (the
  * page's boxes) or key=TEXT... (a script's), or all=1 (with error=TEXT),
- * confirm=1 for more than one row.
+ * confirm=1 for more than one row; back=row: one row's page posted it
+ * (console_row.c), and its page is where the answer goes.
  */
 void
 console_failed_post(struct console_request *r, struct console_reply *rep,
@@ -402,6 +378,8 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 	const char *error = console_form_get(&r->form, "error");
 	bool all = console_form_get(&r->form, "all") != NULL;
 	bool confirmed = console_form_get(&r->form, "confirm") != NULL;
+	const char *back_to = console_form_get(&r->form, "back");
+	bool from_row = back_to != NULL && strcmp(back_to, "row") == 0;
 	const struct failed_action *a = NULL;
 	struct failed_ctx what = { .cfg = (struct config *)r->c->cfg, .q = q };
 	struct requeue_run run;
@@ -444,9 +422,10 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 		goto out;
 	}
 	nkeys = 0;
+	/* A binary key is bound as a blob, a text key as text. */
 	if (console_failed_keys(&r->form, console_failed_key(q) != NULL &&
-	    console_failed_key_binary(what.db, q, console_failed_key(q)), bytes,
-	    values, &nkeys) == -1) {
+	    console_key_binary(what.db, q->failed_select.positional,
+	    console_failed_key(q)), bytes, values, &nkeys) == -1) {
 		console_reply_text(rep, 400, "a key is not as the page gave "
 		    "it: reload the page");
 		goto out;
@@ -466,7 +445,12 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 	    detail.data ?
 	    detail.data : "");
 	console_view_stale(r->c);
-	console_failed_href(&back, q->name, error, 0);
+	/* From a row's page (one key_hex, back=row): back to it. */
+	if (from_row && nkeys == 1 && values[0].len > 0 &&
+	    console_form_get(&r->form, "key_hex") != NULL)
+		console_row_href(&back, q->name, values[0].s, values[0].len);
+	else
+		console_failed_href(&back, q->name, error, 0);
 	buf_printf(&back, "%sdid=%s&n=%llu", strchr(back.data, '?') ? "&" : "?",
 	    a->done, run.done);
 	console_redirect(rep, back.data);

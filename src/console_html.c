@@ -35,6 +35,7 @@ const char console_css[] =
 "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}\n"
 "td.v{font-family:ui-monospace,monospace;font-size:13px;white-space:pre-wrap;"
 "word-break:break-all;max-width:40em}\n"
+"table.row{width:auto;min-width:30em}table.row th{width:12em}\n"
 ".bad{color:#b42318;font-weight:600}.ok{color:#067647}.muted{color:#6b7785}\n"
 ".tag{display:inline-block;padding:0 .45em;border-radius:.6em;"
 "font-size:12px;background:#fde7c7;color:#7a4a00}\n"

@@ -1,7 +1,8 @@
 /*
  * console_page.c: the console's pages and what they post: the login,
  * Queues, a queue, Daemons, Actions, the JSON under /api/, and the
- * queue's pause, resume and wake (the failed rows are console_failed.c's).
+ * queue's pause, resume and wake (the failed rows are console_failed.c's,
+ * a row's page console_row.c's).
  * Each page is HTML written on the server, every value escaped
  * (console_html), in the words `rowq status` uses.
  *
@@ -17,6 +18,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 /* A queue's first rows shown, and its failures. */
@@ -330,10 +332,15 @@ console_queues(struct console_request *r, struct console_reply *rep)
 
 /* ---- a queue ---- */
 
-/* Rows of a statement's result as a table, every value escaped. */
+/*
+ * Rows of a statement's result as a table, every value escaped; with
+ * key_column, a box a row that posts its key; with link_queue, the cell
+ * of link_column (NULL: the first column) a link to the row's page.
+ */
 void
 console_rows_table(struct buf *b, const struct column *cols, size_t ncols,
-    const struct rowset *rs, const char *key_column, const char *id)
+    const struct rowset *rs, const char *key_column, const char *id,
+    const char *link_queue, const char *link_column)
 {
 	buf_printf(b, "<table id=\"%s\"><tr>", id);
 	if (key_column != NULL)
@@ -366,11 +373,22 @@ console_rows_table(struct buf *b, const struct column *cols, size_t ncols,
 				break;
 			}
 		for (size_t c = 0; c < ncols; c++) {
+			bool link = link_queue != NULL &&
+			    row->value[c] != NULL && (link_column == NULL ?
+			    c == 0 : strcasecmp(cols[c].name, link_column) ==
+			    0);
+			char n[32];
 			buf_puts(b, "<td class=\"v\">");
+			snprintf(n, sizeof(n), "(%zu bytes)", row->len[c]);
 			if (row->value[c] == NULL)
 				buf_puts(b, "<span class=\"muted\">NULL</span>");
+			else if (link)
+				console_row_link(b, link_queue, row->value[c],
+				    row->len[c], cols[c].kind == COLUMN_BINARY ?
+				    n : row->value[c], cols[c].kind ==
+				    COLUMN_BINARY ? strlen(n) : row->len[c]);
 			else if (cols[c].kind == COLUMN_BINARY)
-				buf_printf(b, "(%zu bytes)", row->len[c]);
+				buf_puts(b, n);
 			else
 				console_html_n(b, row->value[c], row->len[c]);
 			buf_puts(b, "</td>");
@@ -386,7 +404,7 @@ console_rows_table(struct buf *b, const struct column *cols, size_t ncols,
  */
 static void
 console_read_table(struct console *c, struct buf *b, const char *sql,
-    int n, const char *id)
+    int n, const char *id, const char *link_queue, const char *link_column)
 {
 	struct db *db = console_db(c);
 	struct buf q = { 0 };
@@ -413,18 +431,22 @@ console_read_table(struct console *c, struct buf *b, const char *sql,
 	} else if (rs.nrows == 0)
 		buf_puts(b, "<p class=\"muted\">None.</p>");
 	else
-		console_rows_table(b, cols, ncols, &rs, NULL, id);
+		console_rows_table(b, cols, ncols, &rs, NULL, id, link_queue,
+		    link_column);
 	rowset_free(&rs, ncols);
 	db_stmt_free(s);
 	buf_free(&q);
 }
 
 static void
-console_workers(struct buf *b, const struct console_view *v, const char *queue)
+console_workers(struct console *c, struct buf *b, const struct console_view *v,
+    const struct queue *q)
 {
+	const char *queue = q->name;
 	const struct line *w;
 	size_t i = 0;
 	bool any = false;
+	int binary = -1;
 
 	buf_puts(b, "<table id=\"workers\"><tr><th>Worker</th><th>Pid</th>"
 	    "<th>State</th><th>Row</th><th class=\"n\">Try</th><th>For</th>"
@@ -442,7 +464,8 @@ console_workers(struct buf *b, const struct console_view *v, const char *queue)
 		if (strcmp(status_live_value(w, "retiring"), "1") == 0)
 			buf_puts(b, " (retiring)");
 		buf_puts(b, "</td><td class=\"v\">");
-		console_html(b, status_live_value(w, "key"));
+		console_row_status_link(c, b, q, status_live_value(w, "key"),
+		    &binary);
 		buf_puts(b, "</td><td class=\"n\">");
 		console_html(b, status_live_value(w, "attempt"));
 		buf_puts(b, "</td><td>");
@@ -529,24 +552,25 @@ console_queue(struct console_request *r, struct console_reply *rep,
 	buf_puts(b, "</td>");
 	console_num_cell(b, sq->db_ok, sq->db.failed, NULL);
 	buf_puts(b, "</tr></table>");
+	console_row_find(b, q, NULL);
 	buf_puts(b, "<h2>The last hour</h2>");
 	if (r->c->history != NULL && history_read(r->c->history, q->name, &h))
 		console_chart(b, &h, wall_ms() / 60000, false);
 	else
 		buf_puts(b, "<p class=\"muted\">No history yet.</p>");
 	buf_puts(b, "<h2>In progress on this daemon</h2>");
-	console_workers(b, v, q->name);
+	console_workers(r->c, b, v, q);
 	console_groups(r->c, b, q);
 	buf_printf(b, "<h2>The next rows (the first %d its select finds, read "
 	    "without locks)</h2>", CONSOLE_NEXT_ROWS);
 	console_read_table(r->c, b, q->select.positional, CONSOLE_NEXT_ROWS,
-	    "next");
+	    "next", q->name, q->key_column);
 	if (q->failed_select.text != NULL) {
 		buf_puts(b, "<h2>Latest failures <a href=\"");
 		console_queue_href(b, q->name, "/failed");
 		buf_puts(b, "\" id=\"failed-link\">(all failed rows)</a></h2>");
 		console_read_table(r->c, b, q->failed_select.positional,
-		    CONSOLE_LATEST_FAILED, "latest-failed");
+		    CONSOLE_LATEST_FAILED, "latest-failed", q->name, NULL);
 	}
 	buf_puts(b, "<h2>Statements</h2>");
 	console_statement(b, "select", &q->select);
@@ -658,7 +682,8 @@ console_actions(struct console_request *r, struct console_reply *rep)
 	buf_puts(b, "<h1>Actions</h1>");
 	if (r->role == CONSOLE_OPERATOR)
 		buf_puts(b, "<p>Pause, resume and wake a queue from its page; "
-		    "requeue and discard from its failed rows.</p>");
+		    "requeue and discard from its failed rows or a failed "
+		    "row's page.</p>");
 	else
 		buf_puts(b, "<p>A viewer sees; an operator acts.</p>");
 	buf_puts(b, "<h2>Done through this console since it started</h2>"
@@ -771,7 +796,7 @@ console_static(struct console_reply *rep, const char *text, const char *type)
 	rep->cacheable = true;
 }
 
-/* The queue's pages: /queue/NAME[/failed|/pause|/resume|/wake]. */
+/* The queue's pages: /queue/NAME[/failed|/row|/search|/pause|/resume|/wake]. */
 static void
 console_route_queue(struct console_request *r, struct console_reply *rep,
     const char *path, bool api)
@@ -795,12 +820,18 @@ console_route_queue(struct console_request *r, struct console_reply *rep,
 		console_failed_api(r, rep, sq->q);
 	else if (api && !post && strcmp(rest, "/groups") == 0)
 		console_groups_api(r, rep, sq->q);
+	else if (api && !post && strcmp(rest, "/row") == 0)
+		console_row_api(r, rep, sq->q);
 	else if (api)
 		console_not_found(r, rep, "No such API.");
 	else if (*rest == '\0' && !post)
 		console_queue(r, rep, sq);
 	else if (strcmp(rest, "/failed") == 0)
 		(post ? console_failed_post : console_failed_page)(r, rep, sq->q);
+	else if (strcmp(rest, "/row") == 0 && !post)
+		console_row_page(r, rep, sq->q);
+	else if (strcmp(rest, "/search") == 0 && !post)
+		console_search_page(r, rep, sq->q);
 	else if (post && (strcmp(rest, "/pause") == 0 ||
 	    strcmp(rest, "/resume") == 0 || strcmp(rest, "/wake") == 0))
 		console_queue_post(r, rep, sq, rest + 1);

@@ -309,13 +309,6 @@ limit_ahead_tokens(const struct limit_ctx *c, const struct limit_rate *r)
 
 	if (c->q->lease.enabled || r->count <= 0 || r->period_ms <= 0)
 		return 0;
-	/*
-	 * Not where a take takes a millisecond's tokens at once: with both,
-	 * 2 daemons of 2 workers at 2000/1s, burst 10, started up to 2,292
-	 * handlers in a second (621_limit_rate_reserve.sh), past the bound.
-	 */
-	if (limit_reserve_size(r) > 1)
-		return 0;
 	n = (double)r->count * LIMIT_AHEAD_MS / (double)r->period_ms;
 	/* Far more than any fleet's workers reserve at once. */
 	return n > LIMIT_AHEAD_MAX ? LIMIT_AHEAD_MAX : (int)n;

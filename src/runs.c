@@ -226,3 +226,120 @@ runs_prune(struct db *db, const struct queue *q, struct stopper *stopper,
 	buf_free(&sql);
 	return rc;
 }
+
+/* The columns of enum R_*, in their order. */
+#define RUNS_SELECT \
+	"SELECT row_key, attempt, outcome, reason, exit_status, " \
+	"DATE_FORMAT(started, '%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ') AS started_at, " \
+	"duration_ms, host, worker, pid, error, trace_id, " \
+	"DATE_FORMAT(finished, '%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ') AS finished_at, " \
+	"id FROM %s"
+
+/*
+ * The runs f asks for, oldest first (the newest f->limit of them), into
+ * rs, R_NCOLS columns a row, by a plain read, which locks nothing; the
+ * transaction ends after it.  A missing table is no run.  Returns 0, or
+ * -1 (logged).  `rowq runs`, `rowq show` and the console's row page read
+ * the run log here.
+ */
+int
+runs_read(struct db *db, const struct queue *q, const struct runs_filter *f,
+    struct rowset *rs)
+{
+	struct buf sql = { 0 };
+	struct value v[3];
+	size_t nv = 0;
+	enum db_status st;
+	struct db_stmt *s;
+	int rc = 0;
+
+	buf_printf(&sql, "SELECT * FROM (" RUNS_SELECT " WHERE queue = '%s'",
+	    runs_table(q), q->name);
+	if (f->key != NULL) {
+		buf_puts(&sql, " AND row_key = ?");
+		v[nv++] = (struct value){ .type = VALUE_BLOB, .s = f->key,
+		    .len = f->key_len };
+	}
+	if (f->outcome != NULL) {
+		buf_puts(&sql, " AND outcome = ?");
+		v[nv++] = (struct value){ .type = VALUE_TEXT, .s = f->outcome,
+		    .len = strlen(f->outcome) };
+	}
+	if (f->since_ms > 0)
+		buf_printf(&sql, " AND finished >= UTC_TIMESTAMP(6) - "
+		    "INTERVAL %lld SECOND", (long long)(f->since_ms / 1000));
+	buf_printf(&sql, " ORDER BY finished DESC, id DESC LIMIT %ld) AS r "
+	    "ORDER BY finished_at, id", f->limit);
+	if ((s = db_prepare(db, sql.data, &st)) == NULL) {
+		if (!db_no_such_table(db)) {
+			log_error("the run log %s: %s", runs_table(q),
+			    db_error(db));
+			rc = -1;
+		}
+	} else if (db_stmt_fetch_all(s, v, nv, rs) != DB_OK) {
+		log_error("the run log %s: %s", runs_table(q), db_error(db));
+		rc = -1;
+	}
+	db_stmt_free(s);
+	(void)db_rollback(db);
+	buf_free(&sql);
+	return rc;
+}
+
+/* A run's column as text: "" for NULL. */
+const char *
+runs_v(const struct row *r, int column)
+{
+	return r->value[column] != NULL ? r->value[column] : "";
+}
+
+/* Text that may hold any byte, for JSON: as a string when it is text. */
+void
+runs_json_text(struct buf *b, const char *name, const char *s, size_t n)
+{
+	buf_printf(b, ",\"%s\":", name);
+	if (s == NULL)
+		buf_puts(b, "null");
+	else
+		json_string(b, s, n);
+}
+
+/* One run as a JSON object, `rowq runs --json`'s. */
+static void
+runs_json_one(struct buf *b, const struct row *r)
+{
+	buf_printf(b, "{\"try\":%s,\"outcome\":", runs_v(r, R_TRY));
+	json_string(b, runs_v(r, R_OUTCOME), strlen(runs_v(r, R_OUTCOME)));
+	buf_puts(b, ",\"started\":");
+	json_string(b, runs_v(r, R_STARTED), strlen(runs_v(r, R_STARTED)));
+	buf_puts(b, ",\"finished\":");
+	json_string(b, runs_v(r, R_FINISHED), strlen(runs_v(r, R_FINISHED)));
+	buf_printf(b, ",\"duration_ms\":%s", runs_v(r, R_DURATION));
+	runs_json_text(b, "host", r->value[R_HOST], r->len[R_HOST]);
+	buf_printf(b, ",\"worker\":%s,\"pid\":%s", runs_v(r, R_WORKER),
+	    runs_v(r, R_PID));
+	buf_printf(b, ",\"exit_status\":%s", r->value[R_EXIT] != NULL ?
+	    r->value[R_EXIT] : "null");
+	runs_json_text(b, "reason", runs_v(r, R_REASON),
+	    strlen(runs_v(r, R_REASON)));
+	runs_json_text(b, "error", r->value[R_ERROR], r->len[R_ERROR]);
+	runs_json_text(b, "trace_id", r->value[R_TRACE],
+	    r->value[R_TRACE] ? r->len[R_TRACE] : 0);
+	runs_json_text(b, "key", row_story_printable(r->value[R_KEY],
+	    r->len[R_KEY]) ? r->value[R_KEY] : NULL, r->len[R_KEY]);
+	buf_puts(b, ",\"key_hex\":\"");
+	buf_put_hex(b, r->value[R_KEY], r->len[R_KEY]);
+	buf_puts(b, "\"}");
+}
+
+/* The runs of rs as a JSON array, oldest first. */
+void
+runs_json_list(struct buf *b, const struct rowset *rs)
+{
+	buf_putc(b, '[');
+	for (size_t i = 0; i < rs->nrows; i++) {
+		buf_puts(b, i ? ",\n" : "\n");
+		runs_json_one(b, &rs->rows[i]);
+	}
+	buf_puts(b, rs->nrows ? "\n]" : "]");
+}

@@ -1,12 +1,15 @@
 /*
- * runs.h: the run log (runs:) --- its table, its rows as text, its prune
- * --- for the workers that write it (worker_runs.c), the pruner, and
- * `rowq runs` and `rowq show`.
+ * runs.h: the run log (runs:) --- its table, its rows as text, its prune,
+ * its read --- for the workers that write it (worker_runs.c), the pruner,
+ * `rowq runs` and `rowq show`; and one row's story (row_story.c), for
+ * `rowq show` and the console's row page.
  */
 #ifndef ROWQ_RUNS_H
 #define ROWQ_RUNS_H
 
 #include "rowq.h"
+#include "db.h"
+#include "commands.h"
 
 /* ---- runs.c: the run log's table, its rows as text, its prune ---- */
 
@@ -41,12 +44,63 @@ struct run_rec {
 	bool		 if_changed;
 };
 
-struct db;
+#define RUNS_LIMIT_DEFAULT	1000	/* runs read unless told */
+#define RUNS_LIMIT_MAX		100000
+
+/* The columns runs_read reads, in this order. */
+enum { R_KEY, R_TRY, R_OUTCOME, R_REASON, R_EXIT, R_STARTED, R_DURATION,
+    R_HOST, R_WORKER, R_PID, R_ERROR, R_TRACE, R_FINISHED, R_ID, R_NCOLS };
+
+/* Which runs runs_read reads. */
+struct runs_filter {
+	const char	*key;		/* its bytes; NULL: every key */
+	size_t		 key_len;
+	int64_t		 since_ms;	/* 0: all */
+	const char	*outcome;	/* NULL: all */
+	long		 limit;
+};
+
 const char *runs_table(const struct queue *);
 int	 runs_ensure(struct db *, const struct queue *);
 void	 runs_values(struct buf *, const struct run_rec *);
 void	 runs_insert_head(struct buf *, const struct queue *);
 int	 runs_prune(struct db *, const struct queue *, struct stopper *,
 	    unsigned long long *rows, char *err, size_t errlen);
+int	 runs_read(struct db *, const struct queue *,
+	    const struct runs_filter *, struct rowset *);
+const char *runs_v(const struct row *, int column);
+void	 runs_json_text(struct buf *, const char *name, const char *,
+	    size_t);
+void	 runs_json_list(struct buf *, const struct rowset *);
+
+/* ---- row_story.c: one row's story, for `rowq show` and the console ---- */
+
+/* One select's view of the row: its columns, and the row if it is there. */
+struct row_view {
+	const struct column	*cols;
+	size_t			 ncols;
+	struct rowset		 rs;
+	struct db_stmt		*stmt;
+	bool			 read;		/* the select could be read */
+	char			 why[300];	/* why not */
+};
+
+struct row_story {
+	const struct queue	*q;
+	struct row_view		 sel;		/* the queue's select */
+	struct row_view		 failed;	/* failed_select:; read: false */
+	struct rowset		 runs;		/* R_NCOLS columns, oldest first */
+	bool			 runs_ok;	/* false: the log failed (logged) */
+	const struct line	*running;	/* the live line; NULL: not here */
+	const char		*state;		/* running, waiting, failed, ... */
+	long long		 lost;		/* tries without a run; -1 */
+};
+
+void	 row_story_read(struct row_story *, struct db *, const struct queue *,
+	    const char *key, size_t key_len, bool hex, const struct live *);
+void	 row_story_free(struct row_story *);
+bool	 row_story_printable(const char *, size_t);
+void	 row_story_json(struct buf *, const char *queue, const char *key,
+	    size_t key_len, const struct row_story *, const struct live *);
 
 #endif /* ROWQ_RUNS_H */

@@ -1,9 +1,10 @@
 /*
  * runs_cmd.c: `rowq runs` lists a queue's runs (runs.c), and `rowq show`
- * tells one row's story: the row as the select sees it now, or that it
- * returns it no more; whether a worker of this daemon runs it now (its
- * status socket, as `rowq status` reads it); whether it is in the failed
- * set (failed_select:); and its runs.  Every read is a plain one, which
+ * tells one row's story (row_story.c, which the console's row page reads
+ * too): the row as the select sees it now, or that it returns it no
+ * more; whether a worker of this daemon runs it now (its status socket,
+ * as `rowq status` reads it); whether it is in the failed set
+ * (failed_select:); and its runs.  Every read is a plain one, which
  * locks no row, and the transaction ends after it.
  *
  * A key is given as its bytes, or with --hex as hex digits (a binary key,
@@ -16,20 +17,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-#define RUNS_LIMIT_DEFAULT	1000
-#define RUNS_LIMIT_MAX		100000
-
-/* The columns read, in this order; R_* name them. */
-#define RUNS_SELECT \
-	"SELECT row_key, attempt, outcome, reason, exit_status, " \
-	"DATE_FORMAT(started, '%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ') AS started_at, " \
-	"duration_ms, host, worker, pid, error, trace_id, " \
-	"DATE_FORMAT(finished, '%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ') AS finished_at, " \
-	"id FROM %s"
-enum { R_KEY, R_TRY, R_OUTCOME, R_REASON, R_EXIT, R_STARTED, R_DURATION,
-    R_HOST, R_WORKER, R_PID, R_ERROR, R_TRACE, R_FINISHED, R_ID, R_NCOLS };
 
 /* What the command line asked for. */
 struct runs_args {
@@ -59,52 +46,17 @@ runs_unhex(const char *s, char **out, size_t *len)
 	return 0;
 }
 
-static void
-runs_hex_text(struct buf *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		buf_printf(b, "%02x", (unsigned char)s[i]);
-}
-
-/* Whether bytes read as text as they are: UTF-8, no control character. */
-static bool
-runs_printable(const char *s, size_t n)
-{
-	struct buf b = { 0 };
-	bool ok;
-
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return false;
-	buf_append(&b, s, n);
-	utf8_sanitize(&b);
-	ok = b.len == n && memcmp(b.data ? b.data : "", s, n) == 0;
-	buf_free(&b);
-	return ok;
-}
-
 /* A key, an error, a host for the terminal: as it is, or x'hex'. */
 static void
 runs_shown(struct buf *b, const char *s, size_t n)
 {
-	if (runs_printable(s, n))
+	if (row_story_printable(s, n))
 		buf_append(b, s, n);
 	else {
 		buf_puts(b, "x'");
-		runs_hex_text(b, s, n);
+		buf_put_hex(b, s, n);
 		buf_puts(b, "'");
 	}
-}
-
-/* Text that may hold any byte, for JSON: as a string when it is text. */
-static void
-runs_json_text(struct buf *b, const char *name, const char *s, size_t n)
-{
-	buf_printf(b, ",\"%s\":", name);
-	if (s == NULL)
-		buf_puts(b, "null");
-	else
-		json_string(b, s, n);
 }
 
 static int
@@ -181,97 +133,15 @@ runs_parse(int argc, char **argv, struct runs_args *a, bool show)
 
 /* ---- reading ---- */
 
-/*
- * The runs asked for, oldest first (the newest limit of them), into rs.
- * A missing table is no run.  Returns 0, or -1 (logged).
- */
+/* The runs a asks for, into rs: runs_read's contract. */
 static int
-runs_read(struct db *db, const struct queue *q, const struct runs_args *a,
-    struct rowset *rs)
+runs_args_read(struct db *db, const struct queue *q,
+    const struct runs_args *a, struct rowset *rs)
 {
-	struct buf sql = { 0 };
-	struct value v[3];
-	size_t nv = 0;
-	enum db_status st;
-	struct db_stmt *s;
-	int rc = 0;
+	struct runs_filter f = { .key = a->key, .key_len = a->key_len,
+	    .since_ms = a->since_ms, .outcome = a->outcome, .limit = a->limit };
 
-	buf_printf(&sql, "SELECT * FROM (" RUNS_SELECT " WHERE queue = '%s'",
-	    runs_table(q), q->name);
-	if (a->key != NULL) {
-		buf_puts(&sql, " AND row_key = ?");
-		v[nv++] = (struct value){ .type = VALUE_BLOB, .s = a->key,
-		    .len = a->key_len };
-	}
-	if (a->outcome != NULL) {
-		buf_puts(&sql, " AND outcome = ?");
-		v[nv++] = (struct value){ .type = VALUE_TEXT, .s = a->outcome,
-		    .len = strlen(a->outcome) };
-	}
-	if (a->since_ms > 0)
-		buf_printf(&sql, " AND finished >= UTC_TIMESTAMP(6) - "
-		    "INTERVAL %lld SECOND", (long long)(a->since_ms / 1000));
-	buf_printf(&sql, " ORDER BY finished DESC, id DESC LIMIT %ld) AS r "
-	    "ORDER BY finished_at, id", a->limit);
-	if ((s = db_prepare(db, sql.data, &st)) == NULL) {
-		if (!db_no_such_table(db)) {
-			log_error("the run log %s: %s", runs_table(q),
-			    db_error(db));
-			rc = -1;
-		}
-	} else if (db_stmt_fetch_all(s, v, nv, rs) != DB_OK) {
-		log_error("the run log %s: %s", runs_table(q), db_error(db));
-		rc = -1;
-	}
-	db_stmt_free(s);
-	(void)db_rollback(db);
-	buf_free(&sql);
-	return rc;
-}
-
-static const char *
-runs_v(const struct row *r, int i)
-{
-	return r->value[i] != NULL ? r->value[i] : "";
-}
-
-/* One run as a JSON object. */
-static void
-runs_json_one(struct buf *b, const struct row *r)
-{
-	buf_printf(b, "{\"try\":%s,\"outcome\":", runs_v(r, R_TRY));
-	json_string(b, runs_v(r, R_OUTCOME), strlen(runs_v(r, R_OUTCOME)));
-	buf_puts(b, ",\"started\":");
-	json_string(b, runs_v(r, R_STARTED), strlen(runs_v(r, R_STARTED)));
-	buf_puts(b, ",\"finished\":");
-	json_string(b, runs_v(r, R_FINISHED), strlen(runs_v(r, R_FINISHED)));
-	buf_printf(b, ",\"duration_ms\":%s", runs_v(r, R_DURATION));
-	runs_json_text(b, "host", r->value[R_HOST], r->len[R_HOST]);
-	buf_printf(b, ",\"worker\":%s,\"pid\":%s", runs_v(r, R_WORKER),
-	    runs_v(r, R_PID));
-	buf_printf(b, ",\"exit_status\":%s", r->value[R_EXIT] != NULL ?
-	    r->value[R_EXIT] : "null");
-	runs_json_text(b, "reason", runs_v(r, R_REASON),
-	    strlen(runs_v(r, R_REASON)));
-	runs_json_text(b, "error", r->value[R_ERROR], r->len[R_ERROR]);
-	runs_json_text(b, "trace_id", r->value[R_TRACE],
-	    r->value[R_TRACE] ? r->len[R_TRACE] : 0);
-	runs_json_text(b, "key", runs_printable(r->value[R_KEY],
-	    r->len[R_KEY]) ? r->value[R_KEY] : NULL, r->len[R_KEY]);
-	buf_puts(b, ",\"key_hex\":\"");
-	runs_hex_text(b, r->value[R_KEY], r->len[R_KEY]);
-	buf_puts(b, "\"}");
-}
-
-static void
-runs_json_list(struct buf *b, const struct rowset *rs)
-{
-	buf_putc(b, '[');
-	for (size_t i = 0; i < rs->nrows; i++) {
-		buf_puts(b, i ? ",\n" : "\n");
-		runs_json_one(b, &rs->rows[i]);
-	}
-	buf_puts(b, rs->nrows ? "\n]" : "]");
+	return runs_read(db, q, &f, rs);
 }
 
 /* The runs as a table, the key in it when they are of several keys. */
@@ -344,7 +214,7 @@ runs_command(const char *path, int argc, char **argv)
 		free(a.key);
 		return rc;
 	}
-	if (runs_read(what.db, what.q, &a, &rs) == -1)
+	if (runs_args_read(what.db, what.q, &a, &rs) == -1)
 		rc = ROWQ_EXIT_FAILURE;
 	else if (a.json) {
 		runs_json_list(&out, &rs);
@@ -361,213 +231,20 @@ runs_command(const char *path, int argc, char **argv)
 
 /* ---- rowq show ---- */
 
-/* One select's view of the row: its columns and the row, if it is there. */
-struct show_view {
-	const struct column	*cols;
-	size_t			 ncols;
-	struct rowset		 rs;
-	struct db_stmt		*stmt;
-	bool			 read;		/* the select could be read */
-	char			 why[300];	/* why not */
-};
-
-/*
- * The row of key in a select (the queue's, or failed_select:), read as a
- * derived table with the key's column compared to the key: a plain read,
- * which locks nothing.  The key column is the select's first, or key:.
- */
 static void
-show_read(struct db *db, const char *select, const char *key_column,
-    const struct runs_args *a, struct show_view *v)
-{
-	struct buf sql = { 0 };
-	struct value k = { .type = VALUE_BLOB, .s = a->key, .len = a->key_len };
-	enum db_status st;
-	struct db_stmt *probe;
-	const struct column *cols;
-	size_t ncols;
-
-	memset(v, 0, sizeof(*v));
-	if (key_column == NULL) {
-		/* The select's first column: ask the server its name. */
-		if ((probe = db_prepare(db, select, &st)) == NULL) {
-			snprintf(v->why, sizeof(v->why), "%s", db_error(db));
-			return;
-		}
-		cols = db_stmt_columns(probe, &ncols);
-		if (ncols > 0)
-			buf_puts(&sql, cols[0].name);
-		db_stmt_free(probe);
-		key_column = sql.data;
-	}
-	struct buf q = { 0 };
-	buf_printf(&q, "SELECT * FROM (\n%s\n) AS rowq_show WHERE rowq_show.",
-	    select);
-	failed_quote(&q, key_column != NULL ? key_column : "");
-	buf_puts(&q, " = ? LIMIT 2");
-	if ((v->stmt = db_prepare(db, q.data, &st)) == NULL)
-		snprintf(v->why, sizeof(v->why), "%s", db_error(db));
-	else {
-		v->cols = db_stmt_columns(v->stmt, &v->ncols);
-		if (db_stmt_fetch_all(v->stmt, &k, 1, &v->rs) != DB_OK)
-			snprintf(v->why, sizeof(v->why), "%s", db_error(db));
-		else
-			v->read = true;
-	}
-	(void)db_rollback(db);
-	buf_free(&q);
-	buf_free(&sql);
-}
-
-static void
-show_view_free(struct show_view *v)
-{
-	rowset_free(&v->rs, v->ncols);
-	db_stmt_free(v->stmt);
-	memset(v, 0, sizeof(*v));
-}
-
-/* The key as the daemon's status says it: binary keys in hex. */
-static void
-show_status_key(const struct show_view *v, const struct queue *q,
-    const struct runs_args *a, struct buf *b)
-{
-	bool binary = false;
-
-	for (size_t c = 0; v->read && c < v->ncols; c++)
-		if (q->key_column == NULL ? c == 0 :
-		    strcasecmp(v->cols[c].name, q->key_column) == 0)
-			binary = v->cols[c].kind == COLUMN_BINARY;
-
-	buf_reset(b);
-	buf_append(b, "", 0);
-	if (binary || a->hex)
-		runs_hex_text(b, a->key, a->key_len);
-	else
-		buf_append(b, a->key, a->key_len);
-}
-
-/* The worker of this daemon that runs the row now, or NULL. */
-static const struct line *
-show_running(const struct live *lv, const struct queue *q, const char *key)
-{
-	const struct line *l;
-	size_t i = 0;
-
-	while ((l = status_live_find(lv, "worker", q->name, &i)) != NULL)
-		if (strcmp(status_live_value(l, "state"), "busy") == 0 &&
-		    strcmp(status_live_value(l, "key"), key) == 0)
-			return l;
-	return NULL;
-}
-
-/*
- * Tries that ended with no run: the tries the row has had (its attempts
- * column, when a select returns it, or else the highest try of its runs)
- * less its runs.  In lease mode the claim commits, and usually counts
- * the try, before the handler runs: a try whose outcome then rolled back
- * shows here, and as a gap in the runs' try numbers.  -1: unknown.
- */
-static long long
-show_lost_tries(const struct show_view *v, const struct queue *q,
-    const struct rowset *runs)
-{
-	const char *col = q->retry.attempts_column;
-	long long tries = 0, n = 0;
-
-	for (size_t i = 0; i < runs->nrows; i++) {
-		const char *o = runs_v(&runs->rows[i], R_OUTCOME);
-		if (strcmp(o, "none") == 0)
-			continue;
-		n++;
-		if (atoll(runs_v(&runs->rows[i], R_TRY)) > tries)
-			tries = atoll(runs_v(&runs->rows[i], R_TRY));
-	}
-	for (size_t c = 0; col != NULL && v->read && v->rs.nrows > 0 &&
-	    c < v->ncols; c++)
-		if (strcasecmp(v->cols[c].name, col) == 0 &&
-		    v->rs.rows[0].value[c] != NULL &&
-		    atoll(v->rs.rows[0].value[c]) > tries)
-			tries = atoll(v->rs.rows[0].value[c]);
-	if (tries == 0 && n == 0)
-		return -1;
-	return tries > n ? tries - n : 0;
-}
-
-/* What the row is now, in one word. */
-static const char *
-show_state(const struct show_view *sel, const struct show_view *failed,
-    const struct line *running, const struct rowset *runs)
-{
-	const struct row *last = runs->nrows ? &runs->rows[runs->nrows - 1] :
-	    NULL;
-
-	if (running != NULL)
-		return "running";
-	if (sel->read && sel->rs.nrows > 0)
-		return "waiting";
-	if (failed->read && failed->rs.nrows > 0)
-		return "failed";
-	if (last != NULL && strcmp(runs_v(last, R_OUTCOME), "done") == 0)
-		return "done";
-	if (last != NULL && strcmp(runs_v(last, R_OUTCOME), "failed") == 0)
-		return "failed";
-	return "gone";
-}
-
-static void
-show_json(const struct runs_args *a, const char *state,
-    const struct show_view *sel, const struct show_view *failed,
-    const struct line *running, const struct live *lv, long long lost,
-    const struct rowset *runs)
+show_json(const struct runs_args *a, const struct row_story *s,
+    const struct live *lv)
 {
 	struct buf b = { 0 };
 
-	buf_puts(&b, "{\"queue\":");
-	json_string(&b, a->queue, strlen(a->queue));
-	runs_json_text(&b, "key", runs_printable(a->key, a->key_len) ? a->key :
-	    NULL, a->key_len);
-	buf_puts(&b, ",\"key_hex\":\"");
-	runs_hex_text(&b, a->key, a->key_len);
-	buf_printf(&b, "\",\"state\":\"%s\",\"in_select\":%s,\"row\":", state,
-	    sel->read && sel->rs.nrows > 0 ? "true" : "false");
-	if (sel->read && sel->rs.nrows > 0)
-		json_row(&b, sel->cols, sel->ncols, &sel->rs.rows[0]);
-	else
-		buf_puts(&b, "null");
-	buf_printf(&b, ",\"in_failed\":%s", !failed->read ? "null" :
-	    failed->rs.nrows > 0 ? "true" : "false");
-	buf_puts(&b, ",\"running\":");
-	if (running != NULL) {
-		const struct line *d;
-		size_t i = 0;
-		d = status_live_find(lv, "daemon", NULL, &i);
-		buf_printf(&b, "{\"worker\":%s,\"pid\":%s,\"for_s\":%s,"
-		    "\"attempt\":%s,\"daemon_pid\":",
-		    status_live_value(running, "number"),
-		    status_live_value(running, "pid"),
-		    status_live_value(running, "for"),
-		    *status_live_value(running, "attempt") ?
-		    status_live_value(running, "attempt") : "null");
-		json_string(&b, status_live_value(d, "pid"),
-		    strlen(status_live_value(d, "pid")));
-		buf_puts(&b, "}");
-	} else
-		buf_puts(&b, "null");
-	runs_json_text(&b, "status_error", *lv->error ? lv->error : NULL,
-	    strlen(lv->error));
-	if (lost >= 0)
-		buf_printf(&b, ",\"tries_without_run\":%lld", lost);
-	buf_puts(&b, ",\"runs\":");
-	runs_json_list(&b, runs);
-	buf_puts(&b, "}");
+	row_story_json(&b, a->queue, a->key, a->key_len, s, lv);
 	printf("%s\n", b.data);
 	buf_free(&b);
 }
 
 /* The row's columns, one a line. */
 static void
-show_row_lines(const struct show_view *v)
+show_row_lines(const struct row_view *v)
 {
 	struct buf line = { 0 };
 
@@ -585,15 +262,15 @@ show_row_lines(const struct show_view *v)
 }
 
 static void
-show_text(const struct runs_args *a, const char *state,
-    const struct show_view *sel, const struct show_view *failed,
-    const struct line *running, const struct live *lv, long long lost,
-    const struct rowset *runs)
+show_text(const struct runs_args *a, const struct row_story *s,
+    const struct live *lv)
 {
+	const struct row_view *sel = &s->sel, *failed = &s->failed;
+	const struct line *running = s->running;
 	struct buf k = { 0 };
 
 	runs_shown(&k, a->key, a->key_len);
-	printf("%s %s: %s\n", a->queue, k.data, state);
+	printf("%s %s: %s\n", a->queue, k.data, s->state);
 	if (running != NULL)
 		printf("running: worker %s (pid %s) of this daemon, try %s, for "
 		    "%ss\n", status_live_value(running, "number"),
@@ -618,13 +295,13 @@ show_text(const struct runs_args *a, const char *state,
 		show_row_lines(failed);
 	} else if (failed->read)
 		printf("failed_select: does not return it\n");
-	if (lost > 0)
+	if (s->lost > 0)
 		printf("tries without a run: %lld (their transaction rolled "
 		    "back: a worker or the database died, or the link was "
-		    "lost)\n", lost);
-	printf("runs: %zu\n", runs->nrows);
-	if (runs->nrows > 0)
-		runs_table_print(runs, false);
+		    "lost)\n", s->lost);
+	printf("runs: %zu\n", s->runs.nrows);
+	if (s->runs.nrows > 0)
+		runs_table_print(&s->runs, false);
 	buf_free(&k);
 }
 
@@ -633,13 +310,8 @@ show_command(const char *path, int argc, char **argv)
 {
 	struct runs_args a;
 	struct failed_ctx what;
-	struct show_view sel, failed;
-	struct rowset runs = { 0 };
+	struct row_story s;
 	struct live lv = { 0 };
-	struct buf skey = { 0 };
-	const struct line *running;
-	const char *state;
-	long long lost;
 	int rc;
 
 	if (runs_parse(argc, argv, &a, true) == -1)
@@ -649,31 +321,19 @@ show_command(const char *path, int argc, char **argv)
 		free(a.key);
 		return rc;
 	}
-	show_read(what.db, what.q->select.text, what.q->key_column, &a, &sel);
-	memset(&failed, 0, sizeof(failed));
-	if (what.q->failed_select.text != NULL)
-		show_read(what.db, what.q->failed_select.positional, NULL, &a,
-		    &failed);
-	if (what.q->runs.enabled && runs_read(what.db, what.q, &a,
-	    &runs) == -1)
-		rc = ROWQ_EXIT_FAILURE;
 	status_live_load(&lv, what.cfg);
-	show_status_key(&sel, what.q, &a, &skey);
-	running = show_running(&lv, what.q, skey.data);
-	state = show_state(&sel, &failed, running, &runs);
-	lost = show_lost_tries(sel.rs.nrows ? &sel : &failed, what.q, &runs);
-	if (a.json)
-		show_json(&a, state, &sel, &failed, running, &lv, lost, &runs);
-	else
-		show_text(&a, state, &sel, &failed, running, &lv, lost, &runs);
-	fflush(stdout);
-	if (!sel.read)
+	row_story_read(&s, what.db, what.q, a.key, a.key_len, a.hex, &lv);
+	if (!s.runs_ok)
 		rc = ROWQ_EXIT_FAILURE;
+	if (a.json)
+		show_json(&a, &s, &lv);
+	else
+		show_text(&a, &s, &lv);
+	fflush(stdout);
+	if (!s.sel.read)
+		rc = ROWQ_EXIT_FAILURE;
+	row_story_free(&s);
 	status_live_free(&lv);
-	show_view_free(&sel);
-	show_view_free(&failed);
-	rowset_free(&runs, R_NCOLS);
-	buf_free(&skey);
 	failed_close(&what);
 	free(a.key);
 	return rc;

@@ -3,8 +3,8 @@
 # millisecond's tokens at once (at most 16), and the worker starts its
 # next claims on them without a take, for 10 ms at most; what it does not
 # use goes back.  2 daemons of 2 workers, the pipe handler, counted from
-# its own lines (each start's microsecond) and from a trigger that counts
-# the UPDATEs of the queue's bucket row:
+# its own lines (each start's microsecond) and from the rows the server
+# changed (each row's done and the bucket's UPDATEs):
 #   1. rate: 1000000/1s, far above: far fewer UPDATEs than rows (one a
 #      row before), every row done once;
 #   2. rate: 2000/1s with burst: 10, below what the workers do: in no
@@ -14,7 +14,9 @@
 #      1 at such a rate the bucket cannot keep what comes in while the
 #      workers wait for it (a millisecond at least): rowq.yaml(5) says
 #      to give a few milliseconds' worth;
-#   3. the bucket at rest after each: no more than the burst.
+#   3. the bucket at rest after each: no more than the burst;
+#   4. a trigger on the limit table, which would hide when a reserved
+#      token is due (it did in this test once): `rowq check` refuses it.
 # serial: the workers must outrun 2,000 rows a second, under ASan
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
@@ -25,8 +27,11 @@ db_create
 cd "$ROWQ_TEST_TMP"
 rows=3000
 email_table 0
-# The limit table as rowq makes it (rowq.yaml(5), LIMIT TABLE), and a
-# count of the updates of the queue's row.
+# The limit table as rowq makes it (rowq.yaml(5), LIMIT TABLE).  The
+# updates of the bucket are counted from the server's Handler_update (the
+# rows it changed: each row's done, once, and the bucket's), not by a
+# trigger: a trigger's statement hides the LAST_INSERT_ID that tells a
+# take when its reserved token is due (the workers then start at once).
 sql "CREATE TABLE rowq_limit (
   queue VARCHAR(191) NOT NULL,
   scope VARBINARY(255) NOT NULL DEFAULT '',
@@ -40,11 +45,9 @@ sql "CREATE TABLE rowq_limit (
   reason VARCHAR(1000) NOT NULL DEFAULT '',
   PRIMARY KEY (queue, scope, slot),
   KEY rowq_throttled (queue, throttled_until)
-) ENGINE=InnoDB;
-CREATE TABLE bucket_updates (n INT NOT NULL) ENGINE=InnoDB;
-INSERT INTO bucket_updates VALUES (0);
-CREATE TRIGGER count_bucket AFTER UPDATE ON rowq_limit FOR EACH ROW
-    UPDATE bucket_updates SET n = n + (NEW.scope = '' AND NEW.slot = 0)"
+) ENGINE=InnoDB"
+# The rows the server changed so far.
+changed() { sql "SHOW GLOBAL STATUS LIKE 'Handler_update'" | awk '{ print $2 }'; }
 log=$ROWQ_TEST_TMP/handled
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
 
@@ -53,7 +56,7 @@ phase()
 {
 	local d
 	: >"$log"
-	sql "UPDATE bucket_updates SET n = 0; TRUNCATE email;
+	sql "TRUNCATE email;
 	    INSERT INTO email (recipient, subject, body)
 	    SELECT CONCAT('u', seq, '@example.com'), 's', 'b' FROM $(seq_rows "$rows")"
 	for d in a b; do
@@ -61,6 +64,7 @@ phase()
 		sed -i "s|^    exec: .*|    pipe: [$HANDLERS/pipefake, timed, $log]|" $d.yaml
 		sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/$d.sock\nqueues:|" $d.yaml
 	done
+	changed0=$(changed)
 	rowq_start a.yaml a.log
 	A=$ROWQ_PID
 	rowq_start b.yaml b.log
@@ -79,7 +83,8 @@ starts_of() { awk '{ print "start", $1, $2, 0, 0, $3 }' "$1"; }
 
 # ---- 1. far above ----
 phase "rate: 1000000/1s"
-updates=$(sql_value "SELECT n FROM bucket_updates")
+# Every row's done changed it once; the rest are the bucket's.
+updates=$(( $(changed) - changed0 - rows ))
 first=$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$log")
 last=$(awk '$3 > m { m = $3 } END { print m }' "$log")
 speed=$(awk -v n=$rows -v us=$((last - first)) 'BEGIN { printf "%d", n / (us / 1e6) }')
@@ -89,8 +94,14 @@ assert_le "$updates" $((rows / 4)) "UPDATEs of the bucket, far above the load"
 
 # ---- 2. binding ----
 rate=${ROWQ_RESERVE_RATE:-2000}
-[ "$speed" -gt $((rate * 5 / 4)) ] ||
-	fail "the workers do $speed rows/s: too few to hold a rate of $rate back"
+# A machine too busy to outrun 2,000 a second (567 seen under a load of
+# 9 on 2 cores) still shows the bound, at a rate it can outrun.
+if [ "$speed" -le $((rate * 5 / 4)) ]; then
+	rate=$((speed * 2 / 3 / 100 * 100))
+	[ "$rate" -ge 200 ] ||
+		fail "the workers do $speed rows/s: too few to hold any rate back"
+	echo "the workers do $speed rows/s: the rate held back is $rate/1s" >&2
+fi
 phase "rate: $rate/1s, burst: 10" 10
 starts_of "$log" >starts
 most=$(starts_per_window starts 1000000)
@@ -105,3 +116,12 @@ figure "starts per second over the run, rate $rate/1s" "$used"
 # (2,041 seen once on MySQL in CI against 2,034 without it).
 assert_le "$most" $((10 + rate * 1020 / 1000 + (2 - 1) * 4)) "starts in any 1 s window"
 assert_ge "$used" $((rate * 8 / 10)) "starts per second over the run"
+
+# ---- 4. a trigger on the limit table: check refuses it ----
+sql "CREATE TABLE bucket_updates (n INT NOT NULL) ENGINE=InnoDB;
+    CREATE TRIGGER count_bucket AFTER UPDATE ON rowq_limit FOR EACH ROW
+    UPDATE bucket_updates SET n = n + 1"
+status=0
+out=$("$ROWQ" -c a.yaml check 2>&1) || status=$?
+assert_eq 78 "$status" "check with a trigger on the limit table: exit status"
+assert_match "queues\.email\.limit: the limit table rowq_limit has a trigger, count_bucket: .*LAST_INSERT_ID" "$out" "check names the trigger"

@@ -1,10 +1,12 @@
 /*
  * Unit tests for the console's pure logic: HTML escaping, a key posted
- * back, a form's bounds, HTTP Basic, sessions and CSRF tokens, the wait
- * after failed logins, the users file, the history and its SVG chart.
+ * back, a row's link, a form's bounds, HTTP Basic, sessions and CSRF
+ * tokens, the wait after failed logins, the users file, the history and
+ * its SVG chart.
  */
 #include "rowq.h"
 #include "console.h"
+#include "runs.h"
 
 #include <check.h>
 #include "unit.h"
@@ -58,6 +60,34 @@ START_TEST(test_key_decode)
 	ck_assert_int_eq(console_key_decode("", &b), -1);
 	buf_free(&hex);
 	buf_free(&b);
+}
+END_TEST
+
+/*
+ * A row's link carries the key's bytes, every one, in hex: a control
+ * character, a zero byte and a key that is another's prefix each lead to
+ * their own row; its text is escaped as any value.
+ */
+START_TEST(test_row_link)
+{
+	struct buf b = { 0 };
+
+	console_row_href(&b, "jobs", "victim\x01", 7);
+	ck_assert_str_eq(b.data, "/queue/jobs/row?key_hex=76696374696d01");
+	buf_reset(&b);
+	console_row_href(&b, "a.b", "\0\xff\n", 3);
+	ck_assert_str_eq(b.data, "/queue/a.b/row?key_hex=00ff0a");
+	buf_reset(&b);
+	console_row_link(&b, "jobs", "<v>\x01", 4, "<v>\x01", 4);
+	ck_assert_str_eq(b.data, "<a class=\"row\" href=\"/queue/jobs/row?"
+	    "key_hex=3c763e01\">&lt;v&gt;\xe2\x90\x81</a>");
+	buf_free(&b);
+	/* Shown as text, or also as bytes. */
+	ck_assert(row_story_printable("later", 5));
+	ck_assert(row_story_printable("caf\xc3\xa9", 5));
+	ck_assert(!row_story_printable("victim\x01", 7));
+	ck_assert(!row_story_printable("a\0b", 3));
+	ck_assert(!row_story_printable("\xff", 1));
 }
 END_TEST
 
@@ -550,6 +580,7 @@ main(void)
 	tcase_add_test(tc, test_html_escape);
 	tcase_add_test(tc, test_url_part);
 	tcase_add_test(tc, test_key_decode);
+	tcase_add_test(tc, test_row_link);
 	tcase_add_test(tc, test_form);
 	tcase_add_test(tc, test_form_bounds);
 	tcase_add_test(tc, test_basic);
