@@ -98,6 +98,11 @@ assert_match "queues.item.failed\[1\]: failed updates batch, and done does not" 
 queue "done: [\"$DONE\", \"UPDATE batch SET status = 'finished', pending = 0 WHERE id = :batch_id\"]" "failed: \"$FAILED\""
 check --strict
 assert_eq 0 "$status" "check --strict of done setting another table's columns ($out)"
+# Counted by done, and set by failed: failed updates it too, as test 230's
+# jobs table (done_count counted by done, finished_at set by both).
+queue "done: [\"$DONE\", \"$COUNT\"]" "failed: [\"$FAILED\", \"UPDATE batch SET status = 'failed' WHERE id = :batch_id\"]"
+check --strict
+assert_eq 0 "$status" "check --strict of a counter in done that failed updates without counting ($out)"
 
 # Counted by done and failed; or by done and discard (a failed row's
 # batch stays open until it is requeued and done, or discarded).
