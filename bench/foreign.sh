@@ -18,7 +18,7 @@
 
 ROWS=${BENCH_ROWS:-20000}
 RUNS=${BENCH_RUNS:-3}
-APPS=${BENCH_APPS:-"magento action_scheduler drupal laravel symfony oban"}
+APPS=${BENCH_APPS:-"magento action_scheduler drupal laravel symfony oban solid_queue"}
 WORKERS=2
 
 mkdir -p "$BIN"
@@ -117,8 +117,36 @@ fill_oban()
 # Oban's example is one table by its primary key already.
 rewrite_oban() { echo ""; }
 
+fill_solid_queue()
+{
+	sql "SET FOREIGN_KEY_CHECKS = 0; TRUNCATE solid_queue_ready_executions;
+	    TRUNCATE solid_queue_claimed_executions;
+	    TRUNCATE solid_queue_failed_executions;
+	    TRUNCATE solid_queue_scheduled_executions;
+	    TRUNCATE solid_queue_processes; TRUNCATE solid_queue_jobs;
+	    SET FOREIGN_KEY_CHECKS = 1;
+	    INSERT INTO solid_queue_jobs (queue_name, class_name, arguments,
+	    active_job_id, scheduled_at, created_at, updated_at)
+	    SELECT 'default', 'ReportJob', JSON_OBJECT('job_class', 'ReportJob',
+	    'arguments', JSON_ARRAY(seq), 'executions', 0), UUID(),
+	    UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6)
+	    FROM $(seq_rows "$ROWS");
+	    INSERT INTO solid_queue_ready_executions (job_id, queue_name,
+	    priority, created_at)
+	    SELECT id, queue_name, priority, created_at FROM solid_queue_jobs"
+}
+# The ready executions alone, by their primary key (claimed from a
+# cursor), with the same lease and statements; the job's class and
+# arguments, which the handler needs, are not read.
+rewrite_solid_queue()
+{
+	echo "SELECT job_id, 0 AS executions FROM solid_queue_ready_executions
+	    WHERE queue_name = 'default' ORDER BY id"
+}
+
 # config APP FILE [SELECT]: the example, on this server, with okpipe, and
-# with SELECT in place of its own when one is given.
+# with SELECT in place of its first queue's (the one drained) when one is
+# given.
 config()
 {
 	local app=$1 file=$2 select=${3:-}
@@ -129,7 +157,8 @@ config()
 			/^database:/ { skip = 1; next }
 			skip && /^queues:/ { skip = 0 }
 			skip { next }
-			sel != "" && /^    select: \|/ { print "    select: |"
+			sel != "" && !replaced && /^    select: \|/ {
+				print "    select: |"; replaced = 1
 				n = split(sel, l, "\n")
 				for (i = 1; i <= n; i++) print "      " l[i]
 				insel = 1; next }

@@ -11,7 +11,9 @@
  *   new pending and marks the batch ready one child early;
  * - a counter in another table that some finishing lists count down and
  *   another does not: a child that ends through that list leaves its
- *   batch open for ever.  A row ends through done, or through failed
+ *   batch open for ever.  A table is a counter when some list's UPDATE
+ *   of it reads a column it assigns; one that lists only set (a job's
+ *   finished_at) is not.  A row ends through done, or through failed
  *   (which is where retry gives up), after which `rowq discard` may give
  *   it up: the counter belongs in done and in one of failed and discard,
  *   not in both (a failed row that is discarded would count twice).
@@ -85,6 +87,7 @@ struct check_flow_counter {
 	char		*table;
 	const char	*where;		/* the first statement found */
 	bool		 in[FLOW_LISTS];
+	bool		 counts;	/* some statement counts in it */
 };
 
 static void
@@ -94,6 +97,8 @@ check_flow_collect(const struct sql *sql, enum check_flow_list list,
 	for (; sql != NULL && sql->text != NULL; sql = sql->next) {
 		char **tables;
 		size_t nt;
+
+		bool counts = sql_update_counts(sql->text) == 1;
 
 		if (sql_update_tables(sql->text, &tables, &nt) != 1)
 			continue;
@@ -112,6 +117,7 @@ check_flow_collect(const struct sql *sql, enum check_flow_list list,
 				(*n)++;
 			}
 			(*c)[k].in[list] = true;
+			(*c)[k].counts |= counts;
 		}
 		sql_update_tables_free(tables, nt);
 	}
@@ -175,7 +181,9 @@ check_flow(struct db *db, const struct queue *q)
 	check_flow_collect(&q->failed, FLOW_FAILED, own, &c, &n);
 	check_flow_collect(&q->discard, FLOW_DISCARD, own, &c, &n);
 	for (size_t k = 0; k < n; k++) {
-		check_flow_counter(q, &c[k]);
+		/* Only a counter has to be balanced by the other lists. */
+		if (c[k].counts)
+			check_flow_counter(q, &c[k]);
 		free(c[k].table);
 	}
 	free(c);

@@ -29,6 +29,12 @@ void	 sql_update_tables_free(char **tables, size_t n);
  */
 int	 sql_update_reread(const char *text, struct buf *column,
 	    struct buf *assignment);
+/*
+ * 1 when an assignment of the UPDATE's SET list reads the column it
+ * assigns (pending = pending - 1: a counter), 0 when none does or the
+ * statement is not an UPDATE.
+ */
+int	 sql_update_counts(const char *text);
 /* The first table after a select's top-level FROM; NULL if none. */
 char	*sql_select_table(const char *select);
 

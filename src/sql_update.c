@@ -1,11 +1,14 @@
 /*
  * sql_update.c: what an UPDATE writes, read from its tokens (sql.c's
  * tokenizer, the one every reader uses), for `rowq check`'s warnings
- * about workflow statements (check_counters.c):
+ * about workflow statements (check_flow.c):
  *
  * - the tables it writes, so that a counter kept in another
  *   table (a batch's pending children) is recognised in each finishing
  *   list that touches it;
+ * - whether it counts: an assignment that reads the column it assigns
+ *   (pending = pending - 1), where one that does not (finished_at =
+ *   NOW()) records a fact that no other list has to balance;
  * - a SET list that reads a column it assigned earlier: MySQL, and
  *   MariaDB unless sql_mode has SIMULTANEOUS_ASSIGNMENT, assign left to
  *   right, so `SET pending = pending - 1, status = IF(pending = 1, ...)`
@@ -250,42 +253,57 @@ sql_update_reads(const struct sql_parse *p, size_t from, size_t to,
 	return false;
 }
 
+/* An assignment of a SET list: its first token, column, expression. */
+struct sql_update_assign {
+	size_t	start, col, from, to;	/* the expression is [from, to) */
+};
+
+/* The SET list's assignments: how many, with *a (the caller frees it). */
+static size_t
+sql_update_assignments(const struct sql_parse *p,
+    struct sql_update_assign **a)
+{
+	size_t set = sql_update_set(p), i, end, cap = 0, n = 0;
+
+	*a = NULL;
+	for (i = set + 1; i < p->n && !sql_update_set_end(p, i); i = end + 1) {
+		size_t eq = i, next;
+		for (end = i; end < p->n && !sql_update_set_end(p, end) &&
+		    !(p->t[end].depth == 0 && sql_parse_is(p, end, ","));
+		    end++)
+			;
+		while (eq < end && !(p->t[eq].depth == 0 &&
+		    sql_parse_is(p, eq, "=")))
+			eq++;
+		if (eq == end || !sql_parse_is_name(p, i))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 8;
+			*a = xrealloc(*a, cap * sizeof(**a));
+		}
+		(*a)[n].start = i;
+		(*a)[n].col = sql_update_name(p, i, &next);
+		(*a)[n].from = eq + 1;
+		(*a)[n].to = end;
+		n++;
+		if (end >= p->n || sql_update_set_end(p, end))
+			break;
+	}
+	return n;
+}
+
 int
 sql_update_reread(const char *text, struct buf *column,
     struct buf *assignment)
 {
 	struct sql_parse p;
-	size_t set, i, end, cap = 0, n = 0;
-	struct { size_t start, col, from, to; } *a = NULL;
+	struct sql_update_assign *a;
+	size_t n;
 	int found = 0;
 
 	if (!sql_update_parse(text, &p))
 		return 0;
-	set = sql_update_set(&p);
-	/* Each assignment: its column, and its expression [from, to). */
-	for (i = set + 1; i < p.n && !sql_update_set_end(&p, i); i = end + 1) {
-		size_t eq = i, next;
-		for (end = i; end < p.n && !sql_update_set_end(&p, end) &&
-		    !(p.t[end].depth == 0 && sql_parse_is(&p, end, ","));
-		    end++)
-			;
-		while (eq < end && !(p.t[eq].depth == 0 &&
-		    sql_parse_is(&p, eq, "=")))
-			eq++;
-		if (eq == end || !sql_parse_is_name(&p, i))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 8;
-			a = xrealloc(a, cap * sizeof(*a));
-		}
-		a[n].start = i;
-		a[n].col = sql_update_name(&p, i, &next);
-		a[n].from = eq + 1;
-		a[n].to = end;
-		n++;
-		if (end >= p.n || sql_update_set_end(&p, end))
-			break;
-	}
+	n = sql_update_assignments(&p, &a);
 	for (size_t k = 1; k < n && !found; k++)
 		for (size_t j = 0; j < k && !found; j++) {
 			char *name = sql_parse_unquote(&p, a[j].col);
@@ -299,6 +317,27 @@ sql_update_reread(const char *text, struct buf *column,
 			}
 			free(name);
 		}
+	free(a);
+	free(p.t);
+	return found;
+}
+
+int
+sql_update_counts(const char *text)
+{
+	struct sql_parse p;
+	struct sql_update_assign *a;
+	size_t n;
+	int found = 0;
+
+	if (!sql_update_parse(text, &p))
+		return 0;
+	n = sql_update_assignments(&p, &a);
+	for (size_t k = 0; k < n && !found; k++) {
+		char *name = sql_parse_unquote(&p, a[k].col);
+		found = sql_update_reads(&p, a[k].from, a[k].to, name);
+		free(name);
+	}
 	free(a);
 	free(p.t);
 	return found;

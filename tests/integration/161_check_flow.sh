@@ -7,7 +7,10 @@
 #   itself); not with the assignments the other way round, nor, on
 #   MariaDB, with sql_mode SIMULTANEOUS_ASSIGNMENT;
 # - a counter in another table that done counts down and failed (or
-#   discard) does not, or that failed and discard both count.
+#   discard) does not, or that failed and discard both count; not a
+#   statement of done's that only sets another table's columns to values
+#   that do not read them (a job's finished_at, as Solid Queue's done
+#   sets it while its failed inserts a row instead): that counts nothing.
 # serial: sets the server's global sql_mode, which every new session reads.
 . "$(dirname "$0")/../lib.sh"
 db_start
@@ -90,6 +93,16 @@ assert_match "queues.item.done\[1\]: done updates batch, and failed does not: if
 queue "done: \"$DONE\"" "failed: [\"$FAILED\", \"$COUNT\"]"
 check
 assert_match "queues.item.failed\[1\]: failed updates batch, and done does not" "$out" "done forgets the counter"
+
+# Another table's columns set, not counted: no counter to forget.
+queue "done: [\"$DONE\", \"UPDATE batch SET status = 'finished', pending = 0 WHERE id = :batch_id\"]" "failed: \"$FAILED\""
+check --strict
+assert_eq 0 "$status" "check --strict of done setting another table's columns ($out)"
+# Counted by done, and set by failed: failed updates it too, as test 230's
+# jobs table (done_count counted by done, finished_at set by both).
+queue "done: [\"$DONE\", \"$COUNT\"]" "failed: [\"$FAILED\", \"UPDATE batch SET status = 'failed' WHERE id = :batch_id\"]"
+check --strict
+assert_eq 0 "$status" "check --strict of a counter in done that failed updates without counting ($out)"
 
 # Counted by done and failed; or by done and discard (a failed row's
 # batch stays open until it is requeued and done, or discarded).

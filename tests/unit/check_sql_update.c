@@ -109,6 +109,23 @@ START_TEST(test_tables)
 }
 END_TEST
 
+START_TEST(test_counts)
+{
+	ck_assert_int_eq(sql_update_counts("UPDATE batch SET pending = "
+	    "pending - 1 WHERE id = 1"), 1);
+	ck_assert_int_eq(sql_update_counts("UPDATE batch b SET b.status = "
+	    "'x', b.pending = GREATEST(b.`pending` - 1, 0)"), 1);
+	/* Set to values that do not read the columns: no counter. */
+	ck_assert_int_eq(sql_update_counts("UPDATE solid_queue_jobs SET "
+	    "finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6) "
+	    "WHERE id = :job_id"), 0);
+	ck_assert_int_eq(sql_update_counts("UPDATE batch SET pending = 0, "
+	    "status = IF(:pending = 1, 'a', 'b')"), 0);
+	ck_assert_int_eq(sql_update_counts("DELETE FROM batch WHERE "
+	    "pending = pending - 1"), 0);
+}
+END_TEST
+
 START_TEST(test_select_table)
 {
 	char *t = sql_select_table("SELECT id, batch_id FROM item "
@@ -133,6 +150,7 @@ main(void)
 	tcase_add_test(tc, test_reread_the_trap);
 	tcase_add_test(tc, test_reread_not);
 	tcase_add_test(tc, test_tables);
+	tcase_add_test(tc, test_counts);
 	tcase_add_test(tc, test_select_table);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
