@@ -200,12 +200,12 @@ limit_prepare(struct worker *w)
 		st = limit_prepare_one(w, LIMIT_GATE, "rowq_limit_gate", &b);
 	}
 	/*
-	 * A waiting worker's poll waits for a slot in the server; not with
-	 * a rate, whose take before it keeps the bucket's row locked until
-	 * the poll's COMMIT.
+	 * A waiting worker's poll waits for a slot in the server; with a
+	 * rate, alone first (limit_poll_slot): the rate's take keeps the
+	 * bucket's row locked until the poll's COMMIT, so it comes only
+	 * once the slot is held.
 	 */
-	l->gate_waits = st == DB_OK && !lease && p->concurrency > 0 &&
-	    p->rate.count == 0;
+	l->gate_waits = st == DB_OK && !lease && p->concurrency > 0;
 	if (l->gate_waits) {
 		limit_sql_gate(&b, &l->ctx, &l->scope, p->concurrency,
 		    limit_first_slot(w), NULL, true);
@@ -566,6 +566,52 @@ limit_must_poll(const struct worker *w)
 }
 
 /*
+ * A poll of a queue with a rate and a concurrency, by a worker with no
+ * slot: it first waits in the server for a slot alone (LIMIT_GATE_WAIT,
+ * up to LIMIT_SLOT_WAIT_S, a round trip of the poll's own), so that the
+ * poll's rate take, which locks the bucket's row until its COMMIT, comes
+ * only with the slot held; and so a worker that waits shares the slots
+ * with those that hold them (limit_slot_turn_over), as without a rate.
+ * Returns 1 with the slot held, 0 when none came or the scope is
+ * throttled (the wait begun), -1 after a database error.
+ */
+static int
+limit_poll_slot(struct worker *w)
+{
+	struct worker_limit *l = &w->limit;
+	struct db_ahead_result res[1];
+	struct buf sql = { 0 };
+	long long any = (long long)(backoff_random() %
+	    (uint64_t)w->q->limit.concurrency) + 1, g;
+	enum db_status st;
+
+	limit_execute(w, &sql, LIMIT_GATE_WAIT, (long long[]){ l->last_slot,
+	    l->last_slot, l->last_slot, any, any }, 5);
+	st = db_run_results(w->db, sql.data, 1, res);
+	buf_free(&sql);
+	if (st != DB_OK) {
+		worker_db_failed(w, st, "limit");
+		return -1;
+	}
+	if (!res[0].row) {
+		/* The queue's row is gone: the poll that follows says so. */
+		return 1;
+	}
+	g = res[0].null[0] ? 0 : res[0].value[0];
+	if (g < 0) {
+		limit_wait_begins(w, LIMIT_THROTTLE, limit_us_to_ms(&res[0], 1));
+		return 0;
+	}
+	if (g == 0) {
+		limit_wait_begins(w, LIMIT_CONCURRENCY, -1);
+		return 0;
+	}
+	l->slot = l->last_slot = (int)g;
+	l->slot_since_ms = now_ms();
+	return 1;
+}
+
+/*
  * The take alone, in a round trip of its own, before the claim.  Returns
  * 1 when the claim may go (what it needs is held, in a transaction), 0
  * when the limit holds the worker back (nothing held, no transaction
@@ -587,8 +633,13 @@ limit_poll(struct worker *w)
 	}
 	if (w->q->lease.enabled)
 		lease_new_token(&w->limit.token);
-	limit_take_sql(w, &sql, NULL, true, w->q->batch);
 	l->polled_ms = now_ms();
+	if (limit_has_rate(w) && limit_needs_slot(w) && l->gate_waits &&
+	    (late = limit_poll_slot(w)) <= 0) {
+		l->polled_ms = now_ms() - l->polled_ms;
+		return late;
+	}
+	limit_take_sql(w, &sql, NULL, true, w->q->batch);
 	st = db_run_results(w->db, sql.data, l->nfront, res);
 	l->polled_ms = now_ms() - l->polled_ms;
 	buf_free(&sql);
