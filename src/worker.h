@@ -368,6 +368,9 @@ struct worker {
 void	 worker_db_trouble(struct worker *, const char *what);
 void	 worker_db_ok(struct worker *);
 void	 worker_db_failed(struct worker *, enum db_status, const char *what);
+struct dialect_stmt *worker_session_stmt(struct worker *, const char *name,
+	    const char *text);
+void	 worker_session_stmt_free(struct dialect_stmt **);
 int	 worker_column(const struct worker *, const char *name);
 enum connect_status worker_connect(struct worker *);
 enum connect_status worker_ensure_db(struct worker *);

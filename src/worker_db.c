@@ -52,6 +52,39 @@ worker_db_ok(struct worker *w)
 	w->db_failures = 0;
 }
 
+/*
+ * A statement of rowq's own made the session's, called name: prepared by
+ * SQL where the server can (dialect_stmt_init), so that its EXECUTE in
+ * front of a claim is parsed once per connection, not for every row.
+ * NULL when the server refuses it (the caller says so, and sends the
+ * statement as before).
+ */
+struct dialect_stmt *
+worker_session_stmt(struct worker *w, const char *name, const char *text)
+{
+	struct dialect_stmt *s = xcalloc(1, sizeof(*s));
+	struct buf prepare = { 0 };
+	bool ok = dialect_stmt_init(s, db_dialect(w->db), name, text,
+	    &prepare) == 0 &&
+	    (prepare.len == 0 || db_run(w->db, prepare.data) == DB_OK);
+
+	buf_free(&prepare);
+	if (!ok)
+		worker_session_stmt_free(&s);
+	return s;
+}
+
+/* A session's statement, gone with its connection: *s is NULL after. */
+void
+worker_session_stmt_free(struct dialect_stmt **s)
+{
+	if (*s == NULL)
+		return;
+	dialect_stmt_free(*s);
+	free(*s);
+	*s = NULL;
+}
+
 void
 worker_disconnect(struct worker *w)
 {

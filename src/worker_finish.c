@@ -20,9 +20,7 @@ finish_unbind(struct bound *b)
 	free(b->source);
 	free(b->column);
 	free(b->values);
-	if (b->text != NULL)
-		dialect_stmt_free(b->text);
-	free(b->text);
+	worker_session_stmt_free(&b->text);
 	memset(b, 0, sizeof(*b));
 }
 

@@ -112,22 +112,11 @@ finish_text_fits(const struct bound *x)
 static bool
 finish_text_prepare(struct worker *w, struct bound *x, const char *name)
 {
-	struct dialect_stmt *s = xcalloc(1, sizeof(*s));
-	struct buf sql = { 0 };
-	bool ok = dialect_stmt_init(s, db_dialect(w->db), name,
-	    x->sql->positional, &sql) == 0 &&
-	    (sql.len == 0 || db_run(w->db, sql.data) == DB_OK);
-
-	if (ok)
-		x->text = s;
-	else {
+	x->text = worker_session_stmt(w, name, x->sql->positional);
+	if (x->text == NULL)
 		log_debug("%s: runs in a round trip of its own: %s",
 		    x->sql->where, db_error(w->db));
-		dialect_stmt_free(s);
-		free(s);
-	}
-	buf_free(&sql);
-	return ok;
+	return x->text != NULL;
 }
 
 /* A list where one statement cannot go as text goes prepared, whole. */
@@ -135,11 +124,7 @@ static void
 finish_text_unbind(struct bound *b)
 {
 	for (struct bound *x = b; x != NULL; x = x->next)
-		if (x->text != NULL) {
-			dialect_stmt_free(x->text);
-			free(x->text);
-			x->text = NULL;
-		}
+		worker_session_stmt_free(&x->text);
 }
 
 /*

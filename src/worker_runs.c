@@ -258,37 +258,23 @@ runs_held(struct worker *w, const struct run_note *n, struct buf *out)
 void
 runs_prepare(struct worker *w)
 {
-	struct buf text = { 0 }, prepare = { 0 };
-	struct dialect_stmt *s;
+	struct buf text = { 0 };
 
 	if (!w->q->runs.enabled || w->done.text == NULL)
 		return;		/* no `done` is held */
 	runs_held_text(&text, w->q);
-	s = xcalloc(1, sizeof(*s));
-	if (dialect_stmt_init(s, db_dialect(w->db), RUNS_STMT_NAME, text.data,
-	    &prepare) == 0 &&
-	    (prepare.len == 0 || db_run(w->db, prepare.data) == DB_OK)) {
-		w->runs_stmt = s;
-		s = NULL;
-	} else
+	if ((w->runs_stmt = worker_session_stmt(w, RUNS_STMT_NAME,
+	    text.data)) == NULL)
 		log_debug("the run log's INSERT goes as text: %s",
 		    db_error(w->db));
-	if (s != NULL)
-		dialect_stmt_free(s);
-	free(s);
 	buf_free(&text);
-	buf_free(&prepare);
 }
 
 /* The connection is closing: its prepared INSERT goes with it. */
 void
 runs_unprepare(struct worker *w)
 {
-	if (w->runs_stmt == NULL)
-		return;
-	dialect_stmt_free(w->runs_stmt);
-	free(w->runs_stmt);
-	w->runs_stmt = NULL;
+	worker_session_stmt_free(&w->runs_stmt);
 }
 
 /*
