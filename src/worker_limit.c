@@ -325,6 +325,22 @@ limit_reserved(const struct worker *w)
 }
 
 /*
+ * The gate that waits in the server for a slot (LIMIT_GATE_WAIT): the
+ * worker's last slot first, then a slot of the others', picked at random
+ * so that waiters wait on each in turn.
+ */
+static void
+limit_gate_wait(struct worker *w, struct buf *b)
+{
+	struct worker_limit *l = &w->limit;
+	long long any = (long long)(backoff_random() %
+	    (uint64_t)w->q->limit.concurrency) + 1;
+
+	limit_execute(w, b, LIMIT_GATE_WAIT, (long long[]){ l->last_slot,
+	    l->last_slot, l->last_slot, any, any }, 5);
+}
+
+/*
  * The take's statements, each a result of its own, their places kept in
  * l->at_* (counted across before and after, as the results come).  For a
  * claim's front (poll false), before goes ahead of the claim's COMMIT and
@@ -379,13 +395,9 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 		buf_puts(b, ");\n");
 		l->at_yield = l->nfront++;
 	}
-	if (gate && slot && poll && l->gate_waits) {
-		/* A slot of the others', to wait for: each in turn. */
-		long long any = (long long)(backoff_random() %
-		    (uint64_t)p->concurrency) + 1;
-		limit_execute(w, b, LIMIT_GATE_WAIT, (long long[]){
-		    l->last_slot, l->last_slot, l->last_slot, any, any }, 5);
-	} else if (gate && slot)
+	if (gate && slot && poll && l->gate_waits)
+		limit_gate_wait(w, b);
+	else if (gate && slot)
 		limit_execute(w, b, LIMIT_GATE, (long long[]){ l->last_slot,
 		    l->last_slot, l->last_slot }, 3);
 	else if (gate && !lease && p->concurrency > 0)
@@ -581,12 +593,10 @@ limit_poll_slot(struct worker *w)
 	struct worker_limit *l = &w->limit;
 	struct db_ahead_result res[1];
 	struct buf sql = { 0 };
-	long long any = (long long)(backoff_random() %
-	    (uint64_t)w->q->limit.concurrency) + 1, g;
+	long long g;
 	enum db_status st;
 
-	limit_execute(w, &sql, LIMIT_GATE_WAIT, (long long[]){ l->last_slot,
-	    l->last_slot, l->last_slot, any, any }, 5);
+	limit_gate_wait(w, &sql);
 	st = db_run_results(w->db, sql.data, 1, res);
 	buf_free(&sql);
 	if (st != DB_OK) {
