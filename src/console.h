@@ -347,6 +347,9 @@ extern const char console_js[];
 void		 console_html(struct buf *, const char *);
 void		 console_html_n(struct buf *, const char *, size_t);
 void		 console_url_part(struct buf *, const char *);
+void		 console_queue_href(struct buf *, const char *queue,
+		    const char *then);
+void		 console_queue_link(struct buf *, const char *queue);
 int		 console_key_decode(const char *hex, struct buf *);
 void		 console_page_begin(struct buf *, const struct console_request *,
 		    const char *title, bool refresh);

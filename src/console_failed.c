@@ -155,9 +155,7 @@ static void
 console_failed_href(struct buf *b, const char *queue, const char *error,
     long page)
 {
-	buf_puts(b, "/queue/");
-	console_url_part(b, queue);
-	buf_puts(b, "/failed");
+	console_queue_href(b, queue, "/failed");
 	if (error != NULL && *error != '\0') {
 		buf_puts(b, "?error=");
 		console_url_part(b, error);
@@ -204,11 +202,9 @@ console_failed_page(struct console_request *r, struct console_reply *rep,
 	if (f.page < 0 || f.page >= CONSOLE_FAILED_PAGES)
 		f.page = 0;
 	console_page_begin(b, r, "Failed rows", false);
-	buf_puts(b, "<h1>Failed rows of <a href=\"/queue/");
-	console_url_part(b, q->name);
-	buf_puts(b, "\">");
-	console_html(b, q->name);
-	buf_puts(b, "</a></h1>");
+	buf_puts(b, "<h1>Failed rows of ");
+	console_queue_link(b, q->name);
+	buf_puts(b, "</h1>");
 	if (did != NULL && (strcmp(did, "requeued") == 0 ||
 	    strcmp(did, "discarded") == 0)) {
 		const char *n = console_query(r, "n");

@@ -145,6 +145,25 @@ console_url_part(struct buf *b, const char *s)
 	}
 }
 
+/* A queue's href: /queue/NAME, with what follows. */
+void
+console_queue_href(struct buf *b, const char *queue, const char *then)
+{
+	buf_puts(b, "/queue/");
+	console_url_part(b, queue);
+	buf_puts(b, then);
+}
+
+/* A link to a queue's page, <a href="/queue/NAME">NAME</a>, escaped. */
+void
+console_queue_link(struct buf *b, const char *queue)
+{
+	buf_puts(b, "<a href=\"");
+	console_queue_href(b, queue, "\">");
+	console_html(b, queue);
+	buf_puts(b, "</a>");
+}
+
 static int
 console_hex_digit(int c)
 {

@@ -61,15 +61,6 @@ console_csrf_field(struct buf *b, const struct console_request *r)
 	buf_puts(b, "\">");
 }
 
-/* A queue's link: /queue/NAME, with what follows. */
-static void
-console_queue_href(struct buf *b, const char *queue, const char *then)
-{
-	buf_puts(b, "/queue/");
-	console_url_part(b, queue);
-	buf_puts(b, then);
-}
-
 /*
  * Note an action, who did what to which queue and how many rows (-1: an
  * action on the queue itself): the journal, and the Actions page.

@@ -30,9 +30,7 @@ void
 console_row_href(struct buf *b, const char *queue, const char *key,
     size_t len)
 {
-	buf_puts(b, "/queue/");
-	console_url_part(b, queue);
-	buf_puts(b, "/row?key_hex=");
+	console_queue_href(b, queue, "/row?key_hex=");
 	buf_put_hex(b, key, len);
 }
 
@@ -377,11 +375,9 @@ console_row_page(struct console_request *r, struct console_reply *rep,
 	console_page_begin(b, r, "Row", s.running != NULL);
 	buf_puts(b, "<h1>Row ");
 	console_row_key(b, key.data, key.len);
-	buf_puts(b, " of <a href=\"/queue/");
-	console_url_part(b, q->name);
-	buf_puts(b, "\">");
-	console_html(b, q->name);
-	buf_printf(b, "</a> <span class=\"tag%s\" id=\"state\">%s</span></h1>",
+	buf_puts(b, " of ");
+	console_queue_link(b, q->name);
+	buf_printf(b, " <span class=\"tag%s\" id=\"state\">%s</span></h1>",
 	    strcmp(s.state, "failed") == 0 || strcmp(s.state, "gone") == 0 ?
 	    " gone" : " live", s.state);
 	if (did != NULL && (strcmp(did, "requeued") == 0 ||

@@ -181,11 +181,9 @@ console_search_page(struct console_request *r, struct console_reply *rep,
 		return;
 	}
 	console_page_begin(b, r, "Search", false);
-	buf_puts(b, "<h1>Search the rows of <a href=\"/queue/");
-	console_url_part(b, q->name);
-	buf_puts(b, "\">");
-	console_html(b, q->name);
-	buf_puts(b, "</a></h1>");
+	buf_puts(b, "<h1>Search the rows of ");
+	console_queue_link(b, q->name);
+	buf_puts(b, "</h1>");
 	console_search_form(b, q, cols, ncols, column, value);
 	if (col != NULL)
 		console_search_run(db, b, q, col->name, value ? value : "",
