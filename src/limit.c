@@ -309,6 +309,16 @@ limit_ahead_tokens(const struct limit_ctx *c, const struct limit_rate *r)
 
 	if (c->q->lease.enabled || r->count <= 0 || r->period_ms <= 0)
 		return 0;
+	/*
+	 * Not where a take takes a millisecond's tokens at once: there a
+	 * token is due every half millisecond, a worker that wakes more than
+	 * 10 ms after its token leaves it (limit_late), and a left token is
+	 * lost while the bucket is in debt: 2 daemons of 2 workers under
+	 * ASan on 2 cores, 2000/1s, burst 10, started 1,535 a second
+	 * (621_limit_rate_reserve.sh, which wants 1,600).
+	 */
+	if (limit_reserve_size(r) > 1)
+		return 0;
 	n = (double)r->count * LIMIT_AHEAD_MS / (double)r->period_ms;
 	/* Far more than any fleet's workers reserve at once. */
 	return n > LIMIT_AHEAD_MAX ? LIMIT_AHEAD_MAX : (int)n;
