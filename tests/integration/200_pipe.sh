@@ -76,8 +76,9 @@ done
 # as a failed try of that row, not as its answer).  An answer carries no
 # key, so a second "ok 5" written just after rowq looked for strays is
 # taken as row 6's: the answers then run one row behind until one arrives
-# with no row waiting (on a loaded machine, "ok 10" after the last row).
-assert_match "(wrote .*ok (5|6|7|8|9|10).* when no row was waiting for an answer|answer out of protocol: .ok 5)" "$(cat double.err)" "double: stray answer logged"
+# with no row waiting (on a loaded machine, "ok 10" after the last row),
+# or until two arrive in one read ("ok 7\nok 8", out of protocol).
+assert_match "(wrote .*ok (5|6|7|8|9|10).* when no row was waiting for an answer|answer out of protocol: .ok (5|6|7|8|9|10))" "$(cat double.err)" "double: stray answer logged"
 # Caught out, the handler is started again; not when its stray answer
 # came after the last row, as the drain then ends without another row.
 grep -qE "wrote .*ok 10.* when no row was waiting" double.err ||
