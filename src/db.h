@@ -228,6 +228,8 @@ void		 limit_sql_gate(struct buf *, const struct limit_ctx *,
 int		 limit_reserve_size(const struct limit_rate *);
 int		 limit_ahead_tokens(const struct limit_ctx *,
 		    const struct limit_rate *);
+int		 limit_take_took(const struct limit_ctx *,
+		    const struct limit_rate *, long long due_us);
 void		 limit_sql_rate_take(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, const struct limit_rate *,
 		    bool iff);

@@ -371,8 +371,12 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 	} else if (limit_has_rate(w) && !lease && !poll && !slot) {
 		/* Some tokens or none, as the rows it changes say; the
 		 * refund each time the statement reads the bucket. */
-		limit_execute(w, b, LIMIT_TAKE_IF, (long long[]){ l->refund,
-		    l->refund, l->refund }, l->stmt[LIMIT_TAKE_IF].nholes);
+		long long refunds[LIMIT_VALUES_MAX];
+
+		for (int i = 0; i < LIMIT_VALUES_MAX; i++)
+			refunds[i] = l->refund;
+		limit_execute(w, b, LIMIT_TAKE_IF, refunds,
+		    l->stmt[LIMIT_TAKE_IF].nholes);
 		l->at_iff = l->nfront++;
 	} else if (limit_has_rate(w)) {
 		long long back = lease ? 0 : l->refund;
@@ -465,10 +469,12 @@ limit_tokens(struct worker *w, const struct db_ahead_result *res, int ran,
 	long long due_us = 0;
 
 	if (l->at_iff >= 0) {
-		*tokens = l->at_iff < ran && res[l->at_iff].affected > 0 ?
-		    limit_reserve_size(&w->q->limit.rate) : 0;
-		if (*tokens > 0)
+		if (l->at_iff < ran && res[l->at_iff].affected > 0) {
 			due_us = (long long)res[l->at_iff].insert_id;
+			*tokens = limit_take_took(&l->ctx, &w->q->limit.rate,
+			    due_us);
+		} else
+			*tokens = 0;
 	} else if (gate != NULL && !gate->null[2]) {
 		*tokens = (int)gate->value[2];
 		if (*tokens > 0 && !gate->null[3])

@@ -39,13 +39,24 @@ START_TEST(test_reserve_size)
 END_TEST
 
 static int
-ahead(int count, int64_t period_ms, bool lease)
+ahead_burst(int count, int64_t period_ms, bool lease, int burst)
 {
-	struct queue q = { .lease = { .enabled = lease } };
+	struct queue q = { .lease = { .enabled = lease },
+	    .limit = { .burst = burst } };
 	struct limit_ctx c = { .q = &q };
 	struct limit_rate r = { .count = count, .period_ms = period_ms };
 
 	return limit_ahead_tokens(&c, &r);
+}
+
+static int
+took(int count, int64_t period_ms, int burst, long long due_us)
+{
+	struct queue q = { .limit = { .burst = burst } };
+	struct limit_ctx c = { .q = &q };
+	struct limit_rate r = { .count = count, .period_ms = period_ms };
+
+	return limit_take_took(&c, &r, due_us);
 }
 
 START_TEST(test_ahead_tokens)
@@ -53,12 +64,33 @@ START_TEST(test_ahead_tokens)
 	/* LIMIT_AHEAD_MS (1 s) of the rate, rounded down. */
 	ck_assert_int_eq(ahead(20, 1000, false), 20);
 	ck_assert_int_eq(ahead(1999, 1000, false), 1999);
-	/* None where a take takes a millisecond's tokens (2,000 a second). */
-	ck_assert_int_eq(ahead(2000, 1000, false), 0);
+	/*
+	 * Where a take takes a millisecond's tokens (2,000 a second), only
+	 * with a burst of no more than one take.
+	 */
+	ck_assert_int_eq(ahead(2000, 1000, false), 2000);
+	ck_assert_int_eq(ahead_burst(2000, 1000, false, 2), 2000);
+	ck_assert_int_eq(ahead_burst(2000, 1000, false, 3), 0);
+	ck_assert_int_eq(ahead_burst(2000, 1000, false, 10), 0);
+	ck_assert_int_eq(ahead_burst(16000, 1000, false, 16), 16000);
+	ck_assert_int_eq(ahead_burst(16000, 1000, false, 17), 0);
+	/*
+	 * A take that reserved its token ahead took it alone; one that found
+	 * a token there (due now) took a millisecond's.
+	 */
+	ck_assert_int_eq(took(2000, 1000, 1, 250), 1);
+	ck_assert_int_eq(took(2000, 1000, 1, 0), 2);
+	ck_assert_int_eq(took(2000, 1000, 10, 250), 2);
+	ck_assert_int_eq(took(1000000, 1000, 1, 0), LIMIT_RESERVE_MAX);
+	ck_assert_int_eq(took(1000000, 1000, 1, 1), 1);
+	ck_assert_int_eq(took(20, 1000, 1, 40000), 1);
+	ck_assert_int_eq(took(20, 1000, 1, 0), 1);
 	ck_assert_int_eq(ahead(100, 60000, false), 1);
 	/* Below 1 a second, none: the take waits for the token itself. */
 	ck_assert_int_eq(ahead(59, 60000, false), 0);
-	ck_assert_int_eq(ahead(LIMIT_RATE_COUNT_MAX, 1, false), 0);
+	ck_assert_int_eq(ahead_burst(LIMIT_RATE_COUNT_MAX, 1, false, 100), 0);
+	ck_assert_int_eq(ahead(LIMIT_RATE_COUNT_MAX, 1, false),
+	    LIMIT_AHEAD_MAX);
 	/* None in lease mode, or without a rate. */
 	ck_assert_int_eq(ahead(2000, 1000, true), 0);
 	ck_assert_int_eq(ahead(0, 1000, false), 0);
