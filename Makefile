@@ -125,6 +125,7 @@ OBJS =	build/backoff.o \
 	build/worker_lease.o \
 	build/worker_limit.o \
 	build/worker_limit_key.o \
+	build/worker_limit_lease.o \
 	build/worker_limit_wait.o \
 	build/worker_on_failed.o \
 	build/worker_pickup.o \

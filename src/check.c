@@ -478,7 +478,7 @@ check_limit(struct db *db, const struct config *cfg, const struct queue *q,
 		problems += check_limit_statement(db, q, &b);
 	}
 	if (q->lease.enabled && l->concurrency > 0) {
-		limit_sql_lease_take(&b, &c, &s, l->concurrency);
+		limit_sql_lease_take(&b, &c, &s, l->concurrency, "0");
 		problems += check_limit_statement(db, q, &b);
 	}
 	if (explain && problems == 0) {

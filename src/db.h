@@ -194,6 +194,9 @@ int		 db_global_idle_limits(struct db *, struct db_idle_limit *);
 #define LIMIT_AHEAD_MS		1000	/* a take reserves a token due within */
 #define LIMIT_AHEAD_MAX		100000	/* and at most these many ahead */
 #define LIMIT_SLOT_WAIT_S	1	/* a waiter waits on a slot's lock */
+#define LIMIT_WANT_MS		2000	/* lease mode: a daemon wants a slot */
+#define LIMIT_HANDOVER_MS	500	/* and is handed one for */
+#define LIMIT_DAEMON_ID_MAX	24	/* hex digits of a daemon's id, and NUL */
 
 /* What every statement of one queue's limit needs. */
 struct limit_ctx {
@@ -237,11 +240,13 @@ void		 limit_sql_key_take(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, const struct limit_rate *);
 void		 limit_sql_refund(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int n);
+void		 limit_sql_lease_want(struct buf *, const struct limit_ctx *,
+		    const struct limit_scope *, const char *daemon);
 void		 limit_sql_lease_take(struct buf *, const struct limit_ctx *,
-		    const struct limit_scope *, int slots);
+		    const struct limit_scope *, int slots, const char *daemon);
 void		 limit_sql_lease_keep(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int slots, const char *token,
-		    bool renew);
+		    bool renew, const char *daemon);
 void		 limit_sql_rows(struct buf *, const struct limit_ctx *,
 		    const struct limit_scope *, int slots);
 int		 limit_table_ensure(struct db *, const struct limit_ctx *,

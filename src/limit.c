@@ -128,18 +128,29 @@ limit_scope(struct limit_scope *s, const struct limit_ctx *c,
 	s->hash = recent_hash(s->bytes, s->len, c->base);
 }
 
-/* queue = 'Q' AND scope = X'..' AND slot ..., the row or rows of a scope. */
+/*
+ * queue = 'Q' AND scope = X'..' AND slot ..., the row or rows of a scope,
+ * of the table named as (with its "."; "" for none).
+ */
+static void
+limit_sql_where_as(struct buf *b, const struct limit_ctx *c,
+    const struct limit_scope *s, int slots, const char *as)
+{
+	/* Queue names are letters, digits, _ and - (config_queue.c). */
+	buf_printf(b, "%squeue = '%s' AND %sscope = ", as, c->q->name, as);
+	sql_hex(b, s->bytes, s->len);
+	if (slots == 0)
+		buf_printf(b, " AND %sslot = 0", as);
+	else
+		buf_printf(b, " AND %sslot BETWEEN 1 AND %d", as, slots);
+}
+
+/* The same, of the table as it is named. */
 static void
 limit_sql_where(struct buf *b, const struct limit_ctx *c,
     const struct limit_scope *s, int slots)
 {
-	/* Queue names are letters, digits, _ and - (config_queue.c). */
-	buf_printf(b, "queue = '%s' AND scope = ", c->q->name);
-	sql_hex(b, s->bytes, s->len);
-	if (slots == 0)
-		buf_puts(b, " AND slot = 0");
-	else
-		buf_printf(b, " AND slot BETWEEN 1 AND %d", slots);
+	limit_sql_where_as(b, c, s, slots, "");
 }
 
 /* The name of a transaction-mode slot's lock. */
@@ -492,8 +503,31 @@ limit_sql_refund(struct buf *b, const struct limit_ctx *c,
 }
 
 /*
+ * Lease mode shares the slots between daemons that all have work
+ * (worker_limit_lease.c) in the lease columns of the scope's row, slot 0,
+ * which hold no lease: a daemon none of whose workers got a slot marks
+ * it wanted there, lease 'w' and the daemon's id, for LIMIT_WANT_MS; a
+ * worker that has held a slot for its turn gives it up, while another
+ * daemon wants one, handed over: lease 'h' and its daemon's id, for
+ * LIMIT_HANDOVER_MS, in which no worker of its own daemon takes it.  A
+ * lease token is hex digits, never 'h' or 'w'.
+ */
+
+/* Lease mode: the daemon's mark that it wants a slot (daemon: its id). */
+void
+limit_sql_lease_want(struct buf *b, const struct limit_ctx *c,
+    const struct limit_scope *s, const char *daemon)
+{
+	buf_printf(b, "UPDATE %s SET lease = 'w%s', lease_until = " NOW6
+	    " + INTERVAL %d MICROSECOND WHERE ", c->table, daemon,
+	    LIMIT_WANT_MS * 1000);
+	limit_sql_where(b, c, s, 0);
+}
+
+/*
  * Lease mode: take a free slot of the scope with the lease token (the
- * one parameter), for the queue's lease.duration.  Changes one row, or
+ * one parameter), for the queue's lease.duration, or one another daemon
+ * handed over (daemon: this one's id).  Changes one row, or
  * none when every slot's lease is live.  Slots whose row another claim
  * is taking are waited for (a lease-mode claim's transaction is short);
  * those leased are read as they were committed, and passed over.  It
@@ -504,30 +538,48 @@ limit_sql_refund(struct buf *b, const struct limit_ctx *c,
  */
 void
 limit_sql_lease_take(struct buf *b, const struct limit_ctx *c,
-    const struct limit_scope *s, int slots)
+    const struct limit_scope *s, int slots, const char *daemon)
 {
 	buf_printf(b, "UPDATE %s SET lease = ?, lease_until = " NOW6
 	    " + INTERVAL %" PRId64 " MICROSECOND WHERE ", c->table,
 	    c->q->lease.duration_ms * 1000);
 	limit_sql_where(b, c, s, slots);
-	buf_puts(b, " AND (lease_until IS NULL OR lease_until <= " NOW6
-	    ") ORDER BY slot LIMIT 1");
+	buf_printf(b, " AND (lease_until IS NULL OR lease_until <= " NOW6
+	    " OR lease LIKE 'h%%' AND lease <> 'h%s') ORDER BY slot LIMIT 1",
+	    daemon);
 }
 
-/* Lease mode: renew the slot whose lease is token, or give it up. */
+/*
+ * Lease mode: renew the slot whose lease is token, or give it up; with
+ * daemon (this one's id), handed over where another daemon wants a slot
+ * (the scope's row says so), else free.
+ */
 void
 limit_sql_lease_keep(struct buf *b, const struct limit_ctx *c,
-    const struct limit_scope *s, int slots, const char *token, bool renew)
+    const struct limit_scope *s, int slots, const char *token, bool renew,
+    const char *daemon)
 {
 	if (renew)
 		buf_printf(b, "UPDATE %s SET lease_until = " NOW6 " + INTERVAL %"
 		    PRId64 " MICROSECOND WHERE ", c->table,
 		    c->q->lease.duration_ms * 1000);
-	else
+	else if (daemon == NULL)
 		buf_printf(b, "UPDATE %s SET lease = NULL, lease_until = NULL "
 		    "WHERE ", c->table);
-	limit_sql_where(b, c, s, slots);
-	buf_printf(b, " AND lease = '%s'", token);
+	if (renew || daemon == NULL) {
+		limit_sql_where(b, c, s, slots);
+		buf_printf(b, " AND lease = '%s'", token);
+		return;
+	}
+	/* Both read the scope's row, which this changes not. */
+	buf_printf(b, "UPDATE %s AS s JOIN %s AS z ON z.queue = s.queue AND "
+	    "z.scope = s.scope AND z.slot = 0 SET s.lease = IF(z.lease_until > "
+	    NOW6 " AND z.lease <> 'w%s', 'h%s', NULL), s.lease_until = "
+	    "IF(z.lease_until > " NOW6 " AND z.lease <> 'w%s', " NOW6
+	    " + INTERVAL %d MICROSECOND, NULL) WHERE ", c->table, c->table,
+	    daemon, daemon, daemon, LIMIT_HANDOVER_MS * 1000);
+	limit_sql_where_as(b, c, s, slots, "s.");
+	buf_printf(b, " AND s.lease = '%s'", token);
 }
 
 /*
@@ -678,7 +730,9 @@ limit_status_read(struct db *db, const struct config *cfg,
 	else if (q->lease.enabled) {
 		buf_printf(&sql, "(SELECT COUNT(*) FROM %s WHERE ", c.table);
 		limit_sql_where(&sql, &c, &qs, l->concurrency);
-		buf_puts(&sql, " AND lease_until > " NOW6 ")");
+		/* A slot handed over is nobody's yet. */
+		buf_puts(&sql, " AND lease_until > " NOW6 " AND lease NOT LIKE "
+		    "'h%')");
 	} else {
 		buf_puts(&sql, "(");
 		limit_sql_slots(&sql, l->concurrency);

@@ -241,6 +241,10 @@ struct worker_limit {
 	int64_t			 polled_ms;	/* how long the last poll took */
 	bool			 lease_held;	/* lease mode: a slot has token's lease */
 	struct lease_token	 token;		/* lease mode: the slot's lease */
+	int64_t			 lease_since_ms; /* slots held, row after row, since */
+	int64_t			 lease_left_ms;	/* the last given up */
+	bool			 lease_wanted;	/* none got: the poll says its daemon wants one */
+	char			 daemon[LIMIT_DAEMON_ID_MAX]; /* limit_daemon_id */
 	int			 refund;	/* tokens taken, not used: back next take */
 	int			 refund_sent;	/* carried by the take in flight */
 	int64_t			 reserve_until_ms; /* refund's tokens start claims till */
@@ -483,6 +487,8 @@ void	 pickup_note(struct worker *);
 /* worker_limit.c: the take's statements, the session's on each connection */
 /* With a slot held and no rate, the throttle is looked at this often. */
 #define LIMIT_CHECK_MS		250
+/* A slot held this long is given up where another daemon waits for it. */
+#define LIMIT_SLOT_TURN_MS	1000
 
 enum connect_status limit_connect(struct worker *);
 void	 limit_disconnect(struct worker *);
@@ -494,8 +500,13 @@ int	 limit_claimed(struct worker *, const struct db_ahead *,
 void	 limit_started(struct worker *);
 bool	 limit_allows(const struct worker *);
 void	 limit_release(struct worker *);
-enum db_status limit_lease_keep(struct worker *, bool renew, bool *kept);
 void	 limit_free(struct worker *);
+
+/* worker_limit_lease.c */
+const char *limit_daemon_id(struct worker *);
+void	 limit_lease_front(struct worker *, struct buf *, bool poll);
+void	 limit_lease_took(struct worker *, bool got);
+enum db_status limit_lease_keep(struct worker *, bool renew, bool *kept);
 
 /* worker_limit_wait.c */
 void	 limit_wait_begins(struct worker *, enum limit_reason, int64_t ms);

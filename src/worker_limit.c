@@ -44,8 +44,9 @@
  * Lease mode, where no transaction is open while a handler runs: the
  * token and a slot's lease are taken in the claim's transaction (short,
  * committed with the rows' leases), the slot's lease is renewed with the
- * row's (lease_renew) and given up with its finishing statement; a take
- * that fails rolls the claim back with it.
+ * row's (lease_renew) and given up with its finishing statement, handed
+ * over after a turn where another daemon waits (worker_limit_lease.c); a
+ * take that fails rolls the claim back with it.
  *
  * A handler's "throttle N" stops the turn: its row goes back untouched
  * (no try counted), and the queue's throttle is written, in a
@@ -73,7 +74,6 @@ const char *const limit_reason_names[LIMIT_REASONS] = {
  * at its next claim, and takes one again in the same round trip; a
  * worker waiting for that slot's lock in the server gets it first.
  */
-#define LIMIT_SLOT_TURN_MS	1000
 
 static bool
 limit_on(const struct worker *w)
@@ -213,7 +213,8 @@ limit_prepare(struct worker *w)
 		    "rowq_limit_gate_wait", &b);
 	}
 	if (st == DB_OK && lease && p->concurrency > 0) {
-		limit_sql_lease_take(&b, &l->ctx, &l->scope, p->concurrency);
+		limit_sql_lease_take(&b, &l->ctx, &l->scope, p->concurrency,
+		    limit_daemon_id(w));
 		st = limit_prepare_one(w, LIMIT_LEASE, "rowq_limit_lease", &b);
 	}
 	buf_free(&b);
@@ -416,14 +417,8 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 		l->at_commit = l->nfront;
 		l->nfront += 2;
 	}
-	if (lease && p->concurrency > 0) {
-		struct value token = { .type = VALUE_BLOB, .s = l->token.hex,
-		    .len = strlen(l->token.hex) };
-		if (!dialect_stmt_execute(&l->stmt[LIMIT_LEASE], b, &token, 1))
-			fatalx("limit: the lease statement takes no token");
-		buf_puts(b, ";\n");
-		l->at_lease = l->nfront++;
-	}
+	if (lease && p->concurrency > 0)
+		limit_lease_front(w, b, poll);
 	return poll ? l->nfront : nbefore;
 }
 
@@ -555,6 +550,8 @@ limit_took(struct worker *w, const struct db_ahead_result *res, int ran,
 		l->slot = l->last_slot = (int)g;
 		l->slot_since_ms = now_ms();
 	}
+	if (l->at_lease >= 0 && l->at_lease < ran)
+		limit_lease_took(w, res[l->at_lease].affected > 0);
 	if (g == 0 || (l->at_lease >= 0 && (l->at_lease >= ran ||
 	    res[l->at_lease].affected == 0))) {
 		limit_wait_begins(w, LIMIT_CONCURRENCY, -1);
@@ -855,38 +852,6 @@ limit_release(struct worker *w)
 	if (w->args->stats)
 		w->args->stats->limit_held = 0;
 	buf_free(&sql);
-}
-
-/* ---- lease mode: the slot's lease beside the row's ---- */
-
-/*
- * In the renewal's transaction: renew the slot's lease too (renew) or
- * give it up.  Returns DB_OK with *kept false when the slot's lease was
- * lost (another worker holds the slot now: the handler must stop).
- */
-enum db_status
-limit_lease_keep(struct worker *w, bool renew, bool *kept)
-{
-	struct worker_limit *l = &w->limit;
-	struct buf sql = { 0 };
-	unsigned long long affected = 0;
-	enum db_status st;
-
-	*kept = true;
-	if (!l->lease_held)
-		return DB_OK;
-	limit_sql_lease_keep(&sql, &l->ctx, &l->scope,
-	    w->q->limit.concurrency, l->token.hex, renew);
-	st = db_run_count(w->db, sql.data, &affected);
-	buf_free(&sql);
-	if (st == DB_OK && !renew) {
-		l->lease_held = false;
-		if (w->args->stats)
-			w->args->stats->limit_held = 0;
-	}
-	if (st == DB_OK && affected == 0)
-		*kept = false;
-	return st;
 }
 
 void

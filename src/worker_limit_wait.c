@@ -153,8 +153,13 @@ limit_wait(struct worker *w)
 			    2 + 1));
 			break;
 		}
-		ms = backoff_capped_ms(LIMIT_POLL_MIN_MS, LIMIT_POLL_MAX_MS,
-		    l->misses);
+		/*
+		 * In lease mode, a slot handed over to the daemons that
+		 * want one waits LIMIT_HANDOVER_MS for their polls
+		 * (worker_limit_lease.c).
+		 */
+		ms = backoff_capped_ms(LIMIT_POLL_MIN_MS, w->q->lease.enabled ?
+		    LIMIT_HANDOVER_MS / 2 : LIMIT_POLL_MAX_MS, l->misses);
 		ms = ms / 2 + (int64_t)(backoff_random() % (uint64_t)(ms / 2 +
 		    1));
 		break;
