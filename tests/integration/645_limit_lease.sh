@@ -16,42 +16,9 @@ cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/trace
 : >"$log"
 rows=16
-sql "CREATE TABLE video (
-    id BIGINT NOT NULL PRIMARY KEY,
-    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
-    lease CHAR(32) NULL,
-    leased_until BIGINT NOT NULL DEFAULT 0,
-    attempts INT NOT NULL DEFAULT 0,
-    done_count INT NOT NULL DEFAULT 0,
-    INDEX (status, id)
-) ENGINE=InnoDB;
-INSERT INTO video (id) SELECT seq FROM $(seq_rows "$rows")"
+video_table "$rows"
 for d in a b; do
-	cat >$d.yaml <<YAML
-database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
-stop_timeout: 5s
-status_socket: $ROWQ_TEST_TMP/$d.sock
-queues:
-  render:
-    workers: 3
-    select: SELECT id, attempts FROM video
-            WHERE status = 'waiting' AND leased_until < UNIX_TIMESTAMP()
-            ORDER BY id
-    exec: [$HANDLERS/trace, $log, "1500"]
-    timeout: 60s
-    idle: 200ms
-    limit: {concurrency: 2}
-    lease:
-      duration: 3s
-      claim: UPDATE video SET lease = :lease, attempts = attempts + 1,
-             leased_until = UNIX_TIMESTAMP() + 3 WHERE id = :id
-      renew: UPDATE video SET leased_until = UNIX_TIMESTAMP() + 3
-             WHERE id = :id AND lease = :lease
-    done: UPDATE video SET status = 'done', done_count = done_count + 1
-          WHERE id = :id AND lease = :lease
-    failed: UPDATE video SET status = 'failed'
-            WHERE id = :id AND lease = :lease
-YAML
+	video_config $d.yaml "$log" 1500 3 "{concurrency: 2}"
 done
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
 rowq_start a.yaml a.log
