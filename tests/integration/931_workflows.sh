@@ -16,7 +16,11 @@
 # - a chain: each step's done inserts the next with its :output as the
 #   next step's input;
 # - a DAG: a count of parents not yet done, which each parent's done
-#   counts down; no task starts before all its parents are done.
+#   counts down; no task starts before all its parents are done;
+# - a fan-in by count: the children's done and failed touch no batch
+#   row, and the callback's select asks that none of a batch's children
+#   waits (a subquery, which reads committed rows and takes no lock):
+#   exactly once, after the last child, as the counter's.
 # The workflow cancel and unique rows come after, on their own.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
@@ -49,7 +53,7 @@ split)
 	sleep 0.05
 	echo "[$out]"
 	;;
-item)
+item | citem)
 	case $1 in
 	bad*)
 		sleep 0.1
@@ -105,6 +109,26 @@ CREATE TABLE item (
     failed_count INT NOT NULL DEFAULT 0,
     INDEX (status, id),
     INDEX (batch_id)
+) ENGINE=InnoDB;
+CREATE TABLE cbatch (
+    id        BIGINT NOT NULL PRIMARY KEY,
+    status    ENUM('running', 'complete', 'failed') NOT NULL
+              DEFAULT 'running',
+    failures  INT NULL,
+    callback_started DECIMAL(20,6) NULL,
+    callback_count   INT NOT NULL DEFAULT 0,
+    INDEX (status, id)
+) ENGINE=InnoDB;
+CREATE TABLE citem (
+    id        BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    batch_id  BIGINT NOT NULL,
+    payload   VARCHAR(100) NOT NULL,
+    status    ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
+    finished  DECIMAL(20,6) NULL,
+    done_count   INT NOT NULL DEFAULT 0,
+    failed_count INT NOT NULL DEFAULT 0,
+    INDEX (status, id),
+    INDEX (batch_id, status)
 ) ENGINE=InnoDB;
 CREATE TABLE workflow (
     id       BIGINT NOT NULL PRIMARY KEY,
@@ -207,6 +231,39 @@ queues:
           WHERE id = :id
     failed: UPDATE batch SET status = 'failure_told' WHERE id = :id
     idle: 100ms
+  citem:
+    workers: 3
+    select: |
+      SELECT id, payload FROM citem
+      WHERE status = 'waiting'
+      ORDER BY id
+    exec: [$STEP, $LOG, citem, "payload={payload}"]
+    timeout: 20s
+    done: UPDATE citem SET status = 'done', finished = UNIX_TIMESTAMP(NOW(6)),
+                 done_count = done_count + 1
+          WHERE id = :id
+    failed: UPDATE citem SET status = 'failed',
+                   finished = UNIX_TIMESTAMP(NOW(6)),
+                   failed_count = failed_count + 1
+            WHERE id = :id
+    idle: 100ms
+  ccallback:
+    select: |
+      SELECT b.id,
+             (SELECT COUNT(*) FROM citem f
+              WHERE f.batch_id = b.id AND f.status = 'failed') AS failures
+      FROM cbatch b
+      WHERE b.status = 'running'
+        AND NOT EXISTS (SELECT 1 FROM citem i
+                        WHERE i.batch_id = b.id AND i.status = 'waiting')
+      ORDER BY b.id
+    exec: [$STEP, $LOG, ccallback, "failures={failures}"]
+    done: UPDATE cbatch SET status = 'complete', failures = :failures,
+                 callback_started = :output,
+                 callback_count = callback_count + 1
+          WHERE id = :id
+    failed: UPDATE cbatch SET status = 'failed' WHERE id = :id
+    idle: 100ms
   chain:
     workers: 2
     select: |
@@ -259,6 +316,12 @@ sql "INSERT INTO batch (size, bad, policy, kind) VALUES
     (8, '', 'continue', ''), (8, '5,6', 'continue', ''),
     (2, '', 'continue', 'sync'), (0, '', 'continue', '');
 INSERT INTO workflow (id, steps) SELECT seq, 4 FROM $(seq_rows 4);
+INSERT INTO cbatch (id) VALUES (1), (2), (3), (4);
+INSERT INTO citem (batch_id, payload) SELECT 1, CONCAT('c', seq)
+    FROM $(seq_rows 6);
+INSERT INTO citem (batch_id, payload) SELECT 2, IF(seq = 2, 'bad2',
+    CONCAT('c', seq)) FROM $(seq_rows 6);
+INSERT INTO citem (batch_id, payload) VALUES (3, 'sync1'), (3, 'sync2');
 INSERT INTO step (workflow_id, n, input) SELECT seq, 1, CONCAT('w', seq)
     FROM $(seq_rows 4)"
 # Three diamonds with a tail: 1 -> 2, 3 -> 4 -> 5, task ids 10w + 1..5.
@@ -298,15 +361,15 @@ wait "$B" 2>/dev/null || true
 untrack_pid "$B"
 "$ROWQ" -c b.yaml run >b.log.2 2>&1 & B=$!; track_pid $B
 
-# Batch 7's two children, released in the same instant.
+# Batch 7's two children, and cbatch 3's, released in the same instant.
 sync_started()
 {
 	local ids
-	ids=$(sql "SELECT id FROM item WHERE payload LIKE 'sync%'")
-	[ -n "$ids" ] && [ "$(awk '$1 == "start" && $2 == "item" { print $3 }' "$LOG" |
+	ids=$(sql "SELECT id FROM $1 WHERE payload LIKE 'sync%'")
+	[ -n "$ids" ] && [ "$(awk -v k="$1" '$1 == "start" && $2 == k { print $3 }' "$LOG" |
 	    sort -u | grep -cxF -f <(printf '%s\n' "$ids") || true)" -ge 2 ]
 }
-wait_until 60 sync_started || fail "batch 7's children never both started: $(sql "SELECT * FROM item WHERE batch_id = 7")"
+wait_until 60 'sync_started item && sync_started citem' || fail "batch 7's or cbatch 3's children never both started: $(sql "SELECT * FROM item WHERE batch_id = 7; SELECT * FROM citem WHERE batch_id = 3")"
 touch "$LOG.go"
 
 all_done()
@@ -314,6 +377,7 @@ all_done()
 	[ "$(sql_value "SELECT COUNT(*) FROM batch WHERE status IN ('complete', 'failure_told')")" = 8 ] &&
 	[ "$(sql_value "SELECT COUNT(*) FROM workflow WHERE status = 'done'")" = 4 ] &&
 	[ "$(sql_value "SELECT COUNT(*) FROM task WHERE status = 'done'")" = 15 ] &&
+	[ "$(sql_value "SELECT COUNT(*) FROM cbatch WHERE status = 'complete'")" = 4 ] &&
 	[ "$(sql_value "SELECT COUNT(*) FROM item WHERE status = 'waiting'")" = 0 ]
 }
 wait_until 120 all_done || fail "workflows not finished: $(sql "SELECT * FROM batch; SELECT * FROM workflow; SELECT id, status, parents_left FROM task")"
@@ -343,6 +407,18 @@ assert_eq 1 "$(sql_value "SELECT b.callback_started > i.finished FROM batch b JO
 assert_eq "" "$(awk '$1 == "start" && $2 == "callback" && $3 == 4' "$LOG")" "batch 4: the success callback ran"
 # Batch 7: its two children finished within a moment of each other.
 assert_le "$(sql_value "SELECT ROUND((MAX(finished) - MIN(finished)) * 1000) FROM item WHERE batch_id = 7")" 1000 "ms between batch 7's children"
+
+# ---- fan-in by count: the same, with no counter ----
+assert_eq "1 0 1,2 1 1,3 0 1,4 0 1" \
+    "$(sql_value "SELECT GROUP_CONCAT(id, ' ', failures, ' ', callback_count ORDER BY id) FROM cbatch")" \
+    "by count: batches' failures and callbacks run"
+assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM citem WHERE done_count + failed_count <> 1")" "by count: children finished other than once"
+while read -r id started last; do
+	[ "$(echo "$started > $last" | bc)" = 1 ] ||
+	    fail "cbatch $id: callback started at $started, before its last child finished at $last"
+done < <(sql "SELECT b.id, b.callback_started, MAX(i.finished) FROM cbatch b
+    JOIN citem i ON i.batch_id = b.id GROUP BY b.id")
+assert_le "$(sql_value "SELECT ROUND((MAX(finished) - MIN(finished)) * 1000) FROM citem WHERE batch_id = 3")" 1000 "ms between cbatch 3's children"
 
 # ---- chain ----
 assert_eq "1 w1>1>2>3>4,2 w2>1>2>3>4,3 w3>1>2>3>4,4 w4>1>2>3>4" \
