@@ -12,9 +12,13 @@
 # by 2 daemons of 4 workers each (`rowq drain -w 4` twice, side by side),
 # pipe handler bench/okpipe.c, batch 1, against the same rows with no
 # counter (done: the child's UPDATE alone), in turn in each of RUNS
-# rounds; the ratio is the median of each round's.  Every run checked:
-# every child done once, every batch at zero.  InnoDB's row lock waits
-# over the run are told too.
+# rounds; the ratio is the median of each round's.  And the fan-in by
+# count (rowq.yaml(5), PATTERNS, A fan-in by count): the children's done
+# alone, with the index (batch_id, status) that the callback's select
+# looks a batch up by, and the callback queue running beside the drain
+# in a daemon of its own.  Every run checked: every child done once,
+# every batch at zero (counter), every batch's callback run once (count).
+# InnoDB's row lock waits over the run are told too.
 #
 # Prints a table, and writes its section of bench/README.md (between its
 # markers).
@@ -42,7 +46,8 @@ db_create rowq_bench
 W=$ROWQ_TEST_TMP
 cd "$W"
 
-# fill SIZE: ROWS children in batches of SIZE, consecutive ids.
+# fill SIZE [INDEX]: ROWS children in batches of SIZE, consecutive ids;
+# INDEX the children's index by batch (batch_id).
 fill()
 {
 	sql "DROP TABLE IF EXISTS item; DROP TABLE IF EXISTS batch;
@@ -50,7 +55,9 @@ fill()
 	    id      BIGINT NOT NULL PRIMARY KEY,
 	    pending INT NOT NULL,
 	    status  ENUM('running', 'complete') NOT NULL DEFAULT 'running',
-	    INDEX (status, pending, id)
+	    callbacks INT NOT NULL DEFAULT 0,
+	    INDEX (status, pending, id),
+	    INDEX (status, id)
 	) ENGINE=InnoDB;
 	CREATE TABLE item (
 	    id         BIGINT NOT NULL PRIMARY KEY,
@@ -59,7 +66,7 @@ fill()
 	               DEFAULT 'waiting',
 	    done_count INT NOT NULL DEFAULT 0,
 	    INDEX (status, id),
-	    INDEX (batch_id)
+	    INDEX (${2:-batch_id})
 	) ENGINE=InnoDB;
 	INSERT INTO item (id, batch_id) SELECT seq, (seq - 1) DIV $1 + 1
 	    FROM $(seq_rows "$ROWS");
@@ -90,6 +97,26 @@ YAML
 }
 config plain.yaml "UPDATE item SET status = 'done', done_count = done_count + 1 WHERE id = :id" \
     "UPDATE item SET status = 'failed' WHERE id = :id"
+config count.yaml "UPDATE item SET status = 'done', done_count = done_count + 1 WHERE id = :id" \
+    "UPDATE item SET status = 'failed' WHERE id = :id"
+# The callback of the fan-in by count, in a daemon of its own.
+cat >callback.yaml <<YAML
+database: { socket: $ROWQ_TEST_SOCKET, user: root, name: rowq_bench }
+status_socket: $W/callback.sock
+queues:
+  callback:
+    select: |
+      SELECT b.id FROM batch b
+      WHERE b.status = 'running'
+        AND NOT EXISTS (SELECT 1 FROM item i
+                        WHERE i.batch_id = b.id AND i.status = 'waiting')
+      ORDER BY b.id
+    pipe: [$BIN/okpipe]
+    done: UPDATE batch SET status = 'complete', callbacks = callbacks + 1
+          WHERE id = :id
+    failed: UPDATE batch SET status = 'running' WHERE id = :id
+    idle: 100ms
+YAML
 config counter.yaml "[\"UPDATE item SET status = 'done', done_count = done_count + 1 WHERE id = :id\", \"UPDATE batch SET pending = pending - 1 WHERE id = :batch_id\"]" \
     "[\"UPDATE item SET status = 'failed' WHERE id = :id\", \"UPDATE batch SET pending = pending - 1 WHERE id = :batch_id\"]"
 
@@ -100,8 +127,14 @@ declare -A RESULT LAST RATIO WAITS
 # RESULT, its ratio to BASE's of the same round into RATIO.
 run()
 {
-	local name=$1 cfg=$2 size=$3 t0 t1 got w0 a b
-	fill "$size"
+	local name=$1 cfg=$2 size=$3 t0 t1 got w0 a b cb=
+	if [ "$cfg" = count.yaml ]; then
+		fill "$size" "batch_id, status"
+		"$ROWQ" -c callback.yaml run >callback.out 2>&1 & cb=$!
+		track_pid "$cb"
+	else
+		fill "$size"
+	fi
 	w0=$(lock_waits)
 	t0=$(now_us)
 	"$ROWQ" -c "$cfg" drain item -w 4 >a.out 2>&1 & a=$!
@@ -115,6 +148,15 @@ run()
 	if [ "$cfg" = counter.yaml ]; then
 		got=$(sql_value "SELECT COUNT(*) FROM batch WHERE pending <> 0")
 		[ "$got" = 0 ] || fail "$name: $got batches not at zero"
+	fi
+	if [ -n "$cb" ]; then
+		wait_until 60 '[ "$(sql_value "SELECT COUNT(*) FROM batch WHERE status = '"'running'"'")" = 0 ]' ||
+			fail "$name: batches left without their callback"
+		kill -TERM "$cb"
+		wait "$cb" || fail "$name: the callback's daemon exited with $?"
+		untrack_pid "$cb"
+		got=$(sql_value "SELECT COUNT(*) FROM batch WHERE callbacks <> 1")
+		[ "$got" = 0 ] || fail "$name: $got batches' callbacks not run once"
 	fi
 	LAST[$name]=$((ROWS * 1000000 / (t1 - t0)))
 	RESULT[$name]="${RESULT[$name]:-} ${LAST[$name]}"
@@ -134,17 +176,21 @@ for ((r = 1; r <= RUNS; r++)); do
 		if [ $((r % 2)) = 1 ]; then
 			run "plain$size" plain.yaml "$size"
 			run "counter$size" counter.yaml "$size" "plain$size"
+			run "count$size" count.yaml "$size" "plain$size"
 		else
+			run "count$size" count.yaml "$size"
 			run "counter$size" counter.yaml "$size"
 			run "plain$size" plain.yaml "$size"
-			RATIO[counter$size]="${RATIO[counter$size]:-} $(ratio "${LAST[counter$size]}" "${LAST[plain$size]}")"
+			for c in counter count; do
+				RATIO[$c$size]="${RATIO[$c$size]:-} $(ratio "${LAST[$c$size]}" "${LAST[plain$size]}")"
+			done
 		fi
 	done
 done
 
 cat >section.md <<MD
 $MARK_BEGIN
-## Fan-in: a batch's counter in each child's done
+## Fan-in: a batch's counter in each child's done, or a count at the callback
 
 Written by bench/fanin.sh on $(date -u '+%Y-%m-%d %H:%M UTC'), in $(($(date +%s) - START_S)) s,
 $RUNS round(s); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (a
@@ -152,25 +198,30 @@ shared machine: compare within the table only).
 $ROWS children, consecutive ids, 2 daemons of 4 workers (\`rowq drain -w 4\`
 twice), pipe handler okpipe, batch 1.  "counter" adds
 \`UPDATE batch SET pending = pending - 1 WHERE id = :batch_id\` to done and
-failed; "no counter" is the same rows with the child's UPDATE alone.
+failed; "no counter" is the same rows with the child's UPDATE alone;
+"by count" is those with the index (batch_id, status) and the callback
+queue of rowq.yaml(5)'s "A fan-in by count" running beside the drain.
 Rows per second, median of the rounds; the ratio is the median of each
 round's (each round's pair in turn, the order swapped every other
 round); row lock waits are InnoDB's over the run (median), and the
 ratios of every round are listed, for the spread.
 
-| children per batch | no counter | counter | ratio | row lock waits (counter) |
-|---:|---:|---:|---:|---:|
+| children per batch | no counter | counter | ratio | row lock waits (counter) | by count | ratio | row lock waits (by count) |
+|---:|---:|---:|---:|---:|---:|---:|---:|
 MD
 for size in $SIZES; do
-	printf '| %s | %s | %s | %s× | %s |\n' "$size" \
+	printf '| %s | %s | %s | %s× | %s | %s | %s× | %s |\n' "$size" \
 	    "$(median_of "${RESULT[plain$size]}")" \
 	    "$(median_of "${RESULT[counter$size]}")" \
 	    "$(median_of "${RATIO[counter$size]}")" \
-	    "$(median_of "${WAITS[counter$size]}")" >>section.md
+	    "$(median_of "${WAITS[counter$size]}")" \
+	    "$(median_of "${RESULT[count$size]}")" \
+	    "$(median_of "${RATIO[count$size]}")" \
+	    "$(median_of "${WAITS[count$size]}")" >>section.md
 done
 echo >>section.md
 for size in $SIZES; do
-	echo "Ratios of the rounds, $size per batch:${RATIO[counter$size]}." >>section.md
+	echo "Ratios of the rounds, $size per batch: counter${RATIO[counter$size]}; by count${RATIO[count$size]}." >>section.md
 done
 echo "When they spread wider than they differ from 1, the machine was too
 busy for a verdict: run it again on a quiet one." >>section.md
