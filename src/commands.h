@@ -173,7 +173,10 @@ struct failed_ctx {
 	struct db		*db;
 };
 
-/* What is done to failed rows by key: requeue: or discard:. */
+/*
+ * What is done to rows by key: failed ones requeue: or discard:, and in
+ * lease mode any row, running too, cancel:.
+ */
 struct failed_action {
 	const char	*name;		/* the command, and the queue's key */
 	const char	*done;		/* "requeued", for messages */
@@ -200,11 +203,14 @@ struct requeue_run {
 	struct db_stmt		*stmt[SQL_LIST_MAX];
 	size_t			 nstmts;
 	bool			 quiet;		/* no line per key (the console) */
+	const char		*by;		/* cancel: who, for its run; NULL: rowq cancel */
 	unsigned long long	 done;		/* rows requeued or discarded */
 	unsigned long long	 missed;	/* keys that changed no row */
 };
 
 extern const struct failed_action requeue_action, discard_action;
+extern const struct failed_action cancel_action;
+const struct failed_action *failed_action_named(const char *);
 const struct sql *failed_action_sql(const struct queue *,
 	    const struct failed_action *);
 int	 requeue_command(const char *config_path, int argc, char **argv);

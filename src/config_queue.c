@@ -53,7 +53,7 @@ config_list_size_ok(struct load *ld, const struct config_item *it)
 
 /*
  * done:, failed:, retry.update:, lease.claim:, lease.renew:, requeue:,
- * discard: a statement, or a list of them, run in order in the row's
+ * discard:, cancel: a statement, or a list of them, run in order in the row's
  * transaction (struct sql's next), each named by its place:
  * queues.email.done[1].
  */
@@ -109,7 +109,8 @@ config_field_select(struct load *ld, const struct config_item *it, void *dst,
 	else if (q->nparams > 0)
 		config_error(ld, it->value->line, it->path, ":%s: the select "
 		    "takes no parameters (only done, failed, retry.update, "
-		    "lease.claim, lease.renew, requeue and discard do)",
+		    "lease.claim, lease.renew, requeue, discard and cancel "
+		    "do)",
 		    q->params[0]);
 }
 
@@ -559,6 +560,7 @@ static const struct config_field queue_fields[] = {
 	FIELD(struct queue, "failed_select", select, failed_select, 0, 0),
 	FIELD(struct queue, "requeue", statements, requeue, 0, 0),
 	FIELD(struct queue, "discard", statements, discard, 0, 0),
+	FIELD(struct queue, "cancel", statements, cancel, 0, 0),
 	FIELD(struct queue, "env", env, env, 0, 0),
 	FIELD(struct queue, "user", user, user, 0, 0),
 	FIELD(struct queue, "group", group, user, 0, 0),
@@ -684,6 +686,13 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 		    path, "stop_grace needs stop_signal:, the signal it is "
 		    "the grace of");
 	}
+	if (SEEN(queue_fields, seen, "cancel") != NULL && !q->lease.enabled) {
+		char path[CONFIG_PATH_MAX];
+		config_path(path, sizeof(path), it->path, "cancel");
+		config_error(ld, SEEN(queue_fields, seen, "cancel")->line,
+		    path, "cancel needs lease:: in transaction mode a running "
+		    "row stays locked by its worker until it is finished");
+	}
 	config_user_resolve(ld, &q->user, SEEN(queue_fields, seen, "user"),
 	    SEEN(queue_fields, seen, "group"), it->path);
 }
@@ -808,6 +817,7 @@ config_queue_free(struct queue *q)
 	sql_free(&q->failed_select);
 	sql_free(&q->requeue);
 	sql_free(&q->discard);
+	sql_free(&q->cancel);
 	config_env_free(&q->env);
 	config_user_free(&q->user);
 	prune_policy_free(&q->prune);

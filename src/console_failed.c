@@ -34,7 +34,7 @@ struct console_failed {
 	char			 why[300];	/* "": read */
 };
 
-/* The key's column name: what requeue: and discard: take. */
+/* The key's column name: what requeue:, discard: and cancel: take. */
 static const char *
 console_failed_key(const struct queue *q)
 {
@@ -42,6 +42,8 @@ console_failed_key(const struct queue *q)
 		return q->requeue.params[0];
 	if (q->discard.text != NULL && q->discard.nparams > 0)
 		return q->discard.params[0];
+	if (q->cancel.text != NULL && q->cancel.nparams > 0)
+		return q->cancel.params[0];
 	return q->key_column;
 }
 
@@ -364,7 +366,10 @@ console_failed_confirm(struct console_request *r, struct console_reply *rep,
  * POST /queue/NAME/failed: action=requeue|discard, key_hex=HEX... (the
  * page's boxes) or key=TEXT... (a script's), or all=1 (with error=TEXT),
  * confirm=1 for more than one row; back=row: one row's page posted it
- * (console_row.c), and its page is where the answer goes.
+ * (console_row.c), and its page is where the answer goes.  And
+ * action=cancel, keys only (a row page's, a waiting or running row's), in
+ * lease mode: failed_select is not needed, the select says whether the
+ * key is binary.
  */
 void
 console_failed_post(struct console_request *r, struct console_reply *rep,
@@ -379,24 +384,24 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 	const struct failed_action *a = NULL;
 	struct failed_ctx what = { .cfg = (struct config *)r->c->cfg, .q = q };
 	struct requeue_run run;
-	struct buf back = { 0 }, detail = { 0 };
+	struct buf back = { 0 }, detail = { 0 }, who = { 0 };
 	struct buf *bytes = xcalloc(r->form.n + 1, sizeof(*bytes));
 	struct value *values = xcalloc(r->form.n + 1, sizeof(*values));
 	size_t nkeys = 0;
 	int rc;
 
-	if (action != NULL && strcmp(action, "requeue") == 0)
-		a = &requeue_action;
-	else if (action != NULL && strcmp(action, "discard") == 0)
-		a = &discard_action;
+	const struct sql *rows_of;
+
+	a = failed_action_named(action);
+	rows_of = a == &cancel_action ? &q->select : &q->failed_select;
 	for (size_t i = 0; i < r->form.n; i++)
 		nkeys += console_failed_is_key(r->form.name[i]);
 	if (error != NULL && *error == '\0')
 		error = NULL;
 	if (a == NULL || failed_action_sql(q, a)->text == NULL ||
-	    q->failed_select.text == NULL) {
-		console_reply_text(rep, 400, "requeue or discard, as the queue "
-		    "has them");
+	    rows_of->text == NULL || (all && a == &cancel_action)) {
+		console_reply_text(rep, 400, "requeue or discard of failed "
+		    "rows, or cancel of rows by key, as the queue has them");
 		goto out;
 	}
 	if (!all && nkeys == 0) {
@@ -420,7 +425,7 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 	nkeys = 0;
 	/* A binary key is bound as a blob, a text key as text. */
 	if (console_failed_keys(&r->form, console_failed_key(q) != NULL &&
-	    console_key_binary(what.db, q->failed_select.positional,
+	    console_key_binary(what.db, rows_of->positional,
 	    console_failed_key(q)), bytes, values, &nkeys) == -1) {
 		console_reply_text(rep, 400, "a key is not as the page gave "
 		    "it: reload the page");
@@ -428,13 +433,16 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 	}
 	rc = requeue_begin(&run, &what, a);
 	run.quiet = true;
+	buf_printf(&who, "%s (console)", r->user);
+	run.by = who.data;
 	if (rc == ROWQ_EXIT_OK)
 		rc = requeue_values(&run, values, nkeys);
 	requeue_end(&run);
 	(void)db_rollback(what.db);
 	console_failed_detail(&detail, values, nkeys);
 	if (run.missed > 0)
-		buf_printf(&detail, "; %llu matched no failed row", run.missed);
+		buf_printf(&detail, "; %llu matched no %srow", run.missed,
+		    a == &cancel_action ? "" : "failed ");
 	if (rc != ROWQ_EXIT_OK)
 		buf_puts(&detail, "; stopped by an error (logged)");
 	console_log_action(r, a->done, q->name, (long long)run.done,
@@ -453,6 +461,7 @@ console_failed_post(struct console_request *r, struct console_reply *rep,
 out:
 	buf_free(&back);
 	buf_free(&detail);
+	buf_free(&who);
 	for (size_t i = 0; i < r->form.n; i++)
 		buf_free(&bytes[i]);
 	free(bytes);

@@ -254,19 +254,26 @@ console_row_runs(struct buf *b, const struct row_story *s)
 }
 
 /*
- * Requeue and discard of a failed row: the failed rows' own form, for
- * this key alone (key_hex, compared byte for byte), back=row to come
- * back here.  An operator's, with a session (a CSRF token) only.
+ * Requeue and discard of a failed row, cancel of a waiting or running
+ * one (lease mode, cancel:; "gone" too, as a row that another daemon
+ * runs looks from here): the failed rows' own form, for this key
+ * alone (key_hex, compared byte for byte), back=row to come back here.
+ * An operator's, with a session (a CSRF token) only.
  */
 static void
 console_row_actions(struct buf *b, const struct console_request *r,
     const struct row_story *s, const char *key, size_t len)
 {
 	const struct queue *q = s->q;
+	bool failed = s->failed.read && s->failed.rs.nrows > 0 &&
+	    (q->requeue.text != NULL || q->discard.text != NULL);
+	bool cancel = q->cancel.text != NULL && s->state != NULL &&
+	    (strcmp(s->state, "waiting") == 0 ||
+	    strcmp(s->state, "running") == 0 ||
+	    strcmp(s->state, "gone") == 0);
 
 	if (r->role != CONSOLE_OPERATOR || r->session == NULL ||
-	    !s->failed.read || s->failed.rs.nrows == 0 ||
-	    (q->requeue.text == NULL && q->discard.text == NULL))
+	    (!failed && !cancel))
 		return;
 	buf_puts(b, "<form method=\"post\" class=\"bar\" action=\"/queue/");
 	console_url_part(b, q->name);
@@ -276,12 +283,16 @@ console_row_actions(struct buf *b, const struct console_request *r,
 	    "<input type=\"hidden\" name=\"key_hex\" value=\"");
 	buf_put_hex(b, key, len);
 	buf_puts(b, "\">");
-	if (q->requeue.text != NULL)
+	if (failed && q->requeue.text != NULL)
 		buf_puts(b, "<button type=\"submit\" name=\"action\" "
 		    "value=\"requeue\" id=\"requeue\">Requeue</button>");
-	if (q->discard.text != NULL)
+	if (failed && q->discard.text != NULL)
 		buf_puts(b, "<button type=\"submit\" name=\"action\" "
 		    "value=\"discard\" id=\"discard\" class=\"danger\">Discard"
+		    "</button>");
+	if (cancel)
+		buf_puts(b, "<button type=\"submit\" name=\"action\" "
+		    "value=\"cancel\" id=\"cancel\" class=\"danger\">Cancel"
 		    "</button>");
 	buf_puts(b, "</form>");
 }
@@ -378,10 +389,11 @@ console_row_page(struct console_request *r, struct console_reply *rep,
 	buf_puts(b, " of ");
 	console_queue_link(b, q->name);
 	buf_printf(b, " <span class=\"tag%s\" id=\"state\">%s</span></h1>",
-	    strcmp(s.state, "failed") == 0 || strcmp(s.state, "gone") == 0 ?
+	    strcmp(s.state, "failed") == 0 || strcmp(s.state, "gone") == 0 ||
+	    strcmp(s.state, "cancelled") == 0 ?
 	    " gone" : " live", s.state);
 	if (did != NULL && (strcmp(did, "requeued") == 0 ||
-	    strcmp(did, "discarded") == 0)) {
+	    strcmp(did, "discarded") == 0 || strcmp(did, "cancelled") == 0)) {
 		const char *n = console_query(r, "n");
 		buf_printf(b, "<p class=\"note\" id=\"did\">%s %lld row%s.</p>",
 		    did, n ? atoll(n) : 0LL, n && atoll(n) == 1 ? "" : "s");

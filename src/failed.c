@@ -145,7 +145,8 @@ failed_check_action(struct db *db, const struct sql *sql, const char *name,
 
 /*
  * failed_select must return the queue's key (requeue --all reads it from
- * there), and requeue and discard must take that key and nothing else.
+ * there), and requeue, discard and cancel must take that key and nothing
+ * else.
  * Logs each problem; returns how many.
  */
 int
@@ -176,6 +177,8 @@ failed_check(struct db *db, const struct queue *q, const char *key)
 		problems += failed_check_action(db, a, "requeue", key);
 	for (const struct sql *a = &q->discard; a != NULL; a = a->next)
 		problems += failed_check_action(db, a, "discard", key);
+	for (const struct sql *a = &q->cancel; a != NULL; a = a->next)
+		problems += failed_check_action(db, a, "cancel", key);
 	return problems;
 }
 

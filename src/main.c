@@ -24,6 +24,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] failed QUEUE [--json] [--limit N]\n"
 "       rowq [-c FILE] requeue QUEUE KEY... | --all [--where-error TEXT]\n"
 "       rowq [-c FILE] discard QUEUE KEY... | --all [--where-error TEXT]\n"
+"       rowq [-c FILE] cancel QUEUE KEY...\n"
 "       rowq [-c FILE] pause QUEUE [--for DURATION] [--reason TEXT]\n"
 "       rowq [-c FILE] resume QUEUE\n"
 "       rowq [-c FILE] pause --schedule NAME [--reason TEXT]\n"
@@ -46,6 +47,7 @@ static const char usage_text[] =
 "  failed  the newest failed rows of a queue, from its failed_select\n"
 "  requeue make failed rows waiting again, with the queue's requeue\n"
 "  discard give failed rows up, with the queue's discard\n"
+"  cancel  cancel rows, waiting or running (lease mode), with the queue's cancel\n"
 "  pause   stop the queue's workers in every daemon (within 2s), for good\n"
 "          or --for a while\n"
 "  resume  start them again\n"
@@ -457,7 +459,8 @@ main(int argc, char **argv)
 		return show_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "failed") == 0)
 		return failed_command(path, argc - optind, argv + optind);
-	if (strcmp(cmd, "requeue") == 0 || strcmp(cmd, "discard") == 0)
+	if (strcmp(cmd, "requeue") == 0 || strcmp(cmd, "discard") == 0 ||
+	    strcmp(cmd, "cancel") == 0)
 		return requeue_command(path, argc - optind, argv + optind);
 	if (strcmp(cmd, "wake") == 0)
 		return cmd_wake(path, argc - optind, argv + optind);

@@ -14,12 +14,14 @@
 #include "db.h"
 #include "claim.h"
 #include "commands.h"
+#include "runs.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define REQUEUE_CHUNK		1000	/* keys per transaction */
 #define REQUEUE_PAUSE_MS	200	/* between two chunks */
@@ -31,6 +33,22 @@ const struct failed_action requeue_action = {
 const struct failed_action discard_action = {
 	"discard", "discarded", offsetof(struct queue, discard),
 };
+const struct failed_action cancel_action = {
+	"cancel", "cancelled", offsetof(struct queue, cancel),
+};
+
+/* The action of a command's or a form's name; NULL: none such. */
+const struct failed_action *
+failed_action_named(const char *name)
+{
+	const struct failed_action *all[] = { &requeue_action,
+	    &discard_action, &cancel_action };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (name != NULL && strcmp(name, all[i]->name) == 0)
+			return all[i];
+	return NULL;
+}
 
 const struct sql *
 failed_action_sql(const struct queue *q, const struct failed_action *a)
@@ -64,6 +82,37 @@ requeue_exec_more(struct requeue_run *run, size_t j, const struct value *key)
 		v[i] = *key;
 	st = db_stmt_exec(run->stmt[j], v, np, NULL);
 	free(v);
+	return st;
+}
+
+/*
+ * A cancelled row's run, in the cancel's transaction, where the queue
+ * keeps a run log: outcome cancel, try 0 (the canceller knows no try;
+ * the worker's try of a running row leaves none, its lease gone), who
+ * cancelled it as its text.
+ */
+static enum db_status
+requeue_cancel_run(struct requeue_run *run, const struct value *key)
+{
+	const struct queue *q = run->what->q;
+	char host[256] = "";
+	int64_t now = wall_ms() * 1000;
+	const char *by = run->by != NULL ? run->by : "rowq cancel";
+	struct run_rec r = { .queue = q->name, .key = key->s,
+	    .key_len = key->len, .outcome = "cancel", .reason = "cancelled",
+	    .exit_status = -1, .started_us = now, .finished_us = now,
+	    .host = host, .pid = (long)getpid(), .error = by,
+	    .error_len = strlen(by) };
+	struct buf sql = { 0 };
+	enum db_status st;
+
+	(void)gethostname(host, sizeof(host) - 1);
+	runs_insert_head(&sql, q);
+	buf_puts(&sql, "VALUES (");
+	runs_values(&sql, &r);
+	buf_putc(&sql, ')');
+	st = db_run(run->what->db, sql.data);
+	buf_free(&sql);
 	return st;
 }
 
@@ -102,6 +151,10 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 			for (size_t j = 1; hit[k] && st == DB_OK &&
 			    j < run->nstmts; j++)
 				st = requeue_exec_more(run, j, &keys[k]);
+			if (hit[k] && st == DB_OK &&
+			    run->action == &cancel_action &&
+			    run->what->q->runs.enabled)
+				st = requeue_cancel_run(run, &keys[k]);
 		}
 		if (st == DB_OK)
 			st = db_commit(db);
@@ -350,6 +403,9 @@ requeue_begin(struct requeue_run *run, const struct failed_ctx *what,
 		    sql->where);
 		return ROWQ_EXIT_CONFIG;
 	}
+	if (action == &cancel_action && what->q->runs.enabled &&
+	    runs_ensure(what->db, what->q) != 0)
+		return ROWQ_EXIT_FAILURE;
 	for (; sql != NULL && sql->text != NULL && rc == ROWQ_EXIT_OK &&
 	    run->nstmts < sizeof(run->stmt) / sizeof(run->stmt[0]);
 	    sql = sql->next) {
@@ -378,8 +434,7 @@ requeue_end(struct requeue_run *run)
 int
 requeue_command(const char *path, int argc, char **argv)
 {
-	const struct failed_action *action = strcmp(argv[0], "discard") == 0 ?
-	    &discard_action : &requeue_action;
+	const struct failed_action *action = failed_action_named(argv[0]);
 	struct failed_ctx what;
 	struct requeue_run run = { 0 };
 	char **keys = xcalloc((size_t)argc, sizeof(*keys));
@@ -415,11 +470,14 @@ requeue_command(const char *path, int argc, char **argv)
 		why = "name a queue";
 	else if (why == NULL && all == (nkeys > 0))
 		why = all ? "either keys or --all, not both" :
+		    action == &cancel_action ? "name the keys to cancel" :
 		    action == &discard_action ?
 		    "name the keys to discard, or --all" :
 		    "name the keys to requeue, or --all";
 	else if (why == NULL && where_error != NULL && !all)
 		why = "--where-error goes with --all";
+	else if (why == NULL && all && action == &cancel_action)
+		why = "name the keys to cancel: --all is for failed rows";
 	if (why != NULL) {
 		fprintf(stderr, "rowq: %s: %s\n", action->name, why);
 		free(keys);
@@ -433,9 +491,10 @@ requeue_command(const char *path, int argc, char **argv)
 	if (run.nstmts > 0) {
 		rc = all ? requeue_all(&run, where_error) :
 		    requeue_keys(&run, keys, nkeys);
-		printf("%s: %s %llu row%s, %llu key%s matched no failed "
-		    "row\n", name, action->done, run.done, run.done == 1 ?
-		    "" : "s", run.missed, run.missed == 1 ? "" : "s");
+		printf("%s: %s %llu row%s, %llu key%s matched no %srow\n",
+		    name, action->done, run.done, run.done == 1 ? "" : "s",
+		    run.missed, run.missed == 1 ? "" : "s",
+		    action == &cancel_action ? "" : "failed ");
 		if (rc == ROWQ_EXIT_OK && run.missed > 0)
 			rc = ROWQ_EXIT_FAILURE;
 	}

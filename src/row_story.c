@@ -154,6 +154,8 @@ row_story_state(const struct row_story *s)
 		return "done";
 	if (last != NULL && strcmp(runs_v(last, R_OUTCOME), "failed") == 0)
 		return "failed";
+	if (last != NULL && strcmp(runs_v(last, R_OUTCOME), "cancel") == 0)
+		return "cancelled";
 	return "gone";
 }
 

@@ -412,6 +412,7 @@ struct queue {
 	struct sql	 failed_select;	/* `rowq failed`, `requeue --all` */
 	struct sql	 requeue;	/* one failed row waiting again, by key */
 	struct sql	 discard;	/* one failed row given up, by key */
+	struct sql	 cancel;	/* lease mode: one row cancelled, by key */
 	struct env_list	 env;		/* added to the top level's */
 	struct handler_user user;	/* name NULL: the top level's */
 	struct prune_policy prune;
