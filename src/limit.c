@@ -358,6 +358,19 @@ limit_take_took(const struct limit_ctx *c, const struct limit_rate *r,
 	    limit_reserve_size(r);
 }
 
+/* What a take of n takes: one alone where it reserves one ahead. */
+static void
+limit_sql_took(struct buf *b, const struct limit_ctx *c,
+    const struct limit_rate *r, const char *refund, int n, int ahead)
+{
+	if (ahead > 0 && n > 1) {
+		buf_puts(b, "IF(");
+		limit_sql_avail(b, c, r, refund);
+		buf_printf(b, " >= 1, %d, 1)", n);
+	} else
+		buf_printf(b, "%d", n);
+}
+
 /*
  * n tokens or none, as the rows the UPDATE matches say, none while the
  * scope is throttled; refund (an SQL expression) given back first.  The
@@ -374,12 +387,7 @@ limit_sql_take_one(struct buf *b, const struct limit_ctx *c,
     const char *refund, int n, int ahead)
 {
 	buf_printf(b, "UPDATE %s SET took = ", c->table);
-	if (ahead > 0 && n > 1) {
-		buf_puts(b, "IF(");
-		limit_sql_avail(b, c, r, refund);
-		buf_printf(b, " >= 1, %d, 1)", n);
-	} else
-		buf_printf(b, "%d", n);
+	limit_sql_took(b, c, r, refund, n, ahead);
 	if (ahead > 0) {
 		/* Read before tokens changes: columns go left to right. */
 		buf_puts(b, " + 0 * LAST_INSERT_ID(CEIL(GREATEST(0, 1 - ");
@@ -388,10 +396,15 @@ limit_sql_take_one(struct buf *b, const struct limit_ctx *c,
 		limit_sql_per_us(b, r);
 		buf_puts(b, "))");
 	}
-	/* took as just set: MariaDB and MySQL assign left to right. */
+	/*
+	 * Not "- took": under MariaDB's SIMULTANEOUS_ASSIGNMENT that is the
+	 * last take's.
+	 */
 	buf_puts(b, ", tokens = ");
 	limit_sql_avail(b, c, r, refund);
-	buf_puts(b, " - took, tokens_at = " NOW6 " WHERE ");
+	buf_puts(b, " - ");
+	limit_sql_took(b, c, r, refund, n, ahead);
+	buf_puts(b, ", tokens_at = " NOW6 " WHERE ");
 	limit_sql_where(b, c, s, 0);
 	buf_puts(b, " AND (throttled_until IS NULL OR throttled_until <= "
 	    NOW6 ") AND ");

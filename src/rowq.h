@@ -800,6 +800,7 @@ struct worker_args {
 };
 
 int	 worker_run(const struct worker_args *);
+void	 limit_daemon_init(void);	/* worker_limit_lease.c */
 
 /* ---- check.c: the configuration against the live database ---- */
 

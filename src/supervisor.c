@@ -737,6 +737,7 @@ supervisor_run(struct config *cfg, const struct run_options *opts)
 	proc_title("rowq: supervisor");
 	/* Before the first fork, so that every worker starts with it done. */
 	db_library_init();
+	limit_daemon_init();
 	db_announce_hosts();	/* each child logs the host it uses */
 	s.status_fd = -1;
 	s.wake_fd = -1;

@@ -504,7 +504,8 @@ void	 limit_free(struct worker *);
 
 /* worker_limit_lease.c */
 const char *limit_daemon_id(struct worker *);
-void	 limit_lease_front(struct worker *, struct buf *, bool poll);
+void	 limit_lease_want_front(struct worker *, struct buf *);
+void	 limit_lease_front(struct worker *, struct buf *);
 void	 limit_lease_took(struct worker *, bool got);
 enum db_status limit_lease_keep(struct worker *, bool renew, bool *kept);
 

@@ -367,6 +367,8 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 	l->nfront = 0;
 	l->at_rate = l->at_iff = l->at_gate = l->at_lease = -1;
 	l->at_commit = l->at_yield = -1;
+	if (poll && lease && p->concurrency > 0)
+		limit_lease_want_front(w, b);
 	if (reserved) {
 		/* A token of the last take's, not yet used: no take. */
 	} else if (limit_has_rate(w) && !lease && !poll && !slot) {
@@ -418,7 +420,7 @@ limit_take_sql(struct worker *w, struct buf *before, struct buf *after,
 		l->nfront += 2;
 	}
 	if (lease && p->concurrency > 0)
-		limit_lease_front(w, b, poll);
+		limit_lease_front(w, b);
 	return poll ? l->nfront : nbefore;
 }
 

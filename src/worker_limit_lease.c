@@ -20,44 +20,82 @@
 #include "worker.h"
 
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Slots taken this far apart are not one worker's turn. */
 #define LIMIT_SLOT_GAP_MS	100
 
-/* The daemon's id: its host's and its process's, as hex digits. */
+/*
+ * Drawn by the supervisor before its first fork (limit_daemon_init), so
+ * that the workers of one daemon share it and two daemons do not, even
+ * two containers of one host name whose supervisors are both pid 1.
+ */
+static uint64_t limit_daemon_nonce;
+
+void
+limit_daemon_init(void)
+{
+	struct timespec ts;
+
+	if (getrandom(&limit_daemon_nonce, sizeof(limit_daemon_nonce),
+	    GRND_NONBLOCK) != (ssize_t)sizeof(limit_daemon_nonce)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		limit_daemon_nonce = (uint64_t)ts.tv_nsec ^
+		    ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
+	}
+}
+
+/*
+ * The daemon's id, as hex digits: the supervisor's nonce; without one,
+ * its host's and its process's.
+ */
 const char *
 limit_daemon_id(struct worker *w)
 {
 	struct worker_limit *l = &w->limit;
 	char host[256] = "";
 
-	if (l->daemon[0] == '\0') {
-		(void)gethostname(host, sizeof(host) - 1);
-		snprintf(l->daemon, sizeof(l->daemon), "%08x%08x",
-		    (unsigned)limit_crc32(host, strlen(host)),
-		    (unsigned)getppid());
+	if (l->daemon[0] != '\0')
+		return l->daemon;
+	if (limit_daemon_nonce != 0) {
+		snprintf(l->daemon, sizeof(l->daemon), "%016llx",
+		    (unsigned long long)limit_daemon_nonce);
+		return l->daemon;
 	}
+	(void)gethostname(host, sizeof(host) - 1);
+	snprintf(l->daemon, sizeof(l->daemon), "%08x%08x",
+	    (unsigned)limit_crc32(host, strlen(host)), (unsigned)getppid());
 	return l->daemon;
 }
 
 /*
- * The lease-mode part of the take, into b: a waiter's mark that its
- * daemon wants a slot, committed alone so that a poll that gets none
- * leaves it (poll), then the slot's lease.
+ * A poll's first statements, into b, where its worker got no slot: the
+ * mark that its daemon wants one, committed alone, before the rate's
+ * take and the slot's, so that a poll that gets no slot leaves the mark
+ * and commits no token.
  */
 void
-limit_lease_front(struct worker *w, struct buf *b, bool poll)
+limit_lease_want_front(struct worker *w, struct buf *b)
+{
+	struct worker_limit *l = &w->limit;
+
+	if (!l->lease_wanted)
+		return;
+	limit_sql_lease_want(b, &l->ctx, &l->scope, limit_daemon_id(w));
+	buf_puts(b, ";\nCOMMIT;\n");
+	l->nfront += 2;
+}
+
+/* The slot's lease, into b: the lease-mode part of the take. */
+void
+limit_lease_front(struct worker *w, struct buf *b)
 {
 	struct worker_limit *l = &w->limit;
 	struct value token = { .type = VALUE_BLOB, .s = l->token.hex,
 	    .len = strlen(l->token.hex) };
 
-	if (poll && l->lease_wanted) {
-		limit_sql_lease_want(b, &l->ctx, &l->scope, limit_daemon_id(w));
-		buf_puts(b, ";\nCOMMIT;\n");
-		l->nfront += 2;
-	}
 	if (!dialect_stmt_execute(&l->stmt[LIMIT_LEASE], b, &token, 1))
 		fatalx("limit: the lease statement takes no token");
 	buf_puts(b, ";\n");

@@ -1235,7 +1235,7 @@ START_TEST(test_select_parameters)
 	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
 	    "rowq.yaml:3: queues.email.select: :since: the select takes no "
 	    "parameters (only done, failed, retry.update, lease.claim, "
-	    "lease.renew, requeue and discard do)\n");
+	    "lease.renew, requeue, discard and cancel do)\n");
 }
 END_TEST
 

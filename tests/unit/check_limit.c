@@ -50,6 +50,12 @@ ahead_burst(int count, int64_t period_ms, bool lease, int burst)
 }
 
 static int
+ahead(int count, int64_t period_ms, bool lease)
+{
+	return ahead_burst(count, period_ms, lease, 1);
+}
+
+static int
 took(int count, int64_t period_ms, int burst, long long due_us)
 {
 	struct queue q = { .limit = { .burst = burst } };
