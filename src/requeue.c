@@ -172,7 +172,9 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 		if (!run->quiet)
 			printf("%s%s %.*s%s\n", hit[k] ? "" : "not ",
 			    run->action->done, (int)keys[k].len, keys[k].s,
-			    hit[k] ? "" : ": no failed row with this key");
+			    hit[k] ? "" : run->action == &cancel_action ?
+			    ": the statement changed no row" :
+			    ": no failed row with this key");
 	}
 	fflush(stdout);
 	free(hit);
