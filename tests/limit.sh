@@ -22,9 +22,10 @@
 #                            each ran a fifth at least, never more than
 #                            CAP at once, CAP - 0.9 on average
 #   video_table ROWS         a lease-mode queue's table, ROWS waiting
-#   video_config FILE LOG MS WORKERS LIMIT
+#   video_config FILE LOG MS WORKERS LIMIT [KEY: VALUE...]
 #                            a daemon's configuration of it: the trace
-#                            handler (rows of MS), leases of 3 s
+#                            handler (rows of MS), leases of 3 s, LIMIT
+#                            ("": none) and the queue's other keys
 
 overlap_max()
 {
@@ -148,7 +149,8 @@ video_table()
 {
 	sql "CREATE TABLE video (
 	    id BIGINT NOT NULL PRIMARY KEY,
-	    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
+	    status ENUM('waiting', 'done', 'failed', 'cancelled') NOT NULL
+	           DEFAULT 'waiting',
 	    lease CHAR(32) NULL,
 	    leased_until BIGINT NOT NULL DEFAULT 0,
 	    attempts INT NOT NULL DEFAULT 0,
@@ -160,20 +162,25 @@ video_table()
 
 video_config()
 {
-	cat >"$1" <<YAML
+	local file=$1 log=$2 ms=$3 workers=$4 limit=$5 extra
+	shift 5
+	for extra; do
+		printf '    %s\n' "$extra"
+	done >"$file.extra"
+	cat >"$file" <<YAML
 database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
 stop_timeout: 5s
-status_socket: $ROWQ_TEST_TMP/${1%.yaml}.sock
+status_socket: $ROWQ_TEST_TMP/${file%.yaml}.sock
 queues:
   render:
-    workers: $4
+    workers: $workers
     select: SELECT id, attempts FROM video
             WHERE status = 'waiting' AND leased_until < UNIX_TIMESTAMP()
             ORDER BY id
-    exec: [$HANDLERS/trace, $2, "$3"]
-    timeout: 60s
+    exec: [$HANDLERS/trace, $log, "$ms"]
+    timeout: 120s
     idle: 200ms
-    limit: $5
+${limit:+    limit: $limit}
     lease:
       duration: 3s
       claim: UPDATE video SET lease = :lease, attempts = attempts + 1,
@@ -185,6 +192,8 @@ queues:
     failed: UPDATE video SET status = 'failed'
             WHERE id = :id AND lease = :lease
 YAML
+	cat "$file.extra" >>"$file"
+	rm -f "$file.extra"
 }
 
 assert_shared()
