@@ -2,7 +2,7 @@
 # limit.concurrency is shared by daemons that all have work in lease mode
 # too, where a slot is a row of the limit table with a lease of its own:
 # 2 daemons of 4 workers each, limit: {concurrency: 3}, leases of 3 s,
-# 90 rows of 100 ms, daemon a first (its workers hold the 3 slots when b
+# 150 rows of 100 ms, daemon a first (its workers hold the 3 slots when b
 # starts).  Counted from each daemon's handlers' own lines: each daemon
 # ran at least a fifth of the rows; never more than 3 at once across
 # both; and the cap used while rows waited.  Every row done once.  The
@@ -17,7 +17,7 @@
 db_start
 db_create
 cd "$ROWQ_TEST_TMP"
-rows=90
+rows=150
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
 
 # shared LIMIT [MS]: the two daemons over $rows new rows of MS (100), a
