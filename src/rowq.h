@@ -800,7 +800,10 @@ struct worker_args {
 };
 
 int	 worker_run(const struct worker_args *);
-void	 limit_daemon_init(void);	/* worker_limit_lease.c */
+
+/* ---- worker_limit_lease.c: this daemon's name among the slots' holders ---- */
+
+void	 limit_daemon_init(void);
 
 /* ---- check.c: the configuration against the live database ---- */
 
