@@ -52,6 +52,7 @@ OBJS =	build/backoff.o \
 	build/console_http.o \
 	build/console_page.o \
 	build/console_row.o \
+	build/console_schedule.o \
 	build/console_search.o \
 	build/console_session.o \
 	build/console_throttle.o \
@@ -99,6 +100,7 @@ OBJS =	build/backoff.o \
 	build/scale.o \
 	build/schedule.o \
 	build/schedule_cmd.o \
+	build/schedule_runs.o \
 	build/schedule_db.o \
 	build/schedule_daemon.o \
 	build/slot.o \

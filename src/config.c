@@ -550,6 +550,8 @@ config_load_with(const char *path, enum config_private private_files,
 	config_file_load(&ld, path, false, 0);
 	if (ld.nfiles > 0) {
 		config_includes(&ld, &top);
+		ld.file = &top;
+		config_schedules_link(&ld);
 		/* Unless a file was unreadable YAML, which may hold them. */
 		if (ld.queue_entries == 0 && ld.schedule_entries == 0 &&
 		    ld.unparsed == 0) {

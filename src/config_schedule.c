@@ -1,6 +1,7 @@
 /*
  * config_schedule.c: schedules: and the keys of each schedule (cron: or
- * every:, timezone:, insert:, catch_up:), with the checks across keys.
+ * every:, timezone:, insert:, catch_up:, queue:), with the checks across
+ * keys, and queue:'s against the queues once every file is read.
  * The expression is parsed and the zone looked up here, at load, so that
  * a mistake is a configuration error with its file, line and key.
  */
@@ -107,6 +108,17 @@ config_field_insert(struct load *ld, const struct config_item *it, void *dst,
 	}
 }
 
+/* queue: a queue's name, checked once every file is read. */
+static void
+config_field_feeds(struct load *ld, const struct config_item *it, void *dst,
+    const struct config_field *f)
+{
+	struct schedule *sc = dst;
+
+	config_field_string(ld, it, &sc->queue, f);
+	sc->queue_line = it->value->line;
+}
+
 /* To add a schedule key: a field here, a member in struct schedule. */
 static const struct config_field schedule_fields[] = {
 	WHOLE("cron", cron),
@@ -114,6 +126,7 @@ static const struct config_field schedule_fields[] = {
 	FIELD(struct schedule, "timezone", timezone, timezone, 0, 0),
 	FIELD(struct schedule, "insert", insert, insert, 0, 0),
 	FIELD(struct schedule, "catch_up", duration, catch_up_ms, 0, 0),
+	WHOLE("queue", feeds),
 };
 
 static void
@@ -195,6 +208,34 @@ config_field_schedules(struct load *ld, const struct config_item *it,
 	for (size_t i = 0; i + 1 < map->nitems; i += 2)
 		config_schedule_parse(ld, map->items[i], map->items[i + 1],
 		    it->path);
+}
+
+/*
+ * Each queue: names a queue of the configuration that keeps a run log
+ * (runs:), where a slot's row is written beside the row's tries: once
+ * every file is read, since the queue may come from an included one.
+ * Schedules are the main file's (ld->file is it).
+ */
+void
+config_schedules_link(struct load *ld)
+{
+	const struct config *cfg = ld->cfg;
+	char path[CONFIG_PATH_MAX], shown[CONFIG_SHOW_MAX + 8];
+
+	for (size_t i = 0; i < cfg->nschedules; i++) {
+		const struct schedule *sc = &cfg->schedules[i];
+		const struct queue *q;
+		if (sc->queue == NULL)
+			continue;
+		snprintf(path, sizeof(path), "schedules.%s.queue", sc->name);
+		if ((q = config_queue(cfg, sc->queue)) == NULL)
+			config_error(ld, sc->queue_line, path, "no queue named "
+			    "%s", config_show(sc->queue, shown, sizeof(shown)));
+		else if (!q->runs.enabled)
+			config_error(ld, sc->queue_line, path, "queue %s keeps "
+			    "no run log: give it runs:, where each slot's row "
+			    "is written beside its tries", q->name);
+	}
 }
 
 struct schedule *

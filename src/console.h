@@ -395,6 +395,11 @@ void		 console_row_status_link(struct console *, struct buf *,
 void		 console_row_find(struct buf *, const struct queue *,
 		    const char *value);
 
+/* ---- console_schedule.c: the Schedules page ---- */
+
+void		 console_schedules_page(struct console_request *,
+		    struct console_reply *);
+
 /* ---- console_search.c: a queue's rows by a column's value ---- */
 
 void		 console_search_page(struct console_request *,

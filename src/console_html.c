@@ -226,6 +226,8 @@ console_page_begin(struct buf *b, const struct console_request *r,
 	    refresh ? " data-refresh=\"1\"" : "");
 	if (r->authed) {
 		console_menu_item(b, "/", "Queues", r->path);
+		if (r->c->cfg->nschedules > 0)
+			console_menu_item(b, "/schedules", "Schedules", r->path);
 		console_menu_item(b, "/daemons", "Daemons", r->path);
 		console_menu_item(b, "/actions", "Actions", r->path);
 		buf_puts(b, "<span class=\"who\">");

@@ -851,6 +851,8 @@ console_route(struct console_request *r, struct console_reply *rep)
 		console_queues(r, rep);
 	else if (console_is(r, "GET", "/daemons"))
 		console_daemons(r, rep);
+	else if (console_is(r, "GET", "/schedules"))
+		console_schedules_page(r, rep);
 	else if (console_is(r, "GET", "/actions"))
 		console_actions(r, rep);
 	else if (console_is(r, "GET", "/api/status"))

@@ -142,6 +142,7 @@ enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
 		    size_t nvalues, unsigned long long *affected);
 enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
 		    size_t nvalues, struct rowset *);
+unsigned long long db_stmt_insert_id(struct db_stmt *);
 
 /* ---- db_bulk.c: one execute for a batch's rows ---- */
 

@@ -226,6 +226,17 @@ db_stmt_exec(struct db_stmt *s, const struct value *v, size_t n,
 	return st;
 }
 
+/*
+ * The AUTO_INCREMENT value the statement's last execute generated (of a
+ * multi-row INSERT, its first row's), as the server answered it; 0: none.
+ * Unlike LAST_INSERT_ID(), never an earlier statement's.
+ */
+unsigned long long
+db_stmt_insert_id(struct db_stmt *s)
+{
+	return (unsigned long long)mysql_stmt_insert_id(s->stmt);
+}
+
 /* Copy the current row out of the fetch buffers. */
 static enum db_status
 db_stmt_copy_row(struct db_stmt *s, struct rowset *rs)

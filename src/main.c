@@ -32,6 +32,7 @@ static const char usage_text[] =
 "       rowq [-c FILE] wake QUEUE\n"
 "       rowq [-c FILE] schedules [--json]\n"
 "       rowq [-c FILE] schedule run NAME\n"
+"       rowq [-c FILE] schedule runs NAME [--limit N] [--json]\n"
 "       rowq console-user NAME [--role viewer|operator]\n"
 "       rowq --version | --help\n"
 "\n"
@@ -54,6 +55,7 @@ static const char usage_text[] =
 "  wake    tell the running daemon that the queue has rows (a hint)\n"
 "  schedules  each schedule: its expression, zone, last and next slot\n"
 "  schedule run  insert one slot of the schedule now, by hand\n"
+"  schedule runs  its latest slots, and what became of each one's row\n"
 "  console-user  read a password on standard input and print the line\n"
 "          of the console's users_file for NAME (viewer by default)\n"
 "\n"
@@ -371,14 +373,20 @@ cmd_pause(const char *path, int argc, char **argv)
 	    resume_command(path, queue);
 }
 
-/* `schedules [--json]`, `schedule run NAME` (schedule_cmd.c). */
+/*
+ * `schedules [--json]`, `schedule run NAME` (schedule_cmd.c), `schedule
+ * runs NAME [--limit N] [--json]` (schedule_runs.c).
+ */
 static int
 cmd_schedules(const char *path, int argc, char **argv)
 {
 	if (strcmp(argv[0], "schedule") == 0) {
+		if (argc >= 2 && strcmp(argv[1], "runs") == 0)
+			return schedule_runs_command(path, argc - 2, argv + 2);
 		if (argc != 3 || strcmp(argv[1], "run") != 0 ||
 		    argv[2][0] == '-') {
-			fprintf(stderr, "rowq: schedule: run NAME\n");
+			fprintf(stderr, "rowq: schedule: run NAME, or runs "
+			    "NAME\n");
 			return usage(stderr, ROWQ_EXIT_USAGE);
 		}
 		return schedule_run_command(path, argv[2]);

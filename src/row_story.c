@@ -119,7 +119,8 @@ row_story_lost_tries(const struct row_view *v, const struct queue *q,
 
 	for (size_t i = 0; i < runs->nrows; i++) {
 		const char *o = runs_v(&runs->rows[i], R_OUTCOME);
-		if (strcmp(o, "none") == 0)
+		/* A done that changed nothing, a schedule's insert: no try. */
+		if (strcmp(o, "none") == 0 || strcmp(o, "inserted") == 0)
 			continue;
 		n++;
 		if (atoll(runs_v(&runs->rows[i], R_TRY)) > tries)

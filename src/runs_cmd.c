@@ -83,9 +83,11 @@ runs_parse(int argc, char **argv, struct runs_args *a, bool show)
 			i++;
 		} else if (!show && strcmp(argv[i], "--outcome") == 0) {
 			if (v == NULL || (strcmp(v, "done") != 0 &&
-			    strcmp(v, "retry") != 0 && strcmp(v, "failed") != 0)) {
+			    strcmp(v, "retry") != 0 && strcmp(v, "failed") != 0 &&
+			    strcmp(v, "cancel") != 0 &&
+			    strcmp(v, "inserted") != 0)) {
 				fprintf(stderr, "rowq: runs: --outcome takes "
-				    "done, retry or failed\n");
+				    "done, retry, failed, cancel or inserted\n");
 				return -1;
 			}
 			a->outcome = v;

@@ -198,6 +198,7 @@ schedule_free(struct schedule *s)
 	free(s->expr);
 	free(s->expr_where);
 	free(s->timezone);
+	free(s->queue);
 	sql_free(&s->insert);
 	memset(s, 0, sizeof(*s));
 }

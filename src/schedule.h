@@ -11,6 +11,7 @@
 
 #include "rowq.h"
 #include "commands.h"
+#include "runs.h"
 
 #include <time.h>
 
@@ -64,7 +65,10 @@ void	 tz_format(int64_t wall, char *out, size_t len);
 
 #define SCHEDULE_TABLE_DEFAULT	"rowq_schedule"
 
+struct load;
+
 struct schedule	*config_schedule(const struct config *, const char *name);
+void		 config_schedules_link(struct load *);
 const char	*config_schedule_table(const struct config *);
 void		 config_schedules_free(struct config *);
 
@@ -80,6 +84,8 @@ struct schedule {
 	char		*timezone;	/* an IANA name; "UTC" by default */
 	struct sql	 insert;
 	int64_t		 catch_up_ms;
+	char		*queue;		/* queue: the one that works its rows */
+	unsigned long	 queue_line;	/* of queue:, for the check at load */
 };
 
 /*
@@ -152,6 +158,8 @@ enum db_status	 schedule_conn_open(struct schedule_conn *, struct db *,
 void		 schedule_conn_close(struct schedule_conn *);
 enum db_status	 schedule_insert(struct schedule_conn *, size_t i,
 		    int64_t slot);
+enum db_status	 schedule_slot_run(struct schedule_conn *, size_t i,
+		    int64_t slot, int64_t now_ms, const char *how);
 enum db_status	 schedule_txn(struct schedule_conn *, size_t i,
 		    struct schedule_outcome *);
 int		 schedule_check(struct db *, const struct config *,
@@ -185,5 +193,40 @@ int	 schedules_command(const char *path, bool json);
 int	 schedule_run_command(const char *path, const char *name);
 int	 schedule_pause_command(const char *path, const char *name,
 	    const char *reason, bool pause);
+void	 schedule_shown(const struct schedule *, int64_t slot, char *out,
+	    size_t len);
+
+/* ---- schedule_runs.c: a schedule's slots with their runs ---- */
+
+/* The columns of a slot's row in the run log, as they are read. */
+enum { S_KEY, S_SLOT, S_INSERTED, S_LATE, S_HOW, S_NCOLS };
+
+/* One slot: its row in the run log, and the story of the row it inserted. */
+struct slot_story {
+	const struct row	*slot;
+	struct row_story	 story;
+	bool			 read;		/* story read: the slot has a key */
+	const struct row	*first, *last;	/* the row's first and last tries */
+	size_t			 tries;
+};
+
+/* A schedule's latest slots, newest first. */
+struct schedule_slots {
+	const struct schedule	*s;
+	const struct queue	*q;		/* its queue: */
+	struct rowset		 rs;		/* S_NCOLS columns a row */
+	struct slot_story	*slot;
+	size_t			 n;
+	bool			 failed;	/* a row's runs could not be read */
+};
+
+int	 schedule_slots_read(struct schedule_slots *, struct db *,
+	    const struct config *, const struct schedule *, long limit,
+	    const struct live *);
+void	 schedule_slots_free(struct schedule_slots *);
+const char *schedule_slot_state(const struct slot_story *);
+int64_t	 schedule_slot_unix(const struct slot_story *);
+bool	 schedule_slot_by_hand(const struct slot_story *);
+int	 schedule_runs_command(const char *path, int argc, char **argv);
 
 #endif /* SCHEDULE_H */

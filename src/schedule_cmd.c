@@ -101,8 +101,8 @@ schedule_expression(const struct schedule *s, char *out, size_t len)
 	    s->expr);
 }
 
-/* A slot as the table shows it, in the schedule's zone; "-": none. */
-static void
+/* A slot as the tables show it, in the schedule's zone; "-": none. */
+void
 schedule_shown(const struct schedule *s, int64_t slot, char *out, size_t len)
 {
 	struct schedule_slot_text t;
@@ -288,7 +288,8 @@ schedule_run_command(const char *path, const char *name)
 	c.db = db;
 	schedule_slot_text(s, slot, &t);
 	if (schedule_insert(&c, (size_t)(s - cfg->schedules), slot) != DB_OK ||
-	    db_commit(db) != DB_OK) {
+	    schedule_slot_run(&c, (size_t)(s - cfg->schedules), slot,
+	    wall_ms(), "by_hand") != DB_OK || db_commit(db) != DB_OK) {
 		log_error("%s: %s", s->insert.where, db_error(db));
 		(void)db_rollback(db);
 		rc = ROWQ_EXIT_FAILURE;

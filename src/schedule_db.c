@@ -19,15 +19,22 @@
  * clocks differ agree.  A schedule the table has no row for is seen for
  * the first time: its row is created with the server's time as its last
  * slot, so that nothing before that is inserted.
+ *
+ * A schedule with queue: writes each slot's row into that queue's run
+ * log in the same transaction (schedule_slot_run): the slot and the row
+ * it inserted, which the row's tries follow under the same key, so that
+ * `rowq schedule runs` tells what became of each slot.
  */
 #include "rowq.h"
 #include "db.h"
 #include "schedule.h"
+#include "runs.h"
 #include "claim.h"
 #include "commands.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* What the daemon creates; rowq.yaml(5) gives the same DDL. */
 #define SCHEDULE_DDL \
@@ -109,7 +116,15 @@ schedule_conn_open(struct schedule_conn *c, struct db *db,
 		c->advance = schedule_prepare(db, "UPDATE %s SET last_slot = ?, "
 		    "last_inserted = COALESCE(?, last_inserted), skipped = "
 		    "skipped + ? WHERE name = ?", table, &st);
-	return c->advance != NULL ? DB_OK : st;
+	if (c->advance == NULL)
+		return st;
+	/* A run log missing: made now (a failure is logged, and the slots'
+	 * transactions fail on it until it is there). */
+	for (size_t i = 0; i < cfg->nschedules; i++)
+		if (cfg->schedules[i].queue != NULL)
+			(void)runs_ensure(db, config_queue(cfg,
+			    cfg->schedules[i].queue));
+	return DB_OK;
 }
 
 void
@@ -159,6 +174,51 @@ schedule_insert(struct schedule_conn *c, size_t i, int64_t slot)
 	}
 	st = db_stmt_exec(c->insert[i], v, s->insert.nparams, NULL);
 	free(v);
+	return st;
+}
+
+/*
+ * The slot's row in the run log of the queue that works it (queue:), in
+ * the slot's transaction: attempt 0, outcome "inserted", started at the
+ * slot, finished when inserted (duration_ms: how late), the schedule's
+ * name as its error, and as its key the AUTO_INCREMENT value the insert
+ * generated, which is the row's key when the queue's key is that column.
+ * An insert that generated none leaves the key empty, reason "no_key".
+ * how: "schedule", or "by_hand" (rowq schedule run).
+ */
+enum db_status
+schedule_slot_run(struct schedule_conn *c, size_t i, int64_t slot,
+    int64_t now_ms, const char *how)
+{
+	const struct schedule *s = &c->cfg->schedules[i];
+	const struct queue *q;
+	unsigned long long id = db_stmt_insert_id(c->insert[i]);
+	char host[256] = "", key[24] = "";
+	struct run_rec r = { .outcome = "inserted", .reason = how,
+	    .exit_status = -1, .host = host, .pid = (long)getpid(),
+	    .error = s->name, .error_len = strlen(s->name) };
+	struct buf sql = { 0 };
+	enum db_status st;
+
+	if (s->queue == NULL || (q = config_queue(c->cfg, s->queue)) == NULL)
+		return DB_OK;
+	if (id > 0)
+		snprintf(key, sizeof(key), "%llu", id);
+	else
+		r.reason = "no_key";
+	(void)gethostname(host, sizeof(host) - 1);
+	r.queue = q->name;
+	r.key = key;
+	r.key_len = strlen(key);
+	r.started_us = slot * 1000000;
+	r.finished_us = now_ms * 1000;
+	r.duration_ms = now_ms - slot * 1000;
+	runs_insert_head(&sql, q);
+	buf_puts(&sql, "VALUES (");
+	runs_values(&sql, &r);
+	buf_putc(&sql, ')');
+	st = db_run(c->db, sql.data);
+	buf_free(&sql);
 	return st;
 }
 
@@ -321,7 +381,9 @@ schedule_txn(struct schedule_conn *c, size_t i, struct schedule_outcome *o)
 	if ((st = schedule_paused(c, s->name, &o->paused)) != DB_OK)
 		goto fail;
 	for (size_t k = 0; k < p.ninsert && !o->paused; k++) {
-		if ((st = schedule_insert(c, i, p.insert[k])) != DB_OK)
+		if ((st = schedule_insert(c, i, p.insert[k])) != DB_OK ||
+		    (st = schedule_slot_run(c, i, p.insert[k], o->now_ms,
+		    "schedule")) != DB_OK)
 			goto fail;
 		inserted = p.insert[k];
 	}

@@ -67,7 +67,7 @@ done
 n=$("$ROWQ" -c "$ROWQ_TEST_TMP/rowq.yaml" runs email --outcome retry --json |
     python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 assert_eq $((rows / 10 * 2)) "$n" "runs --outcome retry"
-expect_exit 2 "takes done, retry or failed" -c "$ROWQ_TEST_TMP/rowq.yaml" \
+expect_exit 2 "takes done, retry, failed, cancel or inserted" -c "$ROWQ_TEST_TMP/rowq.yaml" \
     runs email --outcome maybe
 
 # Retention: runs older than keep: go at the next prune, the others stay.

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# A schedule's slots with their runs (queue:): two daemons run a schedule,
+# every: 1s, that feeds a queue with a run log, and work its rows; one
+# daemon is killed with kill -9 midway, perhaps inside a slot's
+# transaction.  Every slot's row has exactly one "inserted" run, written
+# in the slot's own transaction, under the row's key, at the slot's time
+# and with the schedule's name; a slot rolled back left neither.  `rowq
+# schedule runs` then tells, for each slot, the row it inserted and what
+# became of it: done, or failed for good (keys that are multiples of 4),
+# after one try; a slot inserted by hand says so; a row of a paused queue
+# is waiting.  The same runs are in the row's story (rowq show), and the
+# console's Schedules page shows the slots with links to their rows' pages;
+# a schedule without queue:, or an unknown one, is a usage error.
+. "$(dirname "$0")/../lib.sh"
+. "$TESTS_DIR/console.sh"
+db_start
+db_create
+cd "$ROWQ_TEST_TMP"
+
+sql "CREATE TABLE report (
+    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    slot_unix BIGINT NOT NULL,
+    status VARCHAR(8) NOT NULL DEFAULT 'waiting',
+    attempts INT NOT NULL DEFAULT 0,
+    KEY (status, id)
+) ENGINE=InnoDB"
+
+# config NAME: daemon NAME's configuration.
+config()
+{
+	cat >"$1.yaml" <<YAML
+database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
+status_socket: $ROWQ_TEST_TMP/$1.sock
+schedules:
+  tick:
+    every: 1s
+    queue: report
+    insert: INSERT INTO report (slot_unix) VALUES (:slot_unix)
+  plain:
+    every: 1d
+    insert: INSERT INTO report (slot_unix, status) VALUES (:slot_unix, 'none')
+queues:
+  report:
+    workers: 2
+    select: SELECT id, slot_unix FROM report WHERE status = 'waiting'
+            ORDER BY id
+    exec: [$HANDLERS/fake, fail-every, 4]
+    done: UPDATE report SET status = 'done', attempts = attempts + 1
+          WHERE id = :id
+    failed: UPDATE report SET status = 'failed', attempts = attempts + 1
+            WHERE id = :id
+    runs: { keep: 1h }
+    idle: 100ms
+YAML
+}
+
+console_users "$ROWQ_TEST_TMP/console.users"
+port=$(free_port)
+CONSOLE=http://127.0.0.1:$port
+declare -A pid=()
+for d in a b; do
+	config $d
+	# The console on b's only.
+	[ $d = a ] || sed -i "s|^queues:|console: { listen: \"127.0.0.1:$port\", users_file: $ROWQ_TEST_TMP/console.users }\nqueues:|" $d.yaml
+	setsid "$ROWQ" -c $d.yaml run >$d.log 2>&1 &
+	pid[$d]=$!
+	track_pid "${pid[$d]}"
+done
+on_exit "[ \$? = 0 ] && [ -z \"${ROWQ_TEST_SHOW:-}\" ] || tail -n 20 a.log b.log"
+
+count() { sql_value "SELECT COUNT(*) FROM report"; }
+wait_until 15 '[ "$(count)" -ge 3 ]' || fail "no slot inserted"
+sleep 3
+kill -KILL -- "-${pid[a]}"
+wait "${pid[a]}" 2>/dev/null || true
+untrack_pid "${pid[a]}"
+sleep 4
+n=$(count)
+wait_until 15 '[ "$(sql_value "SELECT COUNT(*) FROM report
+    WHERE status = '"'waiting'"'")" = 0 ]' || fail "rows left waiting"
+
+# The console's Schedules page: tick's latest slots, each row a link to
+# its page with its state; plain follows no row.
+console_up
+console_login v.jar victor
+page=$(console_curl -b v.jar "$CONSOLE/schedules")
+assert_match 'href="/schedules"' "$page" "the menu's Schedules"
+assert_match '<h2 id="schedule-tick">tick</h2>' "$page" "the page: tick"
+assert_match 'it names no queue' "$page" "the page: plain follows no row"
+# The newest slot's row: a link to its page, by its key in hex.
+link=$(grep -o 'href="/queue/report/row?key_hex=[0-9a-f]*">[0-9]*</a>' <<<"$page" | head -n 1)
+key=${link##*\">}
+key=${key%</a>}
+hex=$(printf '%s' "$key" | od -An -tx1 | tr -d ' \n')
+assert_eq "href=\"/queue/report/row?key_hex=$hex\">$key</a>" "$link" \
+    "the page: the newest slot's row, linked"
+assert_ge "$key" "$(($(sql_value "SELECT MAX(id) FROM report") - 3))" \
+    "the page: the newest slot's row is among the last inserted"
+# Of its 10 slots, the newest may still be waiting or running.
+assert_ge "$(grep -o '<span class="tag done">\|<span class="tag failed">' <<<"$page" | wc -l)" 9 \
+    "the page: slots done or failed"
+kill -TERM "${pid[b]}"
+wait "${pid[b]}" || fail "daemon b exited with $?"
+untrack_pid "${pid[b]}"
+n=$(count)
+figure() { echo "figure: $1: $2"; }
+figure "slots inserted" "$n"
+assert_ge "$n" 8 "slots inserted"
+
+# One inserted run per slot's row, under its key, at its slot, and none
+# without a row (a slot rolled back by the kill left neither).
+assert_eq "$n" "$(sql_value "SELECT COUNT(*) FROM rowq_runs
+    WHERE outcome = 'inserted'")" "inserted runs against the slots' rows"
+assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM report r WHERE (SELECT COUNT(*)
+    FROM rowq_runs u WHERE u.queue = 'report' AND u.outcome = 'inserted'
+      AND u.row_key = CAST(r.id AS CHAR) AND u.attempt = 0
+      AND u.reason = 'schedule' AND u.error = 'tick'
+      AND TIMESTAMPDIFF(SECOND, '1970-01-01', u.started) = r.slot_unix) <> 1")" \
+    "rows without exactly one inserted run of their slot"
+assert_eq "$n" "$(sql_value "SELECT COUNT(DISTINCT slot_unix) FROM report")" \
+    "slots inserted twice"
+# Each row's tries: its attempts, one run each.
+assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM report r WHERE r.attempts <> (
+    SELECT COUNT(*) FROM rowq_runs u WHERE u.queue = 'report'
+      AND u.row_key = CAST(r.id AS CHAR) AND u.attempt > 0)")" \
+    "rows whose tries are not their runs"
+
+"$ROWQ" -c b.yaml schedule runs tick --limit 1000 --json >runs.json 2>runs.err ||
+	fail "schedule runs --json: $(cat runs.err)"
+sql "SELECT id, slot_unix, status FROM report ORDER BY id" >rows.tsv
+python3 - runs.json rows.tsv "$n" <<'PY' || fail "schedule runs --json: $(head -c 2000 runs.json)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = {}
+for line in open(sys.argv[2]):
+    k, slot, status = line.split()
+    rows[k] = (int(slot), status)
+assert doc["schedule"] == "tick" and doc["queue"] == "report", doc
+slots = doc["slots"]
+assert len(slots) == int(sys.argv[3]), (len(slots), sys.argv[3])
+# Newest first, one slot a second.
+unix = [s["slot_unix"] for s in slots]
+assert unix == sorted(unix, reverse=True), unix
+for s in slots:
+    slot, status = rows[s["key"]]
+    assert s["slot_unix"] == slot, s
+    assert s["how"] == "schedule" and s["late_ms"] >= 0, s
+    want = "failed" if int(s["key"]) % 4 == 0 else "done"
+    assert status == want, (s, status)
+    assert s["state"] == want and s["outcome"] == want, s
+    assert s["tries"] == 1 and s["first_try"].endswith("Z"), s
+    assert [r["outcome"] for r in s["runs"]] == ["inserted", want], s
+    assert s["slot_utc"] and s["inserted"].endswith("Z"), s
+PY
+
+# The table: a row a slot, and what became of it.
+"$ROWQ" -c b.yaml schedule runs tick >runs.txt || fail "schedule runs failed"
+head -n 1 runs.txt | grep -q "^SLOT  *LATE  *KEY  *STATE  *TRIES  *FIRST_TRY  *OUTCOME  *DURATION" ||
+	fail "schedule runs: header: $(head -n 1 runs.txt)"
+assert_eq 11 "$(wc -l <runs.txt)" "schedule runs: lines (the header and 10 slots)"
+grep -Eq " (done|failed) +1 " runs.txt || fail "schedule runs: $(cat runs.txt)"
+
+# The row's story has the slot's run first, and counts no try lost.
+key=$(sql_value "SELECT MAX(id) FROM report WHERE status = 'done'")
+"$ROWQ" -c b.yaml show report "$key" --json >show.json ||
+	fail "rowq show $key failed"
+python3 - show.json <<'PY' || fail "rowq show: $(cat show.json)"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["state"] == "done", s
+assert [r["outcome"] for r in s["runs"]] == ["inserted", "done"], s
+assert s.get("tries_without_run", 0) == 0, s
+PY
+"$ROWQ" -c b.yaml runs report --outcome inserted --json |
+    python3 -c 'import json,sys; r = json.load(sys.stdin); assert len(r) == int(sys.argv[1]), len(r)' "$n" ||
+	fail "runs --outcome inserted"
+
+# A slot by hand, while the queue is paused: its row waits, and says so.
+"$ROWQ" -c b.yaml pause report >/dev/null || fail "pause failed"
+"$ROWQ" -c b.yaml schedule run tick 2>hand.err || fail "schedule run: $(cat hand.err)"
+"$ROWQ" -c b.yaml schedule runs tick --limit 1 --json >hand.json ||
+	fail "schedule runs after a run by hand"
+python3 - hand.json "$(sql_value "SELECT MAX(id) FROM report")" <<'PY' || fail "by hand: $(cat hand.json)"
+import json, sys
+s = json.load(open(sys.argv[1]))["slots"]
+assert len(s) == 1, s
+s = s[0]
+assert s["how"] == "by_hand" and s["key"] == sys.argv[2], s
+assert s["state"] == "waiting" and s["tries"] == 0, s
+assert s["outcome"] is None and s["first_try"] is None, s
+PY
+"$ROWQ" -c b.yaml schedule runs tick --limit 1 | grep -q "waiting .*(by hand)" ||
+	fail "schedule runs: the slot by hand: $("$ROWQ" -c b.yaml schedule runs tick --limit 1)"
+
+expect_exit 2 "schedules.plain has no queue: key" -c b.yaml schedule runs plain
+expect_exit 2 "no schedule named nosuch" -c b.yaml schedule runs nosuch
+expect_exit 2 "takes a number from 1 to 1000" -c b.yaml schedule runs tick --limit 0
