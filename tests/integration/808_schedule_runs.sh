@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# A schedule's slots with their runs (queue:): two daemons run a schedule,
-# every: 1s, that feeds a queue with a run log, and work its rows; one
-# daemon is killed with kill -9 midway, perhaps inside a slot's
-# transaction.  Every slot's row has exactly one "inserted" run, written
-# in the slot's own transaction, under the row's key, at the slot's time
-# and with the schedule's name; a slot rolled back left neither.  `rowq
+# A schedule's slots with their runs (queue:): three daemons run a
+# schedule, every: 1s, that feeds a queue with a run log, and work its
+# rows; one daemon is killed with kill -9, another frozen (SIGSTOP) for
+# 4 s and thawed, each perhaps inside a slot's transaction, and the
+# server is killed (-9) and started again.  Every slot's row has exactly
+# one "inserted" run, written in the slot's own transaction, under the
+# row's key, at the slot's time and with the schedule's name; a slot
+# rolled back left neither, and no slot is missing or twice.  `rowq
 # schedule runs` then tells, for each slot, the row it inserted and what
 # became of it: done, or failed for good (keys that are multiples of 4),
 # after one try; a slot inserted by hand says so; a row of a paused queue
 # is waiting.  The same runs are in the row's story (rowq show), and the
 # console's Schedules page shows the slots with links to their rows' pages;
 # a schedule without queue:, or an unknown one, is a usage error.
+# Runs its own server, which it kills.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/console.sh"
+. "$TESTS_DIR/torture/dbctl.sh"
+unset ROWQ_TEST_SOCKET
 db_start
 db_create
 cd "$ROWQ_TEST_TMP"
@@ -24,6 +29,7 @@ sql "CREATE TABLE report (
     attempts INT NOT NULL DEFAULT 0,
     KEY (status, id)
 ) ENGINE=InnoDB"
+sql "CREATE TABLE other (slot_unix BIGINT NOT NULL) ENGINE=InnoDB"
 
 # config NAME: daemon NAME's configuration.
 config()
@@ -38,7 +44,7 @@ schedules:
     insert: INSERT INTO report (slot_unix) VALUES (:slot_unix)
   plain:
     every: 1d
-    insert: INSERT INTO report (slot_unix, status) VALUES (:slot_unix, 'none')
+    insert: INSERT INTO other (slot_unix) VALUES (:slot_unix)
 queues:
   report:
     workers: 2
@@ -58,7 +64,7 @@ console_users "$ROWQ_TEST_TMP/console.users"
 port=$(free_port)
 CONSOLE=http://127.0.0.1:$port
 declare -A pid=()
-for d in a b; do
+for d in a b c; do
 	config $d
 	# The console on b's only.
 	[ $d = a ] || sed -i "s|^queues:|console: { listen: \"127.0.0.1:$port\", users_file: $ROWQ_TEST_TMP/console.users }\nqueues:|" $d.yaml
@@ -66,7 +72,9 @@ for d in a b; do
 	pid[$d]=$!
 	track_pid "${pid[$d]}"
 done
-on_exit "[ \$? = 0 ] && [ -z \"${ROWQ_TEST_SHOW:-}\" ] || tail -n 20 a.log b.log"
+on_exit "[ \$? = 0 ] && [ -z \"${ROWQ_TEST_SHOW:-}\" ] || tail -n 20 a.log b.log c.log"
+# A thawed daemon at the end, whatever happened.
+on_exit 'kill -CONT -- -${pid[c]} 2>/dev/null'
 
 count() { sql_value "SELECT COUNT(*) FROM report"; }
 wait_until 15 '[ "$(count)" -ge 3 ]' || fail "no slot inserted"
@@ -74,8 +82,19 @@ sleep 3
 kill -KILL -- "-${pid[a]}"
 wait "${pid[a]}" 2>/dev/null || true
 untrack_pid "${pid[a]}"
+sleep 2
+kill -STOP -- "-${pid[c]}"
 sleep 4
-n=$(count)
+kill -CONT -- "-${pid[c]}"
+sleep 1
+dbctl_kill9
+sleep 1
+dbctl_start
+sleep 3
+# The slots of the outage are inserted late, within the minute a slot
+# is on time; then the rows are worked.
+wait_until 20 '[ "$(sql_value "SELECT MAX(slot_unix) FROM report")" -ge "$(date +%s)" ]' ||
+    fail "no slot inserted after the server's restart"
 wait_until 15 '[ "$(sql_value "SELECT COUNT(*) FROM report
     WHERE status = '"'waiting'"'")" = 0 ]' || fail "rows left waiting"
 
@@ -99,13 +118,18 @@ assert_ge "$key" "$(($(sql_value "SELECT MAX(id) FROM report") - 3))" \
 # Of its 10 slots, the newest may still be waiting or running.
 assert_ge "$(grep -o '<span class="tag done">\|<span class="tag failed">' <<<"$page" | wc -l)" 9 \
     "the page: slots done or failed"
-kill -TERM "${pid[b]}"
-wait "${pid[b]}" || fail "daemon b exited with $?"
-untrack_pid "${pid[b]}"
+for d in b c; do
+	kill -TERM "${pid[$d]}"
+	wait "${pid[$d]}" || fail "daemon $d exited with $?"
+	untrack_pid "${pid[$d]}"
+done
 n=$(count)
 figure() { echo "figure: $1: $2"; }
 figure "slots inserted" "$n"
-assert_ge "$n" 8 "slots inserted"
+assert_ge "$n" 14 "slots inserted"
+first=$(sql_value "SELECT MIN(slot_unix) FROM report")
+last=$(sql_value "SELECT MAX(slot_unix) FROM report")
+assert_eq "$((last - first + 1))" "$n" "slots from the first to the last"
 
 # One inserted run per slot's row, under its key, at its slot, and none
 # without a row (a slot rolled back by the kill left neither).
