@@ -56,7 +56,11 @@ console_schedule_slots(struct buf *b, const struct schedule_slots *l)
 			buf_puts(b, "-");
 		if (schedule_slot_by_hand(ss))
 			buf_puts(b, " <span class=\"muted\">(by hand)</span>");
-		buf_printf(b, "</td><td><span class=\"tag %s\">", state);
+		/* The colours of the row page's state: done green, failed red. */
+		buf_printf(b, "</td><td><span class=\"tag%s\">",
+		    strcmp(state, "done") == 0 ? " live" : strcmp(state,
+		    "failed") == 0 || strcmp(state, "cancelled") == 0 ||
+		    strcmp(state, "gone") == 0 ? " gone" : "");
 		console_html(b, state);
 		buf_printf(b, "</span></td><td class=\"n\">%zu</td>", ss->tries);
 		console_schedule_cell(b, ss->first ? runs_v(ss->first,

@@ -116,7 +116,7 @@ assert_eq "href=\"/queue/report/row?key_hex=$hex\">$key</a>" "$link" \
 assert_ge "$key" "$(($(sql_value "SELECT MAX(id) FROM report") - 3))" \
     "the page: the newest slot's row is among the last inserted"
 # Of its 10 slots, the newest may still be waiting or running.
-assert_ge "$(grep -o '<span class="tag done">\|<span class="tag failed">' <<<"$page" | wc -l)" 9 \
+assert_ge "$(grep -o '<span class="tag live">done</span>\|<span class="tag gone">failed</span>' <<<"$page" | wc -l)" 9 \
     "the page: slots done or failed"
 for d in b c; do
 	kill -TERM "${pid[$d]}"
