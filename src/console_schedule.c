@@ -125,7 +125,7 @@ console_schedules_page(struct console_request *r, struct console_reply *rep)
 	if (cfg->nschedules == 0)
 		buf_puts(b, "<p class=\"muted\">No schedules.</p>");
 	if (cfg->nschedules > 0 && (db == NULL ||
-	    schedule_list_read(db, cfg, &l) == -1)) {
+	    schedule_list_read(db, cfg, &l, NULL) == -1)) {
 		buf_puts(b, "<p class=\"bad\">The schedules cannot be read: ");
 		console_html(b, db != NULL ? db_error(db) : "no database");
 		buf_puts(b, "</p>");

@@ -176,6 +176,11 @@ struct schedule_row {
 	int64_t			 next;		/* -1: none */
 	uint64_t		 skipped;
 	const struct pause_entry *pause;	/* NULL: not paused */
+	/* Its last slot's row (queue:), when read: key, state, tries. */
+	bool			 last_row;
+	char			 last_key[24];
+	char			 last_state[16];
+	size_t			 last_tries;
 };
 
 struct schedule_list {
@@ -185,7 +190,7 @@ struct schedule_list {
 };
 
 int	 schedule_list_read(struct db *, const struct config *,
-	    struct schedule_list *);
+	    struct schedule_list *, const struct live *);
 void	 schedule_list_table(const struct schedule_list *);
 void	 schedule_list_json(const struct schedule_list *, struct buf *);
 void	 schedule_list_free(struct schedule_list *);

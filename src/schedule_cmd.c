@@ -36,13 +36,43 @@ schedule_list_rows(struct schedule_list *l, const struct rowset *rs,
 }
 
 /*
+ * The row of each schedule's last slot that names its queue: its key,
+ * and its state as its story tells it, running from lv.  A run log that
+ * cannot be read leaves it unknown (logged).
+ */
+static void
+schedule_list_last(struct db *db, const struct config *cfg,
+    struct schedule_list *l, const struct live *lv)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		struct schedule_row *r = &l->row[i];
+		struct schedule_slots slots;
+		if (r->s->queue == NULL)
+			continue;
+		if (schedule_slots_read(&slots, db, cfg, r->s, 1, lv) == 0 &&
+		    slots.n == 1) {
+			const struct row *slot = slots.slot[0].slot;
+			r->last_row = true;
+			snprintf(r->last_key, sizeof(r->last_key), "%.*s",
+			    (int)slot->len[S_KEY], slot->len[S_KEY] > 0 ?
+			    slot->value[S_KEY] : "");
+			snprintf(r->last_state, sizeof(r->last_state), "%s",
+			    schedule_slot_state(&slots.slot[0]));
+			r->last_tries = slots.slot[0].tries;
+		}
+		schedule_slots_free(&slots);
+	}
+}
+
+/*
  * Each schedule's row of the schedule table and its pause, by plain reads
- * that lock nothing, the transaction ended after them.  A missing table
- * says nothing yet.  -1: the database failed (db_error).
+ * that lock nothing, the transaction ended after them; with lv, also the
+ * row each one's last slot inserted (queue:), running from lv.  A
+ * missing table says nothing yet.  -1: the database failed (db_error).
  */
 int
 schedule_list_read(struct db *db, const struct config *cfg,
-    struct schedule_list *l)
+    struct schedule_list *l, const struct live *lv)
 {
 	struct rowset rs = { 0 };
 	struct column *cols = NULL;
@@ -78,6 +108,8 @@ schedule_list_read(struct db *db, const struct config *cfg,
 		r->next = schedule_due(r->s, r->known ? r->last_slot :
 		    now / 1000, now);
 	}
+	if (rc == 0 && lv != NULL)
+		schedule_list_last(db, cfg, l, lv);
 	rowset_free(&rs, ncols);
 	columns_free(cols, ncols);
 	buf_free(&sql);
@@ -129,18 +161,23 @@ schedule_list_table(const struct schedule_list *l)
 
 	if (l->n == 0)
 		return;
-	printf("%-16s %-18s %-16s %-19s %-19s %8s %7s\n", "SCHEDULE",
+	printf("%-16s %-18s %-16s %-19s %-19s %8s %7s  %s\n", "SCHEDULE",
 	    "EXPRESSION", "TIMEZONE", "LAST_SLOT", "NEXT_SLOT", "CATCH_UP",
-	    "SKIPPED");
+	    "SKIPPED", "LAST_ROW");
 	for (size_t i = 0; i < l->n; i++) {
 		const struct schedule_row *r = &l->row[i];
+		char row[sizeof(r->last_key) + sizeof(r->last_state) + 2] = "-";
 		schedule_expression(r->s, expr, sizeof(expr));
 		schedule_shown(r->s, r->last_inserted, last, sizeof(last));
 		schedule_shown(r->s, r->next, next, sizeof(next));
 		duration_format(r->s->catch_up_ms, catch_up, sizeof(catch_up));
-		printf("%-16s %-18s %-16s %-19s %-19s %8s %7llu\n", r->s->name,
-		    expr, r->s->timezone, last, r->pause != NULL ? "PAUSED" :
-		    next, catch_up, (unsigned long long)r->skipped);
+		if (r->last_row)
+			snprintf(row, sizeof(row), "%s %s", *r->last_key ?
+			    r->last_key : "-", r->last_state);
+		printf("%-16s %-18s %-16s %-19s %-19s %8s %7llu  %s\n",
+		    r->s->name, expr, r->s->timezone, last, r->pause != NULL ?
+		    "PAUSED" : next, catch_up, (unsigned long long)r->skipped,
+		    row);
 	}
 	for (size_t i = 0; i < l->n; i++) {
 		const struct pause_entry *p = l->row[i].pause;
@@ -187,8 +224,20 @@ schedule_list_json(const struct schedule_list *l, struct buf *b)
 		    (long long)(r->s->catch_up_ms / 1000));
 		schedule_json_slot(b, "last_slot", r->s, r->last_inserted);
 		schedule_json_slot(b, "next_slot", r->s, r->next);
-		buf_printf(b, ",\"skipped\":%llu,\"paused\":",
+		buf_printf(b, ",\"skipped\":%llu,\"last_row\":",
 		    (unsigned long long)r->skipped);
+		if (r->last_row) {
+			buf_puts(b, "{\"key\":");
+			if (*r->last_key)
+				json_string(b, r->last_key, strlen(r->last_key));
+			else
+				buf_puts(b, "null");
+			buf_puts(b, ",\"state\":");
+			json_string(b, r->last_state, strlen(r->last_state));
+			buf_printf(b, ",\"tries\":%zu}", r->last_tries);
+		} else
+			buf_puts(b, "null");
+		buf_puts(b, ",\"paused\":");
 		if (r->pause != NULL) {
 			buf_puts(b, "{\"since\":");
 			json_string(b, r->pause->since, strlen(r->pause->since));
@@ -225,12 +274,14 @@ schedules_command(const char *path, bool json)
 {
 	struct config *cfg;
 	struct schedule_list l = { 0 };
+	struct live lv = { 0 };
 	int rc = ROWQ_EXIT_OK;
 	struct db *db = pause_connect(path, NULL, &cfg, &rc);
 
 	if (db == NULL)
 		goto out;
-	if (schedule_list_read(db, cfg, &l) == -1) {
+	status_live_load(&lv, cfg);
+	if (schedule_list_read(db, cfg, &l, &lv) == -1) {
 		log_error("%s: cannot read the schedules: %s", path,
 		    db_error(db));
 		rc = ROWQ_EXIT_FAILURE;
@@ -247,6 +298,7 @@ schedules_command(const char *path, bool json)
 		schedule_list_table(&l);
 out:
 	schedule_list_free(&l);
+	status_live_free(&lv);
 	db_close(db);
 	config_free(cfg);
 	return rc;
@@ -274,7 +326,7 @@ schedule_run_command(const char *path, const char *name)
 	if (db == NULL || (s = schedule_cmd_find(path, cfg, name, &rc)) ==
 	    NULL)
 		goto out;
-	if (schedule_list_read(db, cfg, &l) == 0) {
+	if (schedule_list_read(db, cfg, &l, NULL) == 0) {
 		const struct schedule_row *r = &l.row[s - cfg->schedules];
 		if (r->last_inserted >= 0) {
 			schedule_slot_text(s, r->last_inserted, &t);

@@ -837,6 +837,8 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	}
 	if (rc != ROWQ_EXIT_OK)
 		goto out;
+	/* The daemon's figures first: a schedule's last row may run now. */
+	status_live_load(&lv, cfg);
 	db = db_open(&cfg->db, &st);
 	if (st != DB_OK) {
 		log_error("%s: database: cannot connect: %s", path,
@@ -845,14 +847,13 @@ status_command(const char *path, char **names, size_t nnames, bool json)
 	} else {
 		rc = status_read_db(db, cfg, r, n, &paused, &link);
 		if (nnames == 0 &&
-		    schedule_list_read(db, cfg, &sched) == -1) {
+		    schedule_list_read(db, cfg, &sched, &lv) == -1) {
 			log_error("%s: cannot read the schedules: %s", path,
 			    db_error(db));
 			rc = ROWQ_EXIT_FAILURE;
 		}
 	}
 	db_close(db);
-	status_live_load(&lv, cfg);
 	if (status_live_split(&lv, r, n))
 		rc = ROWQ_EXIT_FAILURE;
 	if (json)

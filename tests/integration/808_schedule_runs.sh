@@ -177,6 +177,20 @@ for s in slots:
     assert s["slot_utc"] and s["inserted"].endswith("Z"), s
 PY
 
+# rowq schedules: the last slot's row and its state, beside the slots.
+"$ROWQ" -c b.yaml schedules --json >schedules.json || fail "schedules --json"
+read -r last_id last_status < <(sql "SELECT id, status FROM report ORDER BY id DESC LIMIT 1")
+python3 - schedules.json "$last_id" "$last_status" <<'PY' || fail "schedules --json: $(cat schedules.json)"
+import json, sys
+s = {x["name"]: x for x in json.load(open(sys.argv[1]))["schedules"]}
+assert s["tick"]["last_row"] == {"key": sys.argv[2], "state": sys.argv[3], "tries": 1}, s["tick"]
+assert s["plain"]["last_row"] is None, s["plain"]
+PY
+"$ROWQ" -c b.yaml schedules >schedules.txt || fail "schedules"
+assert_match "SKIPPED  LAST_ROW" "$(head -n 1 schedules.txt)" "schedules: the header"
+assert_match "^tick .* $last_id $last_status\$" "$(grep '^tick ' schedules.txt)" "schedules: tick's last row"
+assert_match "^plain .* -\$" "$(grep '^plain ' schedules.txt)" "schedules: plain's last row"
+
 # The table: a row a slot, and what became of it.
 "$ROWQ" -c b.yaml schedule runs tick >runs.txt || fail "schedule runs failed"
 head -n 1 runs.txt | grep -q "^SLOT  *LATE  *KEY  *STATE  *TRIES  *FIRST_TRY  *OUTCOME  *DURATION" ||
