@@ -424,6 +424,8 @@ enum db_status finish_row(struct worker *, struct bound *,
 enum db_status finish_row_as(struct worker *, struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms,
 	    const struct bound **counted);
+void	 finish_stalled(struct worker *, const struct bound *,
+	    const char *key);
 enum db_status finish_settle(struct worker *, struct bound *,
 	    const struct row *, int attempt, enum db_status,
 	    unsigned long long affected);

@@ -446,9 +446,11 @@ finish_failed_instead(struct worker *w, struct bound *b,
  * keep their lease until it runs out), the worker waits longer each time
  * (worker_db_failed) in state WORKER_FAILING, which `rowq status` and
  * the metrics show, and a drain ends, unsuccessful.  Said in full once
- * per episode, with the statement; finish_counted ends it.
+ * per episode, with the statement; finish_counted ends it.  A lease
+ * claim's list that fails so comes here too (worker_lease.c), before its
+ * rows are leased.
  */
-static void
+void
 finish_stalled(struct worker *w, const struct bound *b, const char *key)
 {
 	const char *where = finish_where(b);

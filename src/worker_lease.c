@@ -298,6 +298,13 @@ lease_rows(struct worker *w, bool *leased)
 			leased[i] = false;
 			nleased--;
 		}
+		/* A claim that fails whatever the row: stop, and say so. */
+		if (st == DB_FATAL && db_error_in_statement(w->db)) {
+			struct buf key = { 0 };
+			row_key_text(w, row, &key);
+			finish_stalled(w, &w->lease, key.data);
+			buf_free(&key);
+		}
 	}
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "lease.claim");
