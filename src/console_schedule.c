@@ -54,8 +54,6 @@ console_schedule_slots(struct buf *b, const struct schedule_slots *l)
 			    ss->slot->value[S_KEY], ss->slot->len[S_KEY]);
 		else
 			buf_puts(b, "-");
-		if (schedule_slot_by_hand(ss))
-			buf_puts(b, " <span class=\"muted\">(by hand)</span>");
 		/* The colours of the row page's state: done green, failed red. */
 		buf_printf(b, "</td><td><span class=\"tag%s\">",
 		    strcmp(state, "done") == 0 ? " live" : strcmp(state,
@@ -138,7 +136,7 @@ console_schedules_page(struct console_request *r, struct console_reply *rep)
 			    "followed: it names no queue (queue:).</p>");
 			continue;
 		}
-		if (schedule_slots_read(&slots, db, cfg, l.row[i].s,
+		if (schedule_slots_read(&slots, db, cfg, &l.row[i],
 		    CONSOLE_SLOTS, &v->live) == -1) {
 			buf_puts(b, "<p class=\"bad\">Its queue's run log cannot "
 			    "be read: ");

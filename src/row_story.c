@@ -142,8 +142,17 @@ static const char *
 row_story_state(const struct row_story *s)
 {
 	const struct rowset *runs = &s->runs;
-	const struct row *last = runs->nrows ? &runs->rows[runs->nrows - 1] :
-	    NULL;
+	const struct row *last = NULL;
+
+	/*
+	 * The last try's outcome: not a schedule's insert, nor a done that
+	 * changed nothing, which hosts' clocks may sort after it.
+	 */
+	for (size_t i = runs->nrows; last == NULL && i-- > 0;) {
+		const char *o = runs_v(&runs->rows[i], R_OUTCOME);
+		if (strcmp(o, "inserted") != 0 && strcmp(o, "none") != 0)
+			last = &runs->rows[i];
+	}
 
 	if (s->running != NULL)
 		return "running";

@@ -152,7 +152,7 @@ runs_table_print(const struct rowset *rs, bool with_key)
 {
 	struct buf line = { 0 };
 
-	printf("%s%-4s %-7s %-27s %10s  %-20s %-6s %-4s %-12s %s\n",
+	printf("%s%-4s %-8s %-27s %10s  %-20s %-6s %-4s %-12s %s\n",
 	    with_key ? "KEY                  " : "", "TRY", "OUTCOME",
 	    "STARTED", "DURATION", "HOST", "WORKER", "EXIT", "REASON",
 	    "ERROR");
@@ -168,7 +168,7 @@ runs_table_print(const struct rowset *rs, bool with_key)
 			buf_putc(&line, ' ');
 		}
 		duration_format(atoll(runs_v(r, R_DURATION)), d, sizeof(d));
-		buf_printf(&line, "%-4s %-7s %-27s %10s  ", runs_v(r, R_TRY),
+		buf_printf(&line, "%-4s %-8s %-27s %10s  ", runs_v(r, R_TRY),
 		    runs_v(r, R_OUTCOME), runs_v(r, R_STARTED), d);
 		runs_shown(&line, r->value[R_HOST], r->len[R_HOST]);
 		buf_printf(&line, " %-6s %-4s %-12s ", runs_v(r, R_WORKER),

@@ -171,6 +171,53 @@ schedule_due(const struct schedule *s, int64_t last, int64_t now_ms)
 	return schedule_next(s, cut > last ? cut : last);
 }
 
+/*
+ * The slots of s at or before upto, newest first, at most n of them, into
+ * out; returns how many.  A cron's gaps vary, so its slots are found by
+ * walking forward from further back each time, up to
+ * SCHEDULE_LOOK_BACK_S, and at most SCHEDULE_LOOK_STEPS slots a walk.
+ */
+size_t
+schedule_slots_upto(const struct schedule *s, int64_t upto, size_t n,
+    int64_t *out)
+{
+	int64_t span, gap, slot, last;
+	size_t seen = 0, steps;
+
+	if (n == 0 || upto < 0)
+		return 0;
+	if (s->every_s > 0) {
+		last = schedule_floor_div(upto, s->every_s) * s->every_s;
+		for (size_t k = 0; k < n; k++)
+			out[k] = last - (int64_t)k * s->every_s;
+		return n;
+	}
+	tz_use(s->timezone);
+	gap = schedule_next_here(s, upto) - upto;
+	span = (gap > 60 ? gap : 60) * (int64_t)n;
+	for (;;) {
+		/* The last n slots in (upto - span, upto], a ring of them. */
+		seen = steps = 0;
+		slot = schedule_next_here(s, upto - span);
+		while (slot >= 0 && slot <= upto && steps++ < SCHEDULE_LOOK_STEPS) {
+			out[seen++ % n] = slot;
+			slot = schedule_next_here(s, slot);
+		}
+		if (seen >= n || span >= SCHEDULE_LOOK_BACK_S)
+			break;
+		span *= 2;
+	}
+	tz_restore();
+	/* Newest first: the ring turned the right way round. */
+	size_t got = seen < n ? seen : n;
+	int64_t *ring = xcalloc(got + 1, sizeof(*ring));
+	for (size_t k = 0; k < got; k++)
+		ring[k] = out[(seen - 1 - k) % n];
+	memcpy(out, ring, got * sizeof(*out));
+	free(ring);
+	return got;
+}
+
 /* The slot's :slot and :slot_local, and how messages show it. */
 void
 schedule_slot_text(const struct schedule *s, int64_t slot,

@@ -32,6 +32,9 @@
 #define SCHEDULE_BATCH_MAX	100
 /* Skipped slots logged one by one per transaction; the rest summed up. */
 #define SCHEDULE_SKIP_LOG_MAX	10
+/* How far back, and how many slots a walk, schedule_slots_upto looks. */
+#define SCHEDULE_LOOK_BACK_S	(9 * 366 * 86400)	/* a 29th of February */
+#define SCHEDULE_LOOK_STEPS	100000
 /* Skipped slots of a cron: counted one by one up to this, then "at least". */
 #define SCHEDULE_SKIP_COUNT_MAX	100000
 
@@ -118,6 +121,8 @@ int64_t	 schedule_window_ms(const struct schedule *);
 void	 schedule_plan(const struct schedule *, int64_t last, int64_t now_ms,
 	    struct schedule_plan *);
 int64_t	 schedule_due(const struct schedule *, int64_t last, int64_t now_ms);
+size_t	 schedule_slots_upto(const struct schedule *, int64_t upto, size_t n,
+	    int64_t *out);
 void	 schedule_slot_text(const struct schedule *, int64_t slot,
 	    struct schedule_slot_text *);
 void	 schedule_free(struct schedule *);
@@ -159,7 +164,8 @@ void		 schedule_conn_close(struct schedule_conn *);
 enum db_status	 schedule_insert(struct schedule_conn *, size_t i,
 		    int64_t slot);
 enum db_status	 schedule_slot_run(struct schedule_conn *, size_t i,
-		    int64_t slot, int64_t now_ms, const char *how);
+		    int64_t slot, int64_t now_ms, const char *how,
+		    unsigned long long *id);
 enum db_status	 schedule_txn(struct schedule_conn *, size_t i,
 		    struct schedule_outcome *);
 int		 schedule_check(struct db *, const struct config *,
@@ -204,7 +210,7 @@ void	 schedule_shown(const struct schedule *, int64_t slot, char *out,
 /* ---- schedule_runs.c: a schedule's slots with their runs ---- */
 
 /* The columns of a slot's row in the run log, as they are read. */
-enum { S_KEY, S_SLOT, S_INSERTED, S_LATE, S_HOW, S_NCOLS };
+enum { S_KEY, S_SLOT, S_INSERTED, S_LATE, S_NCOLS };
 
 /* One slot: its row in the run log, and the story of the row it inserted. */
 struct slot_story {
@@ -226,12 +232,11 @@ struct schedule_slots {
 };
 
 int	 schedule_slots_read(struct schedule_slots *, struct db *,
-	    const struct config *, const struct schedule *, long limit,
+	    const struct config *, const struct schedule_row *, long limit,
 	    const struct live *);
 void	 schedule_slots_free(struct schedule_slots *);
 const char *schedule_slot_state(const struct slot_story *);
 int64_t	 schedule_slot_unix(const struct slot_story *);
-bool	 schedule_slot_by_hand(const struct slot_story *);
 int	 schedule_runs_command(const char *path, int argc, char **argv);
 
 #endif /* SCHEDULE_H */

@@ -8,6 +8,7 @@
 #include "rowq.h"
 #include "db.h"
 #include "schedule.h"
+#include "runs.h"
 #include "claim.h"
 #include "commands.h"
 
@@ -49,7 +50,7 @@ schedule_list_last(struct db *db, const struct config *cfg,
 		struct schedule_slots slots;
 		if (r->s->queue == NULL)
 			continue;
-		if (schedule_slots_read(&slots, db, cfg, r->s, 1, lv) == 0 &&
+		if (schedule_slots_read(&slots, db, cfg, r, 1, lv) == 0 &&
 		    slots.n == 1) {
 			const struct row *slot = slots.slot[0].slot;
 			r->last_row = true;
@@ -305,6 +306,36 @@ out:
 }
 
 /*
+ * The transaction of a slot by hand: the insert, and with queue: the
+ * slot's run (its run log made first when missing), committed; each
+ * failure said with the key it comes from.  *id: the row inserted.
+ */
+static enum db_status
+schedule_hand_txn(struct schedule_conn *c, const struct schedule *s,
+    int64_t slot, unsigned long long *id)
+{
+	const struct queue *q = s->queue ? config_queue(c->cfg, s->queue) :
+	    NULL;
+	size_t i = (size_t)(s - c->cfg->schedules);
+	enum db_status st;
+
+	if (q != NULL && runs_ensure(c->db, q) == -1)
+		return DB_FATAL;
+	if ((st = schedule_insert(c, i, slot)) != DB_OK) {
+		log_error("%s: %s", s->insert.where, db_error(c->db));
+	} else if ((st = schedule_slot_run(c, i, slot, wall_ms(), "by_hand",
+	    id)) != DB_OK) {
+		log_error("%s: the run log %s of queue %s: %s; the slot is not "
+		    "inserted", s->where, runs_table(q), q->name,
+		    db_error(c->db));
+	} else if ((st = db_commit(c->db)) != DB_OK)
+		log_error("%s: %s", s->insert.where, db_error(c->db));
+	if (st != DB_OK)
+		(void)db_rollback(c->db);
+	return st;
+}
+
+/*
  * `rowq schedule run NAME`: one slot now, by hand: the insert with :slot
  * the time now, committed; the schedule's last slot stays, so its slots
  * go on as they were.  A paused schedule runs all the same.
@@ -317,6 +348,8 @@ schedule_run_command(const char *path, const char *name)
 	struct schedule_list l = { 0 };
 	struct schedule_slot_text t;
 	char last[TZ_TIME_LEN + TZ_NAME_MAX + 8] = "none yet";
+	char row[128] = "";	/* ", row ID of queue NAME" */
+	unsigned long long id = 0;
 	int64_t slot = wall_ms() / 1000;
 	const struct schedule *s;
 	int rc = ROWQ_EXIT_OK;
@@ -339,15 +372,14 @@ schedule_run_command(const char *path, const char *name)
 	c.cfg = cfg;
 	c.db = db;
 	schedule_slot_text(s, slot, &t);
-	if (schedule_insert(&c, (size_t)(s - cfg->schedules), slot) != DB_OK ||
-	    schedule_slot_run(&c, (size_t)(s - cfg->schedules), slot,
-	    wall_ms(), "by_hand") != DB_OK || db_commit(db) != DB_OK) {
-		log_error("%s: %s", s->insert.where, db_error(db));
-		(void)db_rollback(db);
-		rc = ROWQ_EXIT_FAILURE;
-	} else
+	if (schedule_hand_txn(&c, s, slot, &id) == DB_OK) {
+		if (s->queue != NULL && id > 0)
+			snprintf(row, sizeof(row), ", row %llu of queue %s", id,
+			    s->queue);
 		log_info("%s: manual slot %s inserted (rowq schedule run); the "
-		    "last slot stays %s", name, t.shown, last);
+		    "last slot stays %s%s", name, t.shown, last, row);
+	} else
+		rc = ROWQ_EXIT_FAILURE;
 out:
 	schedule_list_free(&l);
 	schedule_conn_close(&c);

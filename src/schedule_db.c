@@ -178,17 +178,19 @@ schedule_insert(struct schedule_conn *c, size_t i, int64_t slot)
 }
 
 /*
- * The slot's row in the run log of the queue that works it (queue:), in
- * the slot's transaction: attempt 0, outcome "inserted", started at the
- * slot, finished when inserted (duration_ms: how late), the schedule's
- * name as its error, and as its key the AUTO_INCREMENT value the insert
- * generated, which is the row's key when the queue's key is that column.
- * An insert that generated none leaves the key empty, reason "no_key".
- * how: "schedule", or "by_hand" (rowq schedule run).
+ * The slot's run in the run log of the queue that works it (queue:), in
+ * the slot's transaction: attempt 0, outcome "inserted", started and
+ * finished at the slot's instant, so that a slot is found by its instant
+ * in the log's index on (queue, finished) (schedule_runs.c), and sorts
+ * before its row's tries; duration_ms says how late it was inserted.
+ * The schedule's name is its error, and its key is the AUTO_INCREMENT
+ * value the insert generated, the row's key when the queue's key is that
+ * column (empty: none was).  how: "schedule", or "by_hand" (rowq schedule
+ * run).  *id: that value.
  */
 enum db_status
 schedule_slot_run(struct schedule_conn *c, size_t i, int64_t slot,
-    int64_t now_ms, const char *how)
+    int64_t now_ms, const char *how, unsigned long long *id_out)
 {
 	const struct schedule *s = &c->cfg->schedules[i];
 	const struct queue *q;
@@ -200,18 +202,17 @@ schedule_slot_run(struct schedule_conn *c, size_t i, int64_t slot,
 	struct buf sql = { 0 };
 	enum db_status st;
 
+	if (id_out != NULL)
+		*id_out = id;
 	if (s->queue == NULL || (q = config_queue(c->cfg, s->queue)) == NULL)
 		return DB_OK;
 	if (id > 0)
 		snprintf(key, sizeof(key), "%llu", id);
-	else
-		r.reason = "no_key";
 	(void)gethostname(host, sizeof(host) - 1);
 	r.queue = q->name;
 	r.key = key;
 	r.key_len = strlen(key);
-	r.started_us = slot * 1000000;
-	r.finished_us = now_ms * 1000;
+	r.started_us = r.finished_us = slot * 1000000;
 	r.duration_ms = now_ms - slot * 1000;
 	runs_insert_head(&sql, q);
 	buf_puts(&sql, "VALUES (");
@@ -383,7 +384,7 @@ schedule_txn(struct schedule_conn *c, size_t i, struct schedule_outcome *o)
 	for (size_t k = 0; k < p.ninsert && !o->paused; k++) {
 		if ((st = schedule_insert(c, i, p.insert[k])) != DB_OK ||
 		    (st = schedule_slot_run(c, i, p.insert[k], o->now_ms,
-		    "schedule")) != DB_OK)
+		    "schedule", NULL)) != DB_OK)
 			goto fail;
 		inserted = p.insert[k];
 	}

@@ -5,11 +5,14 @@
  * running, done or failed, its tries, the first try's start and the last
  * try's outcome and duration.
  *
- * The slots are read from the run log of the queue the schedule names
- * (queue:), where each slot's transaction wrote its row (schedule_db.c,
- * outcome "inserted", the schedule's name as its error), newest first, by
- * the log's index on (queue, finished); the row's tries are its runs
- * under the same key.  Every read is a plain one, which locks nothing.
+ * Each slot's transaction wrote the slot's run into the run log of the
+ * queue the schedule names (queue:; schedule_db.c): outcome "inserted",
+ * the schedule's name as its error, started and finished at the slot's
+ * instant.  So the latest slots are found by their instants, which the
+ * schedule gives (schedule_slots_upto, up to its last slot): one lookup
+ * each in the log's index on (queue, finished), however many other runs
+ * the queue has; the row's tries are its runs under the same key.  Every
+ * read is a plain one, which locks nothing.
  */
 #include "rowq.h"
 #include "db.h"
@@ -23,42 +26,53 @@
 #define SCHEDULE_RUNS_DEFAULT	10	/* slots shown unless told */
 #define SCHEDULE_RUNS_MAX	1000
 
-
 /*
- * The schedule's latest slots, newest first, into rs (S_NCOLS columns a
- * row).  A missing run log is no slot.  Returns 0, or -1 (logged).
+ * The runs of the schedule's slots among its last limit up to upto,
+ * newest first, into rs (S_NCOLS columns a row); a slot skipped, or
+ * inserted before the schedule had queue:, has none.  A missing run log
+ * is no slot.  Returns 0, or -1 (logged).
  */
 static int
 schedule_runs_slots(struct db *db, const struct queue *q,
-    const struct schedule *s, long limit, struct rowset *rs)
+    const struct schedule *s, int64_t upto, long limit, struct rowset *rs)
 {
 	struct value v[2] = {
 		{ .type = VALUE_TEXT, .s = q->name, .len = strlen(q->name) },
 		{ .type = VALUE_BLOB, .s = s->name, .len = strlen(s->name) },
 	};
+	int64_t *slot = xcalloc((size_t)limit, sizeof(*slot));
+	size_t n = schedule_slots_upto(s, upto, (size_t)limit, slot);
+	struct schedule_slot_text t;
 	struct buf sql = { 0 };
 	enum db_status st;
-	struct db_stmt *stmt;
+	struct db_stmt *stmt = NULL;
 	int rc = 0;
 
 	buf_printf(&sql, "SELECT row_key, TIMESTAMPDIFF(SECOND, "
-	    "'1970-01-01', started), DATE_FORMAT(finished, "
-	    "'%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ'), duration_ms, reason FROM %s "
-	    "WHERE queue = ? AND outcome = 'inserted' AND error = ? "
-	    "ORDER BY finished DESC, id DESC LIMIT %ld", runs_table(q), limit);
-	if ((stmt = db_prepare(db, sql.data, &st)) == NULL) {
+	    "'1970-01-01', finished), DATE_FORMAT(finished + INTERVAL "
+	    "duration_ms * 1000 MICROSECOND, '%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ'), "
+	    "duration_ms FROM %s WHERE queue = ? AND outcome = 'inserted' AND "
+	    "error = ? AND finished IN (", runs_table(q));
+	/* Instants as DATETIME literals in UTC, digits only. */
+	for (size_t k = 0; k < n; k++) {
+		schedule_slot_text(s, slot[k], &t);
+		buf_printf(&sql, "%s'%s'", k > 0 ? ", " : "", t.utc);
+	}
+	buf_puts(&sql, ") ORDER BY finished DESC, id DESC");
+	if (n > 0 && (stmt = db_prepare(db, sql.data, &st)) == NULL) {
 		if (!db_no_such_table(db)) {
 			log_error("the run log %s: %s", runs_table(q),
 			    db_error(db));
 			rc = -1;
 		}
-	} else if (db_stmt_fetch_all(stmt, v, 2, rs) != DB_OK) {
+	} else if (n > 0 && db_stmt_fetch_all(stmt, v, 2, rs) != DB_OK) {
 		log_error("the run log %s: %s", runs_table(q), db_error(db));
 		rc = -1;
 	}
 	db_stmt_free(stmt);
 	(void)db_rollback(db);
 	buf_free(&sql);
+	free(slot);
 	return rc;
 }
 
@@ -96,21 +110,22 @@ schedule_slot_state(const struct slot_story *ss)
 }
 
 /*
- * Schedule s's latest slots (at most limit), newest first, each with its
- * row's story, running from lv (the daemons' status as the caller read
- * it), into l.  Returns 0, or -1 when the run log could not be read
+ * The slots of r's schedule among its last limit (none before a daemon
+ * ran it), newest first, each with its row's story, running from lv (the
+ * daemons' status as the caller read it), into l.  Returns 0, or -1 when the run log could not be read
  * (logged); l->failed says a story's runs could not.  Free it with
  * schedule_slots_free.
  */
 int
 schedule_slots_read(struct schedule_slots *l, struct db *db,
-    const struct config *cfg, const struct schedule *s, long limit,
+    const struct config *cfg, const struct schedule_row *r, long limit,
     const struct live *lv)
 {
 	memset(l, 0, sizeof(*l));
-	l->s = s;
-	l->q = config_queue(cfg, s->queue);
-	if (schedule_runs_slots(db, l->q, s, limit, &l->rs) == -1)
+	l->s = r->s;
+	l->q = config_queue(cfg, r->s->queue);
+	if (r->known && schedule_runs_slots(db, l->q, r->s, r->last_slot,
+	    limit, &l->rs) == -1)
 		return -1;
 	l->slot = xcalloc(l->rs.nrows + 1, sizeof(*l->slot));
 	for (l->n = 0; l->n < l->rs.nrows; l->n++) {
@@ -133,17 +148,11 @@ schedule_slots_free(struct schedule_slots *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* The slot's time as unix seconds, and how it was inserted. */
+/* The slot's time, as unix seconds. */
 int64_t
 schedule_slot_unix(const struct slot_story *ss)
 {
 	return strtoll(runs_v(ss->slot, S_SLOT), NULL, 10);
-}
-
-bool
-schedule_slot_by_hand(const struct slot_story *ss)
-{
-	return strcmp(runs_v(ss->slot, S_HOW), "by_hand") == 0;
 }
 
 static void
@@ -174,12 +183,11 @@ schedule_runs_table(const struct schedule_slots *l)
 		if (last != NULL)
 			duration_format(atoll(runs_v(last, R_DURATION)), dur,
 			    sizeof(dur));
-		printf("%-19s %8s %-12s %-9s %5zu %-27s %-7s %10s%s\n",
+		printf("%-19s %8s %-12s %-9s %5zu %-27s %-7s %10s\n",
 		    shown, late, key.data, schedule_slot_state(&ss[i]),
 		    ss[i].tries, ss[i].first ? runs_v(ss[i].first,
 		    R_STARTED) : "-", last ? runs_v(last, R_OUTCOME) : "-",
-		    last ? dur : "-", schedule_slot_by_hand(&ss[i]) ?
-		    " (by hand)" : "");
+		    last ? dur : "-");
 	}
 	buf_free(&key);
 }
@@ -194,10 +202,8 @@ schedule_runs_json_one(struct buf *b, const struct schedule *s,
 
 	schedule_slot_text(s, at, &t);
 	buf_printf(b, "{\"slot\":\"%s\",\"slot_utc\":\"%s\",\"slot_unix\":"
-	    "%lld,\"inserted\":\"%s\",\"late_ms\":%s,\"how\":\"%s\",\"key\":",
-	    t.local, t.utc, at, runs_v(slot, S_INSERTED),
-	    runs_v(slot, S_LATE), schedule_slot_by_hand(ss) ? "by_hand" :
-	    "schedule");
+	    "%lld,\"inserted\":\"%s\",\"late_ms\":%s,\"key\":", t.local, t.utc,
+	    at, runs_v(slot, S_INSERTED), runs_v(slot, S_LATE));
 	if (slot->len[S_KEY] > 0)
 		json_string(b, slot->value[S_KEY], slot->len[S_KEY]);
 	else
@@ -251,12 +257,18 @@ static int
 schedule_runs_print(struct db *db, const struct config *cfg,
     const struct schedule *s, long limit, bool json)
 {
-	struct schedule_slots l;
+	struct schedule_list sl = { 0 };
+	struct schedule_slots l = { 0 };
 	struct live lv = { 0 };
 	int rc = ROWQ_EXIT_OK;
 
 	status_live_load(&lv, cfg);
-	if (schedule_slots_read(&l, db, cfg, s, limit, &lv) == -1)
+	if (schedule_list_read(db, cfg, &sl, NULL) == -1) {
+		log_error("%s: cannot read the schedules: %s", cfg->path,
+		    db_error(db));
+		rc = ROWQ_EXIT_FAILURE;
+	} else if (schedule_slots_read(&l, db, cfg,
+	    &sl.row[s - cfg->schedules], limit, &lv) == -1)
 		rc = ROWQ_EXIT_FAILURE;
 	else if (json)
 		schedule_runs_json(&l);
@@ -269,6 +281,7 @@ schedule_runs_print(struct db *db, const struct config *cfg,
 	if (l.failed)
 		rc = ROWQ_EXIT_FAILURE;
 	schedule_slots_free(&l);
+	schedule_list_free(&sl);
 	status_live_free(&lv);
 	return rc;
 }
@@ -285,7 +298,8 @@ schedule_runs_command(const char *path, int argc, char **argv)
 	bool json = false;
 	struct config *cfg = NULL;
 	const struct schedule *s;
-	struct db *db;
+	struct db *db = NULL;
+	enum db_status st;
 	int rc = ROWQ_EXIT_OK;
 
 	for (int i = 0; i < argc; i++) {
@@ -313,8 +327,9 @@ schedule_runs_command(const char *path, int argc, char **argv)
 		fprintf(stderr, "rowq: schedule runs: name a schedule\n");
 		return ROWQ_EXIT_USAGE;
 	}
-	if ((db = pause_connect(path, NULL, &cfg, &rc)) == NULL)
-		goto out;
+	/* The configuration's answer first: a usage error needs no server. */
+	if ((cfg = config_load(path)) == NULL)
+		return ROWQ_EXIT_CONFIG;
 	if ((s = config_schedule(cfg, name)) == NULL) {
 		log_error("%s: no schedule named %s", path, name);
 		rc = ROWQ_EXIT_USAGE;
@@ -322,9 +337,12 @@ schedule_runs_command(const char *path, int argc, char **argv)
 		log_error("%s: schedules.%s has no queue: key, which names the "
 		    "queue whose run log keeps its slots", path, name);
 		rc = ROWQ_EXIT_USAGE;
+	} else if ((db = db_open(&cfg->db, &st)), st != DB_OK) {
+		log_error("%s: database: cannot connect: %s", path,
+		    db_error(db));
+		rc = ROWQ_EXIT_FAILURE;
 	} else
 		rc = schedule_runs_print(db, cfg, s, limit, json);
-out:
 	db_close(db);
 	config_free(cfg);
 	return rc;

@@ -9,12 +9,14 @@
 # rolled back left neither, and no slot is missing or twice.  `rowq
 # schedule runs` then tells, for each slot, the row it inserted and what
 # became of it: done, or failed for good (keys that are multiples of 4),
-# after one try; a slot inserted by hand says so; a row of a paused queue
-# is waiting.  The same runs are in the row's story (rowq show), and the
-# console's Schedules page shows the slots with links to their rows' pages;
-# a schedule without queue:, or an unknown one, is a usage error.
+# after one try; the rows of a paused queue's slots are waiting; a slot
+# inserted by hand says so.  The same runs are in the row's story (rowq
+# show), with the slot's first, and the console's Schedules page shows
+# the slots with links to their rows' pages; a schedule without queue:,
+# or an unknown one, is a usage error.
 # Runs its own server, which it kills.
 . "$(dirname "$0")/../lib.sh"
+. "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/console.sh"
 . "$TESTS_DIR/torture/dbctl.sh"
 unset ROWQ_TEST_SOCKET
@@ -168,7 +170,7 @@ assert unix == sorted(unix, reverse=True), unix
 for s in slots:
     slot, status = rows[s["key"]]
     assert s["slot_unix"] == slot, s
-    assert s["how"] == "schedule" and s["late_ms"] >= 0, s
+    assert s["late_ms"] >= 0, s
     want = "failed" if int(s["key"]) % 4 == 0 else "done"
     assert status == want, (s, status)
     assert s["state"] == want and s["outcome"] == want, s
@@ -213,22 +215,43 @@ PY
     python3 -c 'import json,sys; r = json.load(sys.stdin); assert len(r) == int(sys.argv[1]), len(r)' "$n" ||
 	fail "runs --outcome inserted"
 
-# A slot by hand, while the queue is paused: its row waits, and says so.
+# The queue paused, a daemon again: its slots' rows wait, and say so.
 "$ROWQ" -c b.yaml pause report >/dev/null || fail "pause failed"
-"$ROWQ" -c b.yaml schedule run tick 2>hand.err || fail "schedule run: $(cat hand.err)"
-"$ROWQ" -c b.yaml schedule runs tick --limit 1 --json >hand.json ||
-	fail "schedule runs after a run by hand"
-python3 - hand.json "$(sql_value "SELECT MAX(id) FROM report")" <<'PY' || fail "by hand: $(cat hand.json)"
+# shellcheck disable=SC2034 # read by wait_until's eval
+before=$(count)
+rowq_start b.yaml b2.log
+pid[b]=$ROWQ_PID
+wait_until 15 '[ "$(count)" -ge $((before + 2)) ]' || fail "no slot while paused"
+"$ROWQ" -c b.yaml schedule runs tick --limit 2 --json >paused.json ||
+	fail "schedule runs while paused"
+kill -TERM "${pid[b]}"
+wait "${pid[b]}" || fail "daemon b exited with $?"
+untrack_pid "${pid[b]}"
+python3 - paused.json <<'PY' || fail "paused: $(cat paused.json)"
 import json, sys
 s = json.load(open(sys.argv[1]))["slots"]
-assert len(s) == 1, s
-s = s[0]
-assert s["how"] == "by_hand" and s["key"] == sys.argv[2], s
-assert s["state"] == "waiting" and s["tries"] == 0, s
-assert s["outcome"] is None and s["first_try"] is None, s
+assert len(s) == 2, s
+for x in s:
+    assert x["state"] == "waiting" and x["tries"] == 0, x
+    assert x["outcome"] is None and x["first_try"] is None, x
+    assert [r["outcome"] for r in x["runs"]] == ["inserted"], x
 PY
-"$ROWQ" -c b.yaml schedule runs tick --limit 1 | grep -q "waiting .*(by hand)" ||
-	fail "schedule runs: the slot by hand: $("$ROWQ" -c b.yaml schedule runs tick --limit 1)"
+
+# A slot by hand, with no run log yet: the log is made, the slot's run
+# says by_hand, and the row's story has it.
+sql "DROP TABLE rowq_runs"
+"$ROWQ" -c b.yaml schedule run tick 2>hand.err || fail "schedule run: $(cat hand.err)"
+hand=$(sql_value "SELECT MAX(id) FROM report")
+assert_match "manual slot .* inserted \(rowq schedule run\); the last slot stays .*, row $hand of queue report" \
+    "$(cat hand.err)" "schedule run: its log line"
+"$ROWQ" -c b.yaml show report "$hand" --json >hand.json || fail "rowq show $hand"
+python3 - hand.json <<'PY' || fail "by hand: $(cat hand.json)"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["state"] == "waiting", s
+r = s["runs"]
+assert len(r) == 1 and r[0]["outcome"] == "inserted" and r[0]["reason"] == "by_hand", r
+PY
 
 expect_exit 2 "schedules.plain has no queue: key" -c b.yaml schedule runs plain
 expect_exit 2 "no schedule named nosuch" -c b.yaml schedule runs nosuch

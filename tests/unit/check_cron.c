@@ -288,6 +288,43 @@ START_TEST(test_plan_cron)
 }
 END_TEST
 
+/* The slots up to a time, newest first: an every's, and a cron's. */
+START_TEST(test_slots_upto)
+{
+	struct schedule s = every(900, 0);
+	struct schedule_slot_text t;
+	int64_t out[5];
+	char err[256];
+
+	/* 1796000000 is 2026-11-30 00:53:20 UTC: 00:45, 00:30, 00:15. */
+	ck_assert_uint_eq(schedule_slots_upto(&s, 1796000000, 3, out), 3);
+	ck_assert_int_eq(out[0], 1796000000 - 500);
+	ck_assert_int_eq(out[2], 1796000000 - 500 - 1800);
+	/* A slot at upto is one of them. */
+	ck_assert_uint_eq(schedule_slots_upto(&s, out[0], 1, out), 1);
+	ck_assert_int_eq(out[0], 1796000000 - 500);
+	/* Weekdays at 09:00 Paris, from a Sunday: Fri, Thu, Wed, Tue, Mon. */
+	s = (struct schedule){ .timezone = "Europe/Paris" };
+	ck_assert_int_eq(cron_parse(&s.cron, "0 9 * * mon-fri", err,
+	    sizeof(err)), 0);
+	/* 2026-12-06 12:00 UTC, a Sunday. */
+	ck_assert_uint_eq(schedule_slots_upto(&s, 1796558400, 5, out), 5);
+	schedule_slot_text(&s, out[0], &t);
+	ck_assert_str_eq(t.local, "2026-12-04 09:00:00");
+	schedule_slot_text(&s, out[4], &t);
+	ck_assert_str_eq(t.local, "2026-11-30 09:00:00");
+	/* The 29th of February: 2024's and 2020's (2028 is after upto). */
+	ck_assert_int_eq(cron_parse(&s.cron, "0 0 29 2 *", err,
+	    sizeof(err)), 0);
+	ck_assert_uint_eq(schedule_slots_upto(&s, 1796558400, 2, out), 2);
+	schedule_slot_text(&s, out[0], &t);
+	ck_assert_str_eq(t.local, "2024-02-29 00:00:00");
+	schedule_slot_text(&s, out[1], &t);
+	ck_assert_str_eq(t.local, "2020-02-29 00:00:00");
+	ck_assert_uint_eq(schedule_slots_upto(&s, -1, 2, out), 0);
+}
+END_TEST
+
 static Suite *
 cron_suite(void)
 {
@@ -303,6 +340,7 @@ cron_suite(void)
 	tcase_add_test(tc, test_every);
 	tcase_add_test(tc, test_plan);
 	tcase_add_test(tc, test_plan_cron);
+	tcase_add_test(tc, test_slots_upto);
 	suite_add_tcase(s, tc);
 	return s;
 }
