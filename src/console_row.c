@@ -255,9 +255,10 @@ console_row_runs(struct buf *b, const struct row_story *s)
 
 /*
  * Requeue and discard of a failed row, cancel of a waiting or running
- * one (lease mode, cancel:; "gone" too, as a row that another daemon
- * runs looks from here): the failed rows' own form, for this key
- * alone (key_hex, compared byte for byte), back=row to come back here.
+ * one (lease mode, cancel:; "claimed", "retrying" and "gone" too, as a
+ * row that another daemon runs may look from here): the failed rows'
+ * own form, for this key alone (key_hex, compared byte for byte),
+ * back=row to come back here.
  * An operator's, with a session (a CSRF token) only.
  */
 static void
@@ -270,6 +271,8 @@ console_row_actions(struct buf *b, const struct console_request *r,
 	bool cancel = q->cancel.text != NULL && s->state != NULL &&
 	    (strcmp(s->state, "waiting") == 0 ||
 	    strcmp(s->state, "running") == 0 ||
+	    strcmp(s->state, "claimed") == 0 ||
+	    strcmp(s->state, "retrying") == 0 ||
 	    strcmp(s->state, "gone") == 0);
 
 	if (r->role != CONSOLE_OPERATOR || r->session == NULL ||

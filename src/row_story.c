@@ -166,6 +166,17 @@ row_story_state(const struct row_story *s)
 		return "failed";
 	if (last != NULL && strcmp(runs_v(last, R_OUTCOME), "cancel") == 0)
 		return "cancelled";
+	/* Its last try asked for another, which the select does not see yet. */
+	if (last != NULL && strcmp(runs_v(last, R_OUTCOME), "retry") == 0)
+		return "retrying";
+	/*
+	 * Known to the log, not finished, and the select does not return
+	 * it: in lease mode, where a lease hides a row from the select, a
+	 * worker holds it (of another daemon, or one that died, until its
+	 * lease runs out).
+	 */
+	if (last == NULL && runs->nrows > 0 && s->q->lease.enabled)
+		return "claimed";
 	return "gone";
 }
 

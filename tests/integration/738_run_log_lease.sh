@@ -89,3 +89,19 @@ print(d["state"], d["tries_without_run"], len(d["runs"]))')" "row 1's story"
 assert_match "tries without a run: $((tries - 1))" "$("$ROWQ" -c rowq.yaml show v 1)" "row 1 in words"
 assert_eq 0 "$("$ROWQ" -c rowq.yaml show v 2 --json | python3 -c '
 import json, sys; print(json.load(sys.stdin)["tries_without_run"])')" "row 2's story"
+
+# Rows the select does not return, with runs but no final one: row 30's
+# last try asked for another, not due yet (retrying); row 31 was inserted
+# by a schedule and is leased, by a worker of another daemon or one that
+# died (claimed); a key with no run is gone.
+sql "INSERT INTO v (id, leased_until, attempts) VALUES
+    (30, UNIX_TIMESTAMP() + 3600, 1), (31, UNIX_TIMESTAMP() + 3600, 1);
+INSERT INTO rowq_runs (queue, row_key, attempt, outcome, reason, started,
+    finished, duration_ms, host, worker, pid, error) VALUES
+    ('v', '30', 1, 'retry', 'exit', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 5, 'h', 1, 1, ''),
+    ('v', '31', 0, 'inserted', 'schedule', UTC_TIMESTAMP(), UTC_TIMESTAMP(), 2, 'h', 0, 1, 'tick')"
+for k in 30:retrying 31:claimed 32:gone; do
+	assert_eq "${k#*:}" "$("$ROWQ" -c rowq.yaml show v "${k%%:*}" --json |
+	    python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')" \
+	    "row ${k%%:*}'s state"
+done
