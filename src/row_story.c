@@ -145,14 +145,12 @@ row_story_state(const struct row_story *s)
 	const struct row *last = NULL;
 
 	/*
-	 * The last try's outcome: not a schedule's insert, nor a done that
-	 * changed nothing, which hosts' clocks may sort after it.
+	 * The last try's run (a done that changed nothing is one too): not
+	 * a schedule's insert, which hosts' clocks may sort after it.
 	 */
-	for (size_t i = runs->nrows; last == NULL && i-- > 0;) {
-		const char *o = runs_v(&runs->rows[i], R_OUTCOME);
-		if (strcmp(o, "inserted") != 0 && strcmp(o, "none") != 0)
+	for (size_t i = runs->nrows; last == NULL && i-- > 0;)
+		if (strcmp(runs_v(&runs->rows[i], R_OUTCOME), "inserted") != 0)
 			last = &runs->rows[i];
-	}
 
 	if (s->running != NULL)
 		return "running";
@@ -166,14 +164,16 @@ row_story_state(const struct row_story *s)
 		return "failed";
 	if (last != NULL && strcmp(runs_v(last, R_OUTCOME), "cancel") == 0)
 		return "cancelled";
+	if (!s->sel.read)
+		return "gone";
 	/* Its last try asked for another, which the select does not see yet. */
 	if (last != NULL && strcmp(runs_v(last, R_OUTCOME), "retry") == 0)
 		return "retrying";
 	/*
-	 * Known to the log, not finished, and the select does not return
-	 * it: in lease mode, where a lease hides a row from the select, a
-	 * worker holds it (of another daemon, or one that died, until its
-	 * lease runs out).
+	 * A schedule inserted it, it has had no try, and the select does not
+	 * return it: in lease mode, where a lease hides a row from the
+	 * select, a worker holds it (of another daemon, or one that died,
+	 * until its lease runs out).
 	 */
 	if (last == NULL && runs->nrows > 0 && s->q->lease.enabled)
 		return "claimed";

@@ -93,14 +93,19 @@ import json, sys; print(json.load(sys.stdin)["tries_without_run"])')" "row 2's s
 # Rows the select does not return, with runs but no final one: row 30's
 # last try asked for another, not due yet (retrying); row 31 was inserted
 # by a schedule and is leased, by a worker of another daemon or one that
-# died (claimed); a key with no run is gone.
+# died (claimed); row 33's try after its retry was a done that changed no
+# row, and row 34 has only such a try (gone, both); a key with no run is
+# gone.
 sql "INSERT INTO v (id, leased_until, attempts) VALUES
     (30, UNIX_TIMESTAMP() + 3600, 1), (31, UNIX_TIMESTAMP() + 3600, 1);
 INSERT INTO rowq_runs (queue, row_key, attempt, outcome, reason, started,
     finished, duration_ms, host, worker, pid, error) VALUES
     ('v', '30', 1, 'retry', 'exit', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 5, 'h', 1, 1, ''),
-    ('v', '31', 0, 'inserted', 'schedule', UTC_TIMESTAMP(), UTC_TIMESTAMP(), 2, 'h', 0, 1, 'tick')"
-for k in 30:retrying 31:claimed 32:gone; do
+    ('v', '31', 0, 'inserted', 'schedule', UTC_TIMESTAMP(), UTC_TIMESTAMP(), 2, 'h', 0, 1, 'tick'),
+    ('v', '33', 1, 'retry', 'exit', UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, 5, 'h', 1, 1, ''),
+    ('v', '33', 2, 'none', 'no_row', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 5, 'h', 1, 1, ''),
+    ('v', '34', 1, 'none', 'no_row', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 5, 'h', 1, 1, '')"
+for k in 30:retrying 31:claimed 32:gone 33:gone 34:gone; do
 	assert_eq "${k#*:}" "$("$ROWQ" -c rowq.yaml show v "${k%%:*}" --json |
 	    python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')" \
 	    "row ${k%%:*}'s state"
