@@ -323,8 +323,8 @@ schedule_hand_txn(struct schedule_conn *c, const struct schedule *s,
 		return DB_FATAL;
 	if ((st = schedule_insert(c, i, slot)) != DB_OK) {
 		log_error("%s: %s", s->insert.where, db_error(c->db));
-	} else if ((st = schedule_slot_run(c, i, slot, wall_ms(), "by_hand",
-	    id)) != DB_OK) {
+	} else if (q != NULL && (st = schedule_slot_run(c, i, slot, wall_ms(),
+	    "by_hand", id)) != DB_OK) {
 		log_error("%s: the run log %s of queue %s: %s; the slot is not "
 		    "inserted", s->where, runs_table(q), q->name,
 		    db_error(c->db));
