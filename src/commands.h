@@ -192,6 +192,7 @@ struct db_stmt;
 struct db_stmt *failed_prepare(struct db *, const char *sql,
 	    const char *where, int *exit_status);
 void	 failed_quote(struct buf *, const char *identifier);
+char	*failed_key_column(struct db *, const struct queue *);
 /* rowq check: failed_select, requeue and discard against the queue's key. */
 int	 failed_check(struct db *, const struct queue *, const char *key);
 
@@ -202,6 +203,14 @@ struct requeue_run {
 	/* The action's statements, a list's in order (SQL_LIST_MAX). */
 	struct db_stmt		*stmt[SQL_LIST_MAX];
 	size_t			 nstmts;
+	char			*key_column;	/* the queue's key (requeue, discard) */
+	/*
+	 * requeue and discard: each statement's parameters, -1 for the key,
+	 * else a column of failed_select's row, which row_stmt reads by key
+	 * (NULL: every parameter is the key, and nothing is read).
+	 */
+	int			*source[SQL_LIST_MAX];
+	struct db_stmt		*row_stmt;
 	bool			 quiet;		/* no line per key (the console) */
 	const char		*by;		/* cancel: who, for its run; NULL: rowq cancel */
 	unsigned long long	 done;		/* rows requeued or discarded */

@@ -143,6 +143,9 @@ enum db_status	 db_stmt_exec(struct db_stmt *, const struct value *,
 enum db_status	 db_stmt_fetch_all(struct db_stmt *, const struct value *,
 		    size_t nvalues, struct rowset *);
 unsigned long long db_stmt_insert_id(struct db_stmt *);
+/* A value read back (NULL: SQL NULL), bound as its column's type. */
+void		 db_value_of_column(struct value *, const struct column *,
+		    const char *, size_t len);
 
 /* ---- db_bulk.c: one execute for a batch's rows ---- */
 

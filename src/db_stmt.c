@@ -12,6 +12,7 @@
 #include "db_private.h"
 #include "dialect.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,6 +193,39 @@ db_stmt_rest(struct db_stmt *s, unsigned long long *affected, bool *rows)
 		}
 	}
 	return DB_OK;
+}
+
+/*
+ * A value read back as text (NULL: SQL NULL), bound as its column's type:
+ * an integer as one when it reads as one, a binary column's bytes as a
+ * blob, the rest as text.
+ */
+void
+db_value_of_column(struct value *v, const struct column *col, const char *s,
+    size_t len)
+{
+	char *end;
+
+	memset(v, 0, sizeof(*v));
+	if (s == NULL) {
+		v->type = VALUE_NULL;
+		return;
+	}
+	if (col->kind == COLUMN_INTEGER) {
+		errno = 0;
+		if (col->is_unsigned)
+			v->i = (long long)strtoull(s, &end, 10);
+		else
+			v->i = strtoll(s, &end, 10);
+		if (errno == 0 && end != s && *end == '\0') {
+			v->type = VALUE_INT;
+			v->is_unsigned = col->is_unsigned;
+			return;
+		}
+	}
+	v->type = col->kind == COLUMN_BINARY ? VALUE_BLOB : VALUE_TEXT;
+	v->s = s;
+	v->len = len;
 }
 
 /*

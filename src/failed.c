@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define FAILED_LIMIT_DEFAULT	50
 #define FAILED_LIMIT_MAX	10000
@@ -101,24 +102,52 @@ failed_quote(struct buf *b, const char *name)
 	buf_putc(b, '`');
 }
 
+/*
+ * The queue's key column: key:, or else the select's first column, as the
+ * server names it.  NULL after an error (logged); the caller frees it.
+ */
+char *
+failed_key_column(struct db *db, const struct queue *q)
+{
+	const struct column *cols;
+	struct db_stmt *s;
+	size_t ncols;
+	char *name = NULL;
+	int rc;
+
+	if (q->key_column != NULL)
+		return xstrdup(q->key_column);
+	if ((s = failed_prepare(db, q->select.positional, q->select.where,
+	    &rc)) == NULL)
+		return NULL;
+	cols = db_stmt_columns(s, &ncols);
+	if (ncols > 0)
+		name = xstrdup(cols[0].name);
+	db_stmt_free(s);
+	return name;
+}
+
 /* ---- rowq check ---- */
 
 static bool
 failed_has_column(const struct column *cols, size_t n, const char *name)
 {
+	/* As the server compares column names: whatever their case. */
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(cols[i].name, name) == 0)
+		if (strcasecmp(cols[i].name, name) == 0)
 			return true;
 	return false;
 }
 
 /*
- * requeue: and discard: take the queue's key and nothing else: the
- * command line gives a key, and only a key.  Returns the problems logged.
+ * requeue: and discard: take the queue's key, and any column of
+ * failed_select's row of that key (cols, ncols); cancel: the key alone
+ * (its row is running, not in the failed set).  Returns the problems
+ * logged.
  */
 static int
 failed_check_action(struct db *db, const struct sql *sql, const char *name,
-    const char *key)
+    const char *key, const struct column *cols, size_t ncols)
 {
 	struct db_stmt *s;
 	int problems = 0, rc;
@@ -133,13 +162,20 @@ failed_check_action(struct db *db, const struct sql *sql, const char *name,
 		    "to %s one row", sql->where, key, name);
 		problems++;
 	}
-	for (size_t i = 0; i < sql->nparams; i++)
-		if (strcmp(sql->params[i], key) != 0) {
+	for (size_t i = 0; i < sql->nparams; i++) {
+		if (strcasecmp(sql->params[i], key) == 0 ||
+		    failed_has_column(cols, ncols, sql->params[i]))
+			continue;
+		if (cols != NULL)
+			log_error("%s: :%s: %s takes the queue's key, :%s, and "
+			    "the columns of failed_select's row, and this is "
+			    "neither", sql->where, sql->params[i], name, key);
+		else
 			log_error("%s: :%s: %s takes the queue's key, :%s, "
 			    "and no other parameter", sql->where,
 			    sql->params[i], name, key);
-			problems++;
-		}
+		problems++;
+	}
 	return problems;
 }
 
@@ -152,9 +188,9 @@ failed_check_action(struct db *db, const struct sql *sql, const char *name,
 int
 failed_check(struct db *db, const struct queue *q, const char *key)
 {
-	const struct column *cols;
-	struct db_stmt *s;
-	size_t ncols;
+	const struct column *cols = NULL;
+	struct db_stmt *s = NULL;
+	size_t ncols = 0;
 	int problems = 0, rc;
 
 	if (q->failed_select.text != NULL) {
@@ -170,15 +206,18 @@ failed_check(struct db *db, const struct queue *q, const char *key)
 				    q->failed_select.where, key);
 				problems++;
 			}
-			db_stmt_free(s);
 		}
 	}
 	for (const struct sql *a = &q->requeue; a != NULL; a = a->next)
-		problems += failed_check_action(db, a, "requeue", key);
+		problems += failed_check_action(db, a, "requeue", key, cols,
+		    ncols);
 	for (const struct sql *a = &q->discard; a != NULL; a = a->next)
-		problems += failed_check_action(db, a, "discard", key);
+		problems += failed_check_action(db, a, "discard", key, cols,
+		    ncols);
 	for (const struct sql *a = &q->cancel; a != NULL; a = a->next)
-		problems += failed_check_action(db, a, "cancel", key);
+		problems += failed_check_action(db, a, "cancel", key, NULL,
+		    0);
+	db_stmt_free(s);
 	return problems;
 }
 

@@ -65,23 +65,116 @@ requeue_pause(void)
 		;
 }
 
-/* The j-th statement of the action's list for one key. */
+/*
+ * Where requeue's and discard's parameters come from: the key, or a
+ * column of failed_select's row of that key (a batch's id, for a fan-in's
+ * counter in discard), read by key in the chunk's transaction before its
+ * statements run.  A name that is neither is given the key, as it always
+ * was (rowq check refuses it).  Returns an exit status.
+ */
+static int
+requeue_sources(struct requeue_run *run)
+{
+	const struct queue *q = run->what->q;
+	const struct sql *sql = failed_action_sql(q, run->action);
+	const struct column *cols = NULL;
+	struct buf b = { 0 };
+	size_t ncols = 0, j = 0;
+	bool any = false;
+	int rc = ROWQ_EXIT_OK;
+
+	if ((run->key_column = failed_key_column(run->what->db, q)) == NULL)
+		return ROWQ_EXIT_CONFIG;
+	if (q->failed_select.text != NULL) {
+		buf_printf(&b, "SELECT * FROM (\n%s\n) AS rowq_failed WHERE "
+		    "rowq_failed.", q->failed_select.positional);
+		failed_quote(&b, run->key_column);
+		buf_puts(&b, " = ? LIMIT 1");
+		run->row_stmt = failed_prepare(run->what->db, b.data,
+		    q->failed_select.where, &rc);
+		buf_free(&b);
+		if (run->row_stmt == NULL)
+			return rc;
+		cols = db_stmt_columns(run->row_stmt, &ncols);
+	}
+	for (; sql != NULL && sql->text != NULL && j < SQL_LIST_MAX;
+	    sql = sql->next, j++) {
+		run->source[j] = xcalloc(sql->nparams ? sql->nparams : 1,
+		    sizeof(int));
+		for (size_t i = 0; i < sql->nparams; i++) {
+			run->source[j][i] = -1;
+			if (strcasecmp(sql->params[i], run->key_column) == 0)
+				continue;
+			for (size_t c = 0; c < ncols; c++)
+				if (strcasecmp(cols[c].name,
+				    sql->params[i]) == 0) {
+					run->source[j][i] = (int)c;
+					any = true;
+					break;
+				}
+		}
+	}
+	if (!any) {
+		db_stmt_free(run->row_stmt);
+		run->row_stmt = NULL;
+	}
+	return ROWQ_EXIT_OK;
+}
+
+/*
+ * The j-th statement of the action's list for one key: each parameter
+ * the key, or a column of row, the key's row in failed_select.
+ */
 static enum db_status
-requeue_exec_more(struct requeue_run *run, size_t j, const struct value *key)
+requeue_exec(struct requeue_run *run, size_t j, const struct value *key,
+    const struct rowset *row, unsigned long long *affected)
 {
 	const struct sql *sql = failed_action_sql(run->what->q, run->action);
-	size_t np;
+	const struct column *cols = NULL;
+	size_t np, ncols = 0;
 	struct value *v;
 	enum db_status st;
 
 	for (size_t i = 0; i < j; i++)
 		sql = sql->next;
+	if (run->row_stmt != NULL)
+		cols = db_stmt_columns(run->row_stmt, &ncols);
 	np = sql->nparams;
 	v = xcalloc(np ? np : 1, sizeof(*v));
-	for (size_t i = 0; i < np; i++)
-		v[i] = *key;
-	st = db_stmt_exec(run->stmt[j], v, np, NULL);
+	for (size_t i = 0; i < np; i++) {
+		int c = run->source[j] != NULL ? run->source[j][i] : -1;
+		if (c < 0 || cols == NULL || row->nrows == 0)
+			v[i] = *key;
+		else
+			db_value_of_column(&v[i], &cols[c],
+			    row->rows[0].value[c], row->rows[0].len[c]);
+	}
+	*affected = 0;
+	st = db_stmt_exec(run->stmt[j], v, np, affected);
 	free(v);
+	return st;
+}
+
+/*
+ * Read the key's row of failed_select, where a statement takes one of its
+ * columns: *found false when failed_select has no row of that key, which
+ * then is not acted on.
+ */
+static enum db_status
+requeue_read_row(struct requeue_run *run, const struct value *key,
+    struct rowset *row, bool *found)
+{
+	size_t ncols = 0;
+	enum db_status st;
+
+	*found = true;
+	if (run->row_stmt == NULL)
+		return DB_OK;
+	(void)db_stmt_columns(run->row_stmt, &ncols);
+	rowset_clear(row, ncols);
+	row->nrows = 0;
+	st = db_stmt_fetch_all(run->row_stmt, key, 1, row);
+	*found = st == DB_OK && row->nrows > 0;
 	return st;
 }
 
@@ -127,11 +220,11 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 {
 	const struct sql *sql = failed_action_sql(run->what->q, run->action);
 	struct db *db = run->what->db;
-	size_t np = sql->nparams;
-	struct value *v = xcalloc(np, sizeof(*v));
-	bool *hit = xcalloc(n, sizeof(*hit));
+	bool *hit = xcalloc(n, sizeof(*hit)), found;
 	enum db_status st = DB_RETRY;
 	unsigned long long affected;
+	struct rowset row = { 0 };
+	size_t nrowcols = 0;
 
 	for (int tries = 0; st == DB_RETRY && tries < REQUEUE_TRIES; tries++) {
 		if (tries > 0) {
@@ -140,9 +233,11 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 		}
 		st = DB_OK;
 		for (size_t k = 0; k < n && st == DB_OK; k++) {
-			for (size_t i = 0; i < np; i++)
-				v[i] = keys[k];
-			st = db_stmt_exec(run->stmt[0], v, np, &affected);
+			hit[k] = false;
+			st = requeue_read_row(run, &keys[k], &row, &found);
+			if (st != DB_OK || !found)
+				continue;
+			st = requeue_exec(run, 0, &keys[k], &row, &affected);
 			hit[k] = affected > 0;
 			/*
 			 * A list: the first statement is the row's own; the
@@ -150,7 +245,8 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 			 */
 			for (size_t j = 1; hit[k] && st == DB_OK &&
 			    j < run->nstmts; j++)
-				st = requeue_exec_more(run, j, &keys[k]);
+				st = requeue_exec(run, j, &keys[k], &row,
+				    &affected);
 			if (hit[k] && st == DB_OK &&
 			    run->action == &cancel_action &&
 			    run->what->q->runs.enabled)
@@ -178,7 +274,9 @@ requeue_chunk(struct requeue_run *run, const struct value *keys, size_t n)
 	}
 	fflush(stdout);
 	free(hit);
-	free(v);
+	if (run->row_stmt != NULL)
+		(void)db_stmt_columns(run->row_stmt, &nrowcols);
+	rowset_free(&row, nrowcols);
 	return st == DB_OK ? ROWQ_EXIT_OK : ROWQ_EXIT_FAILURE;
 }
 
@@ -276,23 +374,6 @@ requeue_select_sql(struct buf *b, const struct queue *q, const char *key,
 	buf_printf(b, " LIMIT %d", REQUEUE_CHUNK);
 }
 
-/* A key read back, bound with its column's type. */
-static void
-requeue_key_value(struct value *v, const struct column *col, const char *s,
-    size_t len)
-{
-	memset(v, 0, sizeof(*v));
-	v->type = col->kind == COLUMN_BINARY ? VALUE_BLOB : VALUE_TEXT;
-	v->s = s;
-	v->len = len;
-	if (col->kind == COLUMN_INTEGER) {
-		v->type = VALUE_INT;
-		v->is_unsigned = col->is_unsigned;
-		v->i = col->is_unsigned ? (long long)strtoull(s, NULL, 10) :
-		    strtoll(s, NULL, 10);
-	}
-}
-
 /*
  * Every key failed_select returns (with TEXT: whose error column holds
  * it), a chunk at a time.  The select of each chunk is a plain read.
@@ -302,7 +383,7 @@ requeue_all(struct requeue_run *run, const char *where_error)
 {
 	const struct queue *q = run->what->q;
 	struct db *db = run->what->db;
-	const char *key = failed_action_sql(q, run->action)->params[0];
+	const char *key = run->key_column;
 	const char *errcol = NULL;
 	struct db_stmt *first = NULL, *next = NULL, *s;
 	struct buf sql = { 0 }, like = { 0 }, last = { 0 };
@@ -347,8 +428,8 @@ requeue_all(struct requeue_run *run, const char *where_error)
 			np++;
 		}
 		if (after)
-			requeue_key_value(&params[np++], &cols[0], last.data,
-			    last.len);
+			db_value_of_column(&params[np++], &cols[0],
+			    last.data, last.len);
 		rowset_clear(&rs, 1);
 		rs.nrows = 0;
 		if (db_stmt_fetch_all(after ? next : first, params, np,
@@ -363,7 +444,7 @@ requeue_all(struct requeue_run *run, const char *where_error)
 		if (after)
 			requeue_pause();
 		for (size_t k = 0; k < rs.nrows; k++)
-			requeue_key_value(&keys[k], &cols[0],
+			db_value_of_column(&keys[k], &cols[0],
 			    rs.rows[k].value[0] ? rs.rows[k].value[0] : "",
 			    rs.rows[k].len[0]);
 		rc = requeue_chunk(run, keys, rs.nrows);
@@ -408,6 +489,9 @@ requeue_begin(struct requeue_run *run, const struct failed_ctx *what,
 	if (action == &cancel_action && what->q->runs.enabled &&
 	    runs_ensure(what->db, what->q) != 0)
 		return ROWQ_EXIT_FAILURE;
+	if (action != &cancel_action &&
+	    (rc = requeue_sources(run)) != ROWQ_EXIT_OK)
+		return rc;
 	for (; sql != NULL && sql->text != NULL && rc == ROWQ_EXIT_OK &&
 	    run->nstmts < sizeof(run->stmt) / sizeof(run->stmt[0]);
 	    sql = sql->next) {
@@ -425,6 +509,14 @@ requeue_end(struct requeue_run *run)
 	for (size_t i = 0; i < run->nstmts; i++)
 		db_stmt_free(run->stmt[i]);
 	run->nstmts = 0;
+	for (size_t i = 0; i < SQL_LIST_MAX; i++) {
+		free(run->source[i]);
+		run->source[i] = NULL;
+	}
+	db_stmt_free(run->row_stmt);
+	run->row_stmt = NULL;
+	free(run->key_column);
+	run->key_column = NULL;
 }
 
 /*

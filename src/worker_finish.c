@@ -107,34 +107,6 @@ finish_batches_done(const struct worker *w)
 	return true;
 }
 
-static void
-finish_value(struct value *v, const struct column *col, const char *s,
-    size_t len)
-{
-	char *end;
-
-	memset(v, 0, sizeof(*v));
-	if (s == NULL) {
-		v->type = VALUE_NULL;
-		return;
-	}
-	if (col->kind == COLUMN_INTEGER) {
-		errno = 0;
-		if (col->is_unsigned)
-			v->i = (long long)strtoull(s, &end, 10);
-		else
-			v->i = strtoll(s, &end, 10);
-		if (errno == 0 && end != s && *end == '\0') {
-			v->type = VALUE_INT;
-			v->is_unsigned = col->is_unsigned;
-			return;
-		}
-	}
-	v->type = col->kind == COLUMN_BINARY ? VALUE_BLOB : VALUE_TEXT;
-	v->s = s;
-	v->len = len;
-}
-
 /*
  * The values of a statement's parameters for a row of the turn.  The
  * caller has made sure the turn's layout is the connection's
@@ -149,7 +121,7 @@ finish_values(struct worker *w, const struct bound *b, const struct row *row,
 		memset(v, 0, sizeof(*v));
 		switch (b->source[i]) {
 		case PARAM_COLUMN:
-			finish_value(v, &w->turn.cols[b->column[i]],
+			db_value_of_column(v, &w->turn.cols[b->column[i]],
 			    row->value[b->column[i]], row->len[b->column[i]]);
 			break;
 		case PARAM_ATTEMPT:

@@ -95,10 +95,13 @@ expect_exit 2 "unknown option --bogus" -c rowq.yaml failed email --bogus
 sed "s/SELECT id, recipient, attempts, last_error FROM email WHERE status = 'failed'/SELECT id, recipient FROM email WHERE status = 'failed'/" rowq.yaml >noerr.yaml
 expect_exit 2 "needs a column of failed_select whose name holds \"error\"" -c noerr.yaml requeue email --all --where-error x
 
-# rowq check: requeue takes the key only; failed_select returns the key.
+# rowq check: requeue takes the key and failed_select's columns (recipient
+# is one, subject is not); failed_select returns the key.
 line=$(grep -n "^    requeue:" rowq.yaml | cut -d: -f1)
-sed 's/WHERE id = :id AND/WHERE id = :id AND recipient = :recipient AND/' rowq.yaml >badreq.yaml
-expect_exit 78 "badreq.yaml:$line: queues.email.requeue: :recipient: requeue takes the queue's key, :id" -c badreq.yaml check
+sed 's/WHERE id = :id AND/WHERE id = :id AND recipient = :recipient AND/' rowq.yaml >colreq.yaml
+"$ROWQ" -c colreq.yaml check >colreq.out 2>&1 || fail "check of a requeue by failed_select's column: $(cat colreq.out)"
+sed 's/WHERE id = :id AND/WHERE id = :id AND subject = :subject AND/' rowq.yaml >badreq.yaml
+expect_exit 78 "badreq.yaml:$line: queues.email.requeue: :subject: requeue takes the queue's key, :id, and the columns of failed_select's row" -c badreq.yaml check
 sed 's/SELECT id, recipient, attempts, last_error FROM email WHERE/SELECT recipient, last_error FROM email WHERE/' rowq.yaml >nokey.yaml
 expect_exit 78 "queues.email.failed_select: returns no column id, the queue's key" -c nokey.yaml check
 sed 's/FROM email WHERE status = .failed. ORDER BY id DESC/FROM no_such_table/' rowq.yaml >badsql.yaml
