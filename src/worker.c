@@ -82,11 +82,18 @@ worker_commit(struct worker *w)
 		turn_rolled_back(w);
 		return -1;
 	}
+	worker_committed(w);
+	return 0;
+}
+
+/* After a COMMIT that went through, and no claim with it: count it. */
+void
+worker_committed(struct worker *w)
+{
 	turn_committed(w);
 	worker_db_ok(w);
 	/* No claim follows in this round trip: the slot goes now. */
 	limit_release(w);
-	return 0;
 }
 
 /* Send the COMMIT a turn left for the next claim, when no claim follows. */

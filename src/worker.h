@@ -384,6 +384,7 @@ int64_t	 worker_jitter(int64_t ms);
 /* worker.c */
 void	 worker_set_state(struct worker *, enum worker_state, const char *key);
 void	 worker_note_error(struct worker *, const char *what, const char *msg);
+void	 worker_committed(struct worker *);
 int	 worker_commit(struct worker *);
 int	 worker_turn_end(struct worker *, int worked, int n);
 bool	 worker_row_fits(struct worker *, const struct row *);
@@ -437,6 +438,9 @@ enum db_status finish_oks(struct worker *);
 
 /* worker_finish_text.c */
 void	 finish_text_bind(struct worker *, struct bound *);
+void	 finish_text_bind_lease(struct worker *);
+bool	 finish_text_lease(struct worker *, const struct row *, int attempt,
+	    enum db_status *, unsigned long long *affected);
 bool	 finish_text_hold(struct worker *, const struct row *, int attempt);
 enum db_status finish_text_oks(struct worker *, bool *all);
 enum db_status finish_held(struct worker *, const struct db_ahead *,

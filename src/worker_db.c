@@ -157,6 +157,7 @@ worker_connect(struct worker *w)
 		return db_denied(w->db) ? CONNECT_CONFIG : CONNECT_AWAY;
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
+	finish_text_bind_lease(w);
 	runs_prepare(w);
 	pickup_clock_read(w);
 	return CONNECT_OK;

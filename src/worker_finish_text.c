@@ -2,7 +2,8 @@
  * worker_finish_text.c: at batch 1, the row's `done` sent in front of the
  * COMMIT and the next claim, all three in one round trip.  In lease mode
  * the same, and on MySQL a batch's `done` statements, in one round
- * trip.
+ * trip; and at batch 1 the row's lease with the COMMIT that must follow
+ * it before its handler starts, in one round trip (finish_text_lease).
  *
  * A batch-1 turn costs a round trip for its claim (which carries the last
  * turn's COMMIT) and one for its `done`.  Held until the next claim, the
@@ -67,6 +68,8 @@
 #define FINISH_TEXT_BYTES_MAX	1024
 /* The session's name for the `done` prepared by SQL (a list's others: _2, ...). */
 #define FINISH_TEXT_NAME	"rowq_done"
+/* The session's name for lease.claim, at batch 1. */
+#define FINISH_TEXT_LEASE	"rowq_lease"
 /*
  * Behind a list's first statement: an error (1242) when it changed no
  * row, which stops the server before the list's others.
@@ -217,6 +220,55 @@ finish_text_list(struct worker *w, struct bound *b, const struct row *row,
 			return false;
 		++*rest;
 	}
+	return true;
+}
+
+/*
+ * Lease mode at batch 1: lease.claim (one statement) made the session's
+ * rowq_lease, so that a row's lease and its COMMIT go in one round trip
+ * (finish_text_lease).  Not a list, nor with limit:, whose slot's lease
+ * goes in the same transaction.
+ */
+void
+finish_text_bind_lease(struct worker *w)
+{
+	if (!w->q->lease.enabled || w->q->batch != 1 || w->q->limit.enabled ||
+	    w->lease.next != NULL || !finish_text_fits(&w->lease))
+		return;
+	(void)finish_text_prepare(w, &w->lease, FINISH_TEXT_LEASE);
+}
+
+/*
+ * The claim's one row leased and committed in one round trip:
+ *
+ *	EXECUTE rowq_lease USING 'token', 712;
+ *	COMMIT
+ *
+ * where the prepared lease and worker_commit's COMMIT took two.  Returns
+ * false, having sent nothing, when it cannot go so (a value that cannot
+ * be written exactly, or something else waits for the COMMIT): the
+ * caller leases the row prepared.  Else *st is what the server said and
+ * *affected the rows the lease changed; the COMMIT ran when *st is DB_OK,
+ * and after a failed lease the transaction is open, as the prepared
+ * lease leaves it.
+ */
+bool
+finish_text_lease(struct worker *w, const struct row *row, int attempt,
+    enum db_status *st, unsigned long long *affected)
+{
+	struct db_ahead_result res[2];
+	struct buf sql = { 0 };
+
+	if (w->turn.holding || w->turn.nruns > 0 ||
+	    !finish_text_append(w, &w->lease, row, attempt, &sql)) {
+		buf_free(&sql);
+		return false;
+	}
+	buf_puts(&sql, ";\nCOMMIT");
+	memset(res, 0, sizeof(res));
+	*st = db_run_results(w->db, sql.data, 2, res);
+	*affected = res[0].affected;
+	buf_free(&sql);
 	return true;
 }
 

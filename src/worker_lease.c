@@ -257,8 +257,8 @@ lease_rows_bulk(struct worker *w, const bool *leased, int n, bool *all,
 /*
  * Lease the turn's workable rows, up to a batch, in the claim's
  * transaction, and commit: all at once where the server can (MariaDB's
- * bulk), else one by one, prepared.  (Sent as text with their COMMIT, in
- * one round trip, they measured slower at batch 1: 0.6 of this.)  Returns
+ * bulk), else one by one, prepared; one row (batch 1) with its COMMIT in
+ * one round trip where it can go as text (finish_text_lease).  Returns
  * how many were leased, or -1 after a database error (rolled back).
  */
 static int
@@ -267,7 +267,7 @@ lease_rows(struct worker *w, bool *leased)
 	unsigned long long affected;
 	enum db_status st;
 	int n = (int)w->turn.rows.nrows, nleased = 0;
-	bool all, undone;
+	bool all, undone, one, committed = false;
 
 	w->lease_rows = n;
 	for (int i = 0; i < n; i++) {
@@ -278,6 +278,7 @@ lease_rows(struct worker *w, bool *leased)
 		leased[i] = true;
 		nleased++;
 	}
+	one = nleased == 1;
 	st = lease_rows_bulk(w, leased, nleased, &all, &undone);
 	if (st == DB_OK && undone) {
 		turn_rolled_back(w);
@@ -290,8 +291,13 @@ lease_rows(struct worker *w, bool *leased)
 		if (!leased[i])
 			continue;
 		w->token = w->lease_tokens[i];
-		st = finish_exec(w, &w->lease, row, row_attempt(w, row), 0,
-		    &affected);
+		/* One row: its lease and the COMMIT in one round trip. */
+		if (one && finish_text_lease(w, row, row_attempt(w, row), &st,
+		    &affected))
+			committed = st == DB_OK;
+		else
+			st = finish_exec(w, &w->lease, row, row_attempt(w, row),
+			    0, &affected);
 		if (st == DB_OK && affected == 0) {
 			turn_skip(w, row, "lease.claim changed no row, so it "
 			    "was not leased");
@@ -313,6 +319,10 @@ lease_rows(struct worker *w, bool *leased)
 	}
 	for (int i = 0; i < n; i++)
 		w->lease_live[i] = leased[i];
+	if (committed) {
+		worker_committed(w);
+		return nleased;
+	}
 	return worker_commit(w) == 0 ? nleased : -1;
 }
 

@@ -12,6 +12,10 @@
 #      the same way, behind a SAVEPOINT and the check that the first
 #      changed a row; no prepared executes, every row once, the counter
 #      counted down once a row.
+#   6. Lease mode, batch 1: each row's lease goes with its COMMIT in one
+#      round trip (EXECUTE rowq_lease, finish_text_lease), its `done` with
+#      the next claim: no prepared execute per row; every row leased and
+#      done once, with its own token, by two workers.
 #   4. A stop while the last row's handler runs, which then succeeds: its
 #      `done`, held for a claim that never comes, runs before the COMMIT;
 #      the rows behind it are left waiting, and a drain does them once.
@@ -154,3 +158,45 @@ assert_eq 0 "$(sql_value "SELECT pending FROM batch WHERE id = 1")" "list: count
 # Prepared, the lists would be 80 executes; two workers' first-key reads
 # and the check's are a few each.
 assert_le $((e1 - e0)) 20 "list: prepared executes during a 40-row drain"
+
+# ---- 6. lease mode: the lease and its COMMIT in one round trip ----
+sql "CREATE TABLE job (
+    id INT NOT NULL PRIMARY KEY,
+    status ENUM('waiting', 'done') NOT NULL DEFAULT 'waiting',
+    lease CHAR(32) NULL,
+    leased_until BIGINT NOT NULL DEFAULT 0,
+    leases INT NOT NULL DEFAULT 0,
+    done_count INT NOT NULL DEFAULT 0,
+    done_lease CHAR(32) NULL,
+    INDEX (status, leased_until, id)
+) ENGINE=InnoDB"
+sql "INSERT INTO job (id) SELECT seq FROM $(seq_rows 40)"
+cat >lease.yaml <<YAML
+database: { socket: $ROWQ_TEST_SOCKET, user: root, name: $ROWQ_TEST_DB }
+queues:
+  job:
+    workers: 2
+    batch: 1
+    select: SELECT id FROM job
+            WHERE status = 'waiting' AND leased_until < UNIX_TIMESTAMP()
+            ORDER BY id
+    pipe: [$HANDLERS/pipefake, ok, $ROWQ_TEST_TMP/lease.handled]
+    timeout: 10s
+    idle: 200ms
+    lease:
+      duration: 30s
+      claim: UPDATE job SET lease = :lease, leases = leases + 1,
+             leased_until = UNIX_TIMESTAMP() + 30 WHERE id = :id
+    done: UPDATE job SET status = 'done', done_count = done_count + 1,
+          done_lease = :lease WHERE id = :id AND lease = :lease
+    failed: UPDATE job SET status = 'done' WHERE id = :id AND lease = :lease
+YAML
+"$ROWQ" -c lease.yaml check >lease.check 2>&1 || fail "lease: check: $(cat lease.check)"
+e0=$(executes)
+timeout 30 "$ROWQ" -c lease.yaml drain job >lease.log 2>&1 || fail "lease drain: $(cat lease.log)"
+e1=$(executes)
+assert_eq "40 40 1 1 40" "$(sql_value "SELECT CONCAT_WS(' ', COUNT(*), SUM(done_count),
+    MIN(leases), MAX(leases), COUNT(DISTINCT lease)) FROM job
+    WHERE status = 'done' AND done_lease = lease")" "lease: every row leased and done once, by its own token"
+# Prepared, the leases alone would be 40 executes.
+assert_le $((e1 - e0)) 20 "lease: prepared executes during a 40-row drain"
