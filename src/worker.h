@@ -439,7 +439,7 @@ enum db_status finish_oks(struct worker *);
 /* worker_finish_text.c */
 void	 finish_text_bind(struct worker *, struct bound *);
 void	 finish_text_bind_lease(struct worker *);
-bool	 finish_text_lease(struct worker *, const struct row *, int attempt,
+bool	 finish_text_leases(struct worker *, const bool *leased, int n,
 	    enum db_status *, unsigned long long *affected);
 bool	 finish_text_hold(struct worker *, const struct row *, int attempt);
 enum db_status finish_text_oks(struct worker *, bool *all);

@@ -2,8 +2,8 @@
  * worker_finish_text.c: at batch 1, the row's `done` sent in front of the
  * COMMIT and the next claim, all three in one round trip.  In lease mode
  * the same, and on MySQL a batch's `done` statements, in one round
- * trip; and at batch 1 the row's lease with the COMMIT that must follow
- * it before its handler starts, in one round trip (finish_text_lease).
+ * trip; and a turn's leases with the COMMIT that must follow them
+ * before a handler starts, in one round trip (finish_text_leases).
  *
  * A batch-1 turn costs a round trip for its claim (which carries the last
  * turn's COMMIT) and one for its `done`.  Held until the next claim, the
@@ -68,7 +68,7 @@
 #define FINISH_TEXT_BYTES_MAX	1024
 /* The session's name for the `done` prepared by SQL (a list's others: _2, ...). */
 #define FINISH_TEXT_NAME	"rowq_done"
-/* The session's name for lease.claim, at batch 1. */
+/* The session's name for lease.claim. */
 #define FINISH_TEXT_LEASE	"rowq_lease"
 /*
  * Behind a list's first statement: an error (1242) when it changed no
@@ -224,50 +224,66 @@ finish_text_list(struct worker *w, struct bound *b, const struct row *row,
 }
 
 /*
- * Lease mode at batch 1: lease.claim (one statement) made the session's
- * rowq_lease, so that a row's lease and its COMMIT go in one round trip
- * (finish_text_lease).  Not a list, nor with limit:, whose slot's lease
+ * Lease mode: lease.claim (one statement) made the session's rowq_lease,
+ * so that a turn's leases and their COMMIT go in one round trip
+ * (finish_text_leases).  Not a list, nor with limit:, whose slot's lease
  * goes in the same transaction.
  */
 void
 finish_text_bind_lease(struct worker *w)
 {
-	if (!w->q->lease.enabled || w->q->batch != 1 || w->q->limit.enabled ||
+	if (!w->q->lease.enabled || w->q->limit.enabled ||
 	    w->lease.next != NULL || !finish_text_fits(&w->lease))
 		return;
 	(void)finish_text_prepare(w, &w->lease, FINISH_TEXT_LEASE);
 }
 
 /*
- * The claim's one row leased and committed in one round trip:
+ * The rows of leased[] (the turn's first n) leased, each with its own
+ * token, and committed, in one round trip:
  *
- *	EXECUTE rowq_lease USING 'token', 712;
+ *	EXECUTE rowq_lease USING 'token1', 712;
+ *	EXECUTE rowq_lease USING 'token2', 713;
  *	COMMIT
  *
- * where the prepared lease and worker_commit's COMMIT took two.  Returns
- * false, having sent nothing, when it cannot go so (a value that cannot
- * be written exactly, or something else waits for the COMMIT): the
- * caller leases the row prepared.  Else *st is what the server said and
- * *affected the rows the lease changed; the COMMIT ran when *st is DB_OK,
- * and after a failed lease the transaction is open, as the prepared
- * lease leaves it.
+ * where the prepared leases (one by one, or MariaDB's bulk) and the
+ * COMMIT took two or more.  Returns false, having sent nothing, when
+ * they cannot go so (a value that cannot be written exactly, or
+ * something else waits for the COMMIT): the caller leases them prepared.
+ * Else *st is what the server said, and affected[i] what row i's lease
+ * changed; the COMMIT ran when *st is DB_OK.  The server runs nothing
+ * after a statement that fails, and leaves the transaction open.
  */
 bool
-finish_text_lease(struct worker *w, const struct row *row, int attempt,
+finish_text_leases(struct worker *w, const bool *leased, int n,
     enum db_status *st, unsigned long long *affected)
 {
-	struct db_ahead_result res[2];
+	struct db_ahead_result res[CLAIM_MAX + 1];
+	struct lease_token keep = w->token;
 	struct buf sql = { 0 };
+	bool ok = !w->turn.holding && w->turn.nruns == 0;
+	int k = 0;
 
-	if (w->turn.holding || w->turn.nruns > 0 ||
-	    !finish_text_append(w, &w->lease, row, attempt, &sql)) {
+	for (int i = 0; i < n && ok; i++) {
+		const struct row *row = &w->turn.rows.rows[i];
+		if (!leased[i])
+			continue;
+		w->token = w->lease_tokens[i];
+		if (k++ > 0)
+			buf_puts(&sql, ";\n");
+		ok = finish_text_append(w, &w->lease, row, row_attempt(w, row),
+		    &sql);
+	}
+	w->token = keep;
+	if (!ok || k == 0) {
 		buf_free(&sql);
 		return false;
 	}
 	buf_puts(&sql, ";\nCOMMIT");
 	memset(res, 0, sizeof(res));
-	*st = db_run_results(w->db, sql.data, 2, res);
-	*affected = res[0].affected;
+	*st = db_run_results(w->db, sql.data, k + 1, res);
+	for (int i = 0, j = 0; i < n; i++)
+		affected[i] = leased[i] ? res[j++].affected : 0;
 	buf_free(&sql);
 	return true;
 }

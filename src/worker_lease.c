@@ -255,11 +255,61 @@ lease_rows_bulk(struct worker *w, const bool *leased, int n, bool *all,
 }
 
 /*
+ * The leases of leased[] and their COMMIT as text, in one round trip
+ * (finish_text_leases).  *sent is false when they cannot go so: nothing
+ * was sent.  A row whose lease changed nothing is skipped, as one by one.
+ * When the server refused one (which stops it there), the claim is
+ * rolled back whole, and the next turn leases one by one, which finds
+ * the row and says it.  Returns how many were leased, or -1 after a
+ * database error (rolled back).
+ */
+static int
+lease_rows_text(struct worker *w, bool *leased, int nleased, bool *sent)
+{
+	unsigned long long affected[CLAIM_MAX];
+	int n = (int)w->turn.rows.nrows;
+	enum db_status st;
+
+	*sent = !w->lease_one_by_one &&
+	    finish_text_leases(w, leased, n, &st, affected);
+	if (!*sent)
+		return 0;
+	if (st == DB_FATAL && db_in_transaction(w->db)) {
+		log_info("%s for %d row%s as text: %s; the claim goes back, and "
+		    "the next leases them one by one", w->lease.sql->where,
+		    nleased, nleased == 1 ? "" : "s", db_error(w->db));
+		w->lease_one_by_one = true;
+		st = db_rollback(w->db);
+		turn_rolled_back(w);
+		for (int i = 0; i < n; i++)
+			leased[i] = false;
+		return st == DB_OK ? 0 : -1;
+	}
+	if (st != DB_OK) {
+		worker_db_failed(w, st, "lease.claim");
+		turn_rolled_back(w);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (leased[i] && affected[i] == 0) {
+			turn_skip(w, &w->turn.rows.rows[i], "lease.claim "
+			    "changed no row, so it was not leased");
+			leased[i] = false;
+			nleased--;
+		}
+		w->lease_live[i] = leased[i];
+	}
+	worker_committed(w);
+	return nleased;
+}
+
+/*
  * Lease the turn's workable rows, up to a batch, in the claim's
- * transaction, and commit: all at once where the server can (MariaDB's
- * bulk), else one by one, prepared; one row (batch 1) with its COMMIT in
- * one round trip where it can go as text (finish_text_lease).  Returns
- * how many were leased, or -1 after a database error (rolled back).
+ * transaction, and commit: one row, or a batch where the server has no
+ * bulk execute, as text with the COMMIT in one round trip where they can
+ * go so (lease_rows_text); else all at once where the server can
+ * (MariaDB's bulk), else one by one, prepared.  Returns how
+ * many were leased, or -1 after a database error (rolled back).
  */
 static int
 lease_rows(struct worker *w, bool *leased)
@@ -267,7 +317,7 @@ lease_rows(struct worker *w, bool *leased)
 	unsigned long long affected;
 	enum db_status st;
 	int n = (int)w->turn.rows.nrows, nleased = 0;
-	bool all, undone, one, committed = false;
+	bool all, undone, sent;
 
 	w->lease_rows = n;
 	for (int i = 0; i < n; i++) {
@@ -278,7 +328,17 @@ lease_rows(struct worker *w, bool *leased)
 		leased[i] = true;
 		nleased++;
 	}
-	one = nleased == 1;
+	/*
+	 * A batch goes as text only where the server has no bulk execute
+	 * (MySQL): on MariaDB ten EXECUTEs cost more than the bulk's one
+	 * and its COMMIT's round trip (bench/README.md).
+	 */
+	if (nleased == 1 || (nleased > 1 && !(w->bulk_done &&
+	    db_dialect(w->db)->bulk_execute))) {
+		int r = lease_rows_text(w, leased, nleased, &sent);
+		if (sent)
+			return r;
+	}
 	st = lease_rows_bulk(w, leased, nleased, &all, &undone);
 	if (st == DB_OK && undone) {
 		turn_rolled_back(w);
@@ -291,13 +351,8 @@ lease_rows(struct worker *w, bool *leased)
 		if (!leased[i])
 			continue;
 		w->token = w->lease_tokens[i];
-		/* One row: its lease and the COMMIT in one round trip. */
-		if (one && finish_text_lease(w, row, row_attempt(w, row), &st,
-		    &affected))
-			committed = st == DB_OK;
-		else
-			st = finish_exec(w, &w->lease, row, row_attempt(w, row),
-			    0, &affected);
+		st = finish_exec(w, &w->lease, row, row_attempt(w, row), 0,
+		    &affected);
 		if (st == DB_OK && affected == 0) {
 			turn_skip(w, row, "lease.claim changed no row, so it "
 			    "was not leased");
@@ -319,10 +374,6 @@ lease_rows(struct worker *w, bool *leased)
 	}
 	for (int i = 0; i < n; i++)
 		w->lease_live[i] = leased[i];
-	if (committed) {
-		worker_committed(w);
-		return nleased;
-	}
 	return worker_commit(w) == 0 ? nleased : -1;
 }
 
