@@ -139,9 +139,22 @@ int	 status_command(const char *config_path, char **queues, size_t n,
 struct status_group {
 	char		*value;		/* NULL: the group_by: column is NULL */
 	long		 wait;		/* the select finds, less run (no lease) */
-	long		 run;		/* this daemon's workers handle now; -1 */
+	long		 run;		/* the daemons' workers handle now; -1 */
 	long		 failed;	/* failed_select finds; -1: no such key */
 	long long	 oldest_age_s;	/* -1: no age:, or no waiting row */
+};
+
+/*
+ * The other daemons (daemons table) whose running rows RUN counts: those
+ * seen within HEARTBEAT_EVERY_MS * HEARTBEAT_GONE_INTERVALS, but for the
+ * one that answered on the status socket.
+ */
+struct status_others {
+	bool		 known;		/* the daemons table could be read */
+	long		 counted;	/* live, with their running groups */
+	long		 blind;		/* live, without (an older daemon) */
+	long long	 oldest_s;	/* the oldest heartbeat counted; -1 */
+	char		 error[200];	/* !known: why */
 };
 
 struct status_groups {
@@ -152,17 +165,48 @@ struct status_groups {
 	long		 waiting;	/* rows the select scan grouped */
 	long		 failed;	/* rows the failed_select scan grouped */
 	bool		 failed_known;	/* failed_select: given */
-	bool		 run_known;	/* the daemon answered */
+	bool		 answered;	/* the daemon on the status socket */
+	bool		 run_known;	/* it answered, or others told */
+	struct status_others others;	/* the other daemons counted in run */
 };
 
-int	 status_group_read(struct db *, const struct queue *,
-	    const struct live *, int limit, struct status_groups *);
+/* The groups the busy workers of a queue are on: value and count. */
+struct run_group {
+	char		*value;		/* NULL: null */
+	long		 n;
+	bool		 cut;		/* value is the start of a longer one */
+	bool		 matched;	/* found among the database's groups */
+};
+
+struct run_groups {
+	struct run_group *g;
+	size_t		 n;
+};
+
+int	 status_group_read(struct db *, const struct config *,
+	    const struct queue *, const struct live *, int limit,
+	    struct status_groups *);
+void	 run_groups_add(struct run_groups *, const char *value, bool cut,
+	    long n);
+void	 run_groups_free(struct run_groups *);
+void	 status_group_running(const struct live *, const struct queue *,
+	    struct run_groups *);
 int	 status_group_check(struct db *, const struct queue *);
 void	 status_group_free(struct status_groups *);
 void	 status_group_json(struct buf *, const struct queue *,
 	    const struct status_groups *);
 int	 status_group_command(const char *config_path, const char *queue,
 	    bool json, int limit);
+
+/* ---- status_others.c: the other daemons' running groups ---- */
+
+#define STATUS_OTHERS_JSON_MAX	16384	/* bytes of a daemon's running */
+
+void	 status_others_json(struct buf *, const struct config *,
+	    const struct live *);
+void	 status_others_read(struct db *, const struct config *,
+	    const struct queue *, const struct live *, struct run_groups *,
+	    struct status_others *);
 
 /* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue`, `rowq discard` ---- */
 

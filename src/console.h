@@ -151,6 +151,9 @@ struct heartbeat {
 	int64_t		 due_ms;
 	int64_t		 prune_due_ms;	/* rows of daemons gone a day */
 	bool		 failing;	/* said so in the log */
+	bool		 no_running;	/* the table lacks it, cannot get it */
+	bool		 running_told;	/* said so in the log */
+	int64_t		 running_retry_ms;	/* try it again then */
 };
 
 /* One daemon as its row says. */

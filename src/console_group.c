@@ -3,7 +3,9 @@
  * /api/queue/NAME/groups: what `rowq status QUEUE --by` shows
  * (status_group.c), read the same way (a plain read, no lock, at most
  * STATUS_GROUP_SCAN rows grouped, STATUS_GROUP_LIMIT groups shown), with
- * the running rows of this console's daemon, at most every CONSOLE_DB_MS.
+ * the running rows of this console's daemon and those the other daemons'
+ * rows of the daemons table name (status_others.c), at most every
+ * CONSOLE_DB_MS.
  * Every value escaped.
  */
 #include "console.h"
@@ -23,6 +25,27 @@ console_group_num(struct buf *b, long n)
 	buf_puts(b, "</td>");
 }
 
+/* The other daemons RUN counts, and how fresh their figures are. */
+static void
+console_group_others(struct buf *b, const struct status_groups *gs)
+{
+	const struct status_others *o = &gs->others;
+
+	if (!o->known) {
+		buf_puts(b, " (the daemons table cannot be read: ");
+		console_html(b, o->error);
+		buf_puts(b, ")");
+	} else if (o->counted > 0)
+		buf_printf(b, ", and those of %ld other daemon%s, as of %s "
+		    "last heartbeat, %llds ago at most", o->counted,
+		    o->counted == 1 ? "" : "s", o->counted == 1 ? "its" :
+		    "their", o->oldest_s);
+	if (o->blind > 0)
+		buf_printf(b, "; %ld other daemon%s without running groups in "
+		    "the daemons table not counted", o->blind,
+		    o->blind == 1 ? "" : "s");
+}
+
 static void
 console_group_rows(struct buf *b, const struct queue *q,
     const struct status_groups *gs)
@@ -33,7 +56,9 @@ console_group_rows(struct buf *b, const struct queue *q,
 	    "group%s by ", gs->n, gs->total, gs->total == 1 ? "" : "s");
 	console_html(b, q->group_by.name);
 	buf_puts(b, ", running ones first, then the most rows; read without "
-	    "locks.  Run: the rows this daemon's workers are on.</p>");
+	    "locks.  Run: the rows this daemon's workers are on");
+	console_group_others(b, gs);
+	buf_puts(b, ".</p>");
 	buf_puts(b, "<table id=\"groups\"><tr><th>Group</th><th class=\"n\">"
 	    "Wait</th><th class=\"n\">Run</th><th class=\"n\">Failed</th>"
 	    "<th class=\"n\">Oldest</th></tr>\n");
@@ -102,7 +127,7 @@ console_groups_get(struct console *c, const struct queue *q)
 		return g->ok[k] ? &g->gs[k] : NULL;
 	status_group_free(&g->gs[k]);
 	g->ok[k] = (db = console_db(c)) != NULL &&
-	    status_group_read(db, q, &console_live_view(c)->live,
+	    status_group_read(db, c->cfg, q, &console_live_view(c)->live,
 	    STATUS_GROUP_LIMIT, &g->gs[k]) == 0;
 	g->read_ms[k] = now;
 	return g->ok[k] ? &g->gs[k] : NULL;

@@ -5,7 +5,9 @@
  * HEARTBEAT_EVERY_MS (one INSERT ... ON DUPLICATE KEY UPDATE, and its
  * COMMIT), so that every console lists every such daemon that shares the
  * database, with its host, pid,
- * version, start, busy and running workers, and when it was last seen.
+ * version, start, busy and running workers, the groups its busy workers
+ * are on (running, for status --by: status_others.c), and when it was
+ * last seen.
  * A row unseen for HEARTBEAT_GONE_INTERVALS is shown as gone; rows of
  * daemons gone a day are removed, by whichever console notices, once an
  * hour at most.
@@ -13,7 +15,11 @@
  * The console writes it, from its own connection, so that the
  * supervisor and the workers never wait for it.  The table is created
  * when it is missing; a user without the right is told once, and the
- * console goes on without the Daemons page's row of its own.
+ * console goes on without the Daemons page's row of its own.  A table
+ * made before the running column gets it (ALTER TABLE) the first time a
+ * daemon misses it; a user without ALTER is told once, and the row is
+ * written without it (tried with it again once an hour): other daemons'
+ * status --by cannot count this one's running rows then.
  */
 #include "rowq.h"
 #include "console.h"
@@ -27,6 +33,9 @@
 
 #define HEARTBEAT_PRUNE_EVERY_MS	(3600 * 1000)
 
+/* The upgrade of a table made before the running column. */
+#define HEARTBEAT_ADD_RUNNING	"ALTER TABLE %s ADD COLUMN running TEXT NULL"
+
 /* What the console creates; rowq.yaml(5) gives the same DDL. */
 #define HEARTBEAT_DDL \
 	"CREATE TABLE IF NOT EXISTS %s (\n" \
@@ -38,6 +47,7 @@
 	"  workers INT UNSIGNED NOT NULL,\n" \
 	"  console VARCHAR(255) NOT NULL DEFAULT '',\n" \
 	"  seen DATETIME NOT NULL,\n" \
+	"  running TEXT NULL,\n" \
 	"  PRIMARY KEY (host, pid)\n" \
 	") ENGINE=InnoDB"
 
@@ -76,9 +86,10 @@ static enum db_status
 heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 {
 	static const char *const updated[] = { "version", "started", "busy",
-	    "workers", "console", "seen" };
+	    "workers", "console", "seen", "running" };
 	const struct console_view *v = console_live_view(c);
-	struct buf sql = { 0 }, where = { 0 };
+	struct buf sql = { 0 }, where = { 0 }, running = { 0 };
+	size_t nupdated = sizeof(updated) / sizeof(updated[0]);
 	long long busy, workers, up_s = (wall_ms() - c->started_wall_ms) / 1000;
 	unsigned long long affected;
 	enum db_status st;
@@ -90,12 +101,18 @@ heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 		    "https" : "http", c->cfg->console.listen);
 	else
 		buf_puts(&where, "");
+	/* Unknown (no answer from the daemon): null, not "none". */
+	if (v->live.text != NULL)
+		status_others_json(&running, c->cfg, &v->live);
+	if (h->no_running)
+		nupdated--;
 	buf_printf(&sql, "INSERT INTO %s (host, pid, version, started, busy, "
-	    "workers, console, seen) VALUES (?, ?, ?, NOW() - INTERVAL ? "
-	    "SECOND, ?, ?, ?, NOW())", heartbeat_table(c->cfg));
+	    "workers, console, seen%s) VALUES (?, ?, ?, NOW() - INTERVAL ? "
+	    "SECOND, ?, ?, ?, NOW()%s)", heartbeat_table(c->cfg),
+	    h->no_running ? "" : ", running", h->no_running ? "" : ", ?");
 	dialect_upsert_alias(db_dialect(db), &sql);
 	buf_puts(&sql, " ON DUPLICATE KEY UPDATE ");
-	for (size_t i = 0; i < sizeof(updated) / sizeof(updated[0]); i++) {
+	for (size_t i = 0; i < nupdated; i++) {
 		buf_printf(&sql, "%s%s = ", i ? ", " : "", updated[i]);
 		dialect_upsert_value(db_dialect(db), &sql, updated[i]);
 	}
@@ -108,10 +125,12 @@ heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 		{ .type = VALUE_INT, .i = busy },
 		{ .type = VALUE_INT, .i = workers },
 		{ .type = VALUE_TEXT, .s = where.data, .len = where.len },
+		{ .type = running.data ? VALUE_TEXT : VALUE_NULL,
+		    .s = running.data, .len = running.len },
 	};
 	if ((s = db_prepare(db, sql.data, &st)) != NULL) {
-		st = db_stmt_exec(s, vals, sizeof(vals) / sizeof(vals[0]),
-		    &affected);
+		st = db_stmt_exec(s, vals, sizeof(vals) / sizeof(vals[0]) -
+		    (h->no_running ? 1 : 0), &affected);
 		db_stmt_free(s);
 	}
 	if (st == DB_OK)
@@ -119,6 +138,7 @@ heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 	(void)db_rollback(db);
 	buf_free(&sql);
 	buf_free(&where);
+	buf_free(&running);
 	return st;
 }
 
@@ -131,6 +151,63 @@ heartbeat_create(struct db *db, const struct config *cfg)
 	if (db_run(db, ddl.data) == DB_OK)
 		log_info("created the daemons table %s", heartbeat_table(cfg));
 	buf_free(&ddl);
+}
+
+/*
+ * A table made before the running column: add it.  Another daemon may
+ * add it at the same time; the write after says whether it is there.
+ */
+static void
+heartbeat_upgrade(struct db *db, const struct config *cfg, char *why,
+    size_t whylen)
+{
+	struct buf ddl = { 0 };
+
+	buf_printf(&ddl, HEARTBEAT_ADD_RUNNING, heartbeat_table(cfg));
+	if (db_run(db, ddl.data) == DB_OK)
+		log_info("daemons table %s: added the column running (the "
+		    "groups each daemon's workers are on)", heartbeat_table(cfg));
+	else
+		snprintf(why, whylen, "%s", db_error(db));
+	buf_free(&ddl);
+}
+
+/* The write, after creating or upgrading the table when it must. */
+static enum db_status
+heartbeat_write_table(struct db *db, struct heartbeat *h, struct console *c)
+{
+	enum db_status st = heartbeat_write(db, h, c);
+	char why[256] = "another daemon added it, yet it is missing";
+
+	if (st != DB_OK && db_no_such_table(db)) {
+		heartbeat_create(db, c->cfg);
+		st = heartbeat_write(db, h, c);
+	}
+	if (st != DB_OK && !h->no_running && db_no_such_column(db)) {
+		heartbeat_upgrade(db, c->cfg, why, sizeof(why));
+		if ((st = heartbeat_write(db, h, c)) != DB_OK &&
+		    db_no_such_column(db)) {
+			if (!h->running_told)
+				log_warnx("daemons table %s: cannot add the "
+				    "column running (%s): other daemons' status "
+				    "--by will not count this one's running "
+				    "rows; ALTER TABLE %s ADD COLUMN running "
+				    "TEXT NULL, or give the user ALTER on it",
+				    heartbeat_table(c->cfg), why,
+				    heartbeat_table(c->cfg));
+			h->running_told = true;
+			h->no_running = true;
+			h->running_retry_ms = now_ms() +
+			    HEARTBEAT_PRUNE_EVERY_MS;
+			st = heartbeat_write(db, h, c);
+		}
+	}
+	if (st == DB_OK && !h->no_running && h->running_told) {
+		log_info("daemons table %s: has the column running now",
+		    heartbeat_table(c->cfg));
+		h->running_told = false;
+	}
+	return st;
 }
 
 /* Rows of daemons gone a day: removed, once an hour at most. */
@@ -168,11 +245,10 @@ heartbeat_tick(struct heartbeat *h, struct console *c, int64_t now,
 		*next = h->due_ms;
 	if ((db = console_db(c)) == NULL)
 		return;
-	st = heartbeat_write(db, h, c);
-	if (st != DB_OK && db_no_such_table(db)) {
-		heartbeat_create(db, c->cfg);
-		st = heartbeat_write(db, h, c);
-	}
+	/* Once an hour, whether an administrator added the column. */
+	if (h->no_running && now >= h->running_retry_ms)
+		h->no_running = false;
+	st = heartbeat_write_table(db, h, c);
 	if (st != DB_OK && !h->failing)
 		log_warnx("daemons table %s: cannot write this daemon's row "
 		    "(the Daemons page will miss it): %s%s",

@@ -19,40 +19,59 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The groups the daemon's busy workers of q are on: value and count. */
-struct run_group {
-	const char	*value;		/* into the live text; NULL: null */
-	long		 n;
-	bool		 matched;	/* found among the database's groups */
-};
-
-static size_t
-status_group_running(const struct live *lv, const struct queue *q,
-    struct run_group **out)
+/*
+ * One more running row, or n, of a group: value copied; cut, the start
+ * of a longer value (STATUS_GROUP_VALUE_MAX), stays apart from a whole
+ * one, since either may be a group of its own.
+ */
+void
+run_groups_add(struct run_groups *r, const char *value, bool cut, long n)
 {
-	struct run_group *r = NULL;
+	size_t k;
+
+	for (k = 0; k < r->n; k++)
+		if (r->g[k].cut == cut && ((value == NULL &&
+		    r->g[k].value == NULL) || (value != NULL &&
+		    r->g[k].value != NULL && strcmp(value, r->g[k].value) == 0)))
+			break;
+	if (k == r->n) {
+		r->g = xrealloc(r->g, (r->n + 1) * sizeof(*r->g));
+		r->g[r->n++] = (struct run_group){ .value = value ?
+		    xstrdup(value) : NULL, .cut = cut };
+	}
+	r->g[k].n += n;
+}
+
+void
+run_groups_free(struct run_groups *r)
+{
+	for (size_t k = 0; k < r->n; k++)
+		free(r->g[k].value);
+	free(r->g);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * The groups the busy workers of q that lv's daemon names are on, added
+ * to r.  A worker holds STATUS_GROUP_VALUE_MAX - 1 bytes of its value: one
+ * that long may be cut.
+ */
+void
+status_group_running(const struct live *lv, const struct queue *q,
+    struct run_groups *r)
+{
 	const struct line *w;
-	size_t n = 0, i = 0;
+	size_t i = 0;
 
 	while ((w = status_live_find(lv, "worker", q->name, &i)) != NULL) {
 		const char *v;
-		size_t k;
 		if (strcmp(status_live_value(w, "state"), "busy") != 0)
 			continue;
 		v = strcmp(status_live_value(w, "group_null"), "1") == 0 ?
 		    NULL : status_live_value(w, "group");
-		for (k = 0; k < n; k++)
-			if ((v == NULL && r[k].value == NULL) || (v != NULL &&
-			    r[k].value != NULL && strcmp(v, r[k].value) == 0))
-				break;
-		if (k == n) {
-			r = xrealloc(r, (n + 1) * sizeof(*r));
-			r[n++] = (struct run_group){ .value = v };
-		}
-		r[k].n++;
+		run_groups_add(r, v, v != NULL &&
+		    strlen(v) >= STATUS_GROUP_VALUE_MAX - 1, 1);
 	}
-	*out = r;
-	return n;
 }
 
 /*
@@ -135,15 +154,15 @@ status_group_num(const struct row *row, int i)
 	return row->value[i] != NULL ? atol(row->value[i]) : 0;
 }
 
-/* Whether a worker's group (cut to STATUS_GROUP_VALUE_MAX) is value. */
+/* Whether a worker's group (maybe cut: its start) is value. */
 static bool
 status_group_same(const struct run_group *r, const char *value)
 {
 	if (r->value == NULL || value == NULL)
 		return r->value == NULL && value == NULL;
-	return strncmp(r->value, value, STATUS_GROUP_VALUE_MAX - 1) == 0 &&
-	    (strlen(r->value) < STATUS_GROUP_VALUE_MAX - 1 ||
-	    strlen(value) >= STATUS_GROUP_VALUE_MAX - 1);
+	if (r->cut)
+		return strncmp(r->value, value, strlen(r->value)) == 0;
+	return strcmp(r->value, value) == 0;
 }
 
 /* Running groups first, then the most rows, then by value. */
@@ -168,9 +187,11 @@ status_group_cmp(const void *a, const void *b)
 /* The database's groups into out, with the running counts merged. */
 static void
 status_group_fill(const struct queue *q, const struct rowset *rs,
-    struct run_group *run, size_t nrun, bool run_known,
-    struct status_groups *out)
+    struct run_groups *rg, bool run_known, struct status_groups *out)
 {
+	struct run_group *run = rg->g;
+	size_t nrun = rg->n;
+
 	if (rs->nrows > 0) {
 		out->total = status_group_num(&rs->rows[0], 4);
 		out->waiting = status_group_num(&rs->rows[0], 5);
@@ -189,7 +210,7 @@ status_group_fill(const struct queue *q, const struct rowset *rs,
 			if (!run[k].matched && status_group_same(&run[k],
 			    g->value)) {
 				run[k].matched = true;
-				g->run = run[k].n;
+				g->run += run[k].n;
 			}
 		/* A row a worker is on still matches, unless it is leased. */
 		if (g->run > 0 && !q->lease.enabled)
@@ -213,16 +234,18 @@ status_group_fill(const struct queue *q, const struct rowset *rs,
 
 /*
  * q's groups (q->group_by set) into out, at most limit of them: the
- * database's plain read, and the running rows lv's workers name (lv may
- * be a daemon that did not answer: run is then -1).  Returns 0, or -1
- * when the database failed (logged, out empty).
+ * database's plain read, and the running rows lv's workers name and the
+ * other daemons' rows say (lv may be a daemon that did not answer; run
+ * is -1 when no daemon told).  Returns 0, or -1 when the database failed
+ * (logged, out empty).
  */
 int
-status_group_read(struct db *db, const struct queue *q, const struct live *lv,
-    int limit, struct status_groups *out)
+status_group_read(struct db *db, const struct config *cfg,
+    const struct queue *q, const struct live *lv, int limit,
+    struct status_groups *out)
 {
-	struct run_group *run = NULL;
-	size_t nrun, nvals = 0, ncols = 0;
+	struct run_groups run = { 0 };
+	size_t nvals = 0, ncols = 0;
 	struct value *vals;
 	struct buf sql = { 0 };
 	struct rowset rs = { 0 };
@@ -234,17 +257,20 @@ status_group_read(struct db *db, const struct queue *q, const struct live *lv,
 	memset(out, 0, sizeof(*out));
 	out->limit = limit;
 	out->failed_known = q->failed_select.text != NULL;
-	out->run_known = lv != NULL && lv->text != NULL;
-	nrun = out->run_known ? status_group_running(lv, q, &run) : 0;
-	vals = xcalloc(nrun + 1, sizeof(*vals));
-	for (size_t k = 0; k < nrun; k++) {
-		if (run[k].value == NULL) {
+	if (lv != NULL && lv->text != NULL)
+		status_group_running(lv, q, &run);	/* fresh: its own */
+	status_others_read(db, cfg, q, lv, &run, &out->others);
+	out->answered = lv != NULL && lv->text != NULL;
+	out->run_known = out->answered || out->others.counted > 0;
+	vals = xcalloc(run.n + 1, sizeof(*vals));
+	for (size_t k = 0; k < run.n; k++) {
+		if (run.g[k].value == NULL) {
 			has_null = true;
 			continue;
 		}
 		vals[nvals].type = VALUE_TEXT;
-		vals[nvals].s = run[k].value;
-		vals[nvals++].len = strlen(run[k].value);
+		vals[nvals].s = run.g[k].value;
+		vals[nvals++].len = strlen(run.g[k].value);
 	}
 	if (status_group_sql(db, q, nvals, has_null, limit, &sql) == -1)
 		goto done;
@@ -255,7 +281,7 @@ status_group_read(struct db *db, const struct queue *q, const struct live *lv,
 		goto done;
 	}
 	(void)db_stmt_columns(s, &ncols);
-	status_group_fill(q, &rs, run, nrun, out->run_known, out);
+	status_group_fill(q, &rs, &run, out->run_known, out);
 	rc = 0;
 done:
 	(void)db_rollback(db);	/* a read: nothing to keep */
@@ -263,7 +289,7 @@ done:
 	db_stmt_free(s);
 	buf_free(&sql);
 	free(vals);
-	free(run);
+	run_groups_free(&run);
 	return rc;
 }
 
@@ -335,6 +361,32 @@ status_group_cell(char *out, size_t len, long n)
 		snprintf(out, len, "%ld", n);
 }
 
+/* Whose workers RUN counts, and how fresh the others' figures are. */
+static void
+status_group_run_note(const struct status_groups *gs)
+{
+	const struct status_others *o = &gs->others;
+
+	if (!gs->run_known)
+		printf("(RUN: no daemon answered on the status socket%s%s)\n",
+		    o->known ? ", and no other daemon's row in the daemons "
+		    "table is live" : "; the daemons table cannot be read: ",
+		    o->known ? "" : o->error);
+	else if (o->counted > 0)
+		printf("(RUN: %s%ld other daemon%s workers, as of %s last "
+		    "heartbeat, %llds ago at most)\n", gs->answered ?
+		    "this daemon's and " : "no daemon answered on the status "
+		    "socket; ", o->counted, o->counted == 1 ? "'s" : "s'",
+		    o->counted == 1 ? "its" : "their", o->oldest_s);
+	else if (!o->known)
+		printf("(RUN: this daemon's workers only; the daemons table "
+		    "cannot be read: %s)\n", o->error);
+	if (o->blind > 0)
+		printf("(RUN: %ld other daemon%s without running groups in the "
+		    "daemons table: not counted)\n", o->blind,
+		    o->blind == 1 ? "" : "s");
+}
+
 static void
 status_group_table(const struct queue *q, const struct status_groups *gs)
 {
@@ -367,8 +419,7 @@ status_group_table(const struct queue *q, const struct status_groups *gs)
 	if (gs->failed >= STATUS_GROUP_SCAN)
 		printf("(FAILED counts the first %d rows failed_select finds)\n",
 		    STATUS_GROUP_SCAN);
-	if (!gs->run_known)
-		printf("(RUN: no daemon answered on the status socket)\n");
+	status_group_run_note(gs);
 }
 
 static void
@@ -378,6 +429,28 @@ status_group_json_num(struct buf *b, const char *key, long long n, bool known)
 		buf_printf(b, ",\"%s\":%lld", key, n);
 	else
 		buf_printf(b, ",\"%s\":null", key);
+}
+
+/*
+ * Whose workers run counts: the daemon that answered, and the others
+ * as of their last heartbeat (null: the daemons table cannot be read).
+ */
+static void
+status_group_json_others(struct buf *b, const struct status_groups *gs)
+{
+	const struct status_others *o = &gs->others;
+
+	buf_printf(b, ",\"run_daemon_answered\":%s,\"run_other_daemons\":",
+	    gs->answered ? "true" : "false");
+	if (!o->known) {
+		buf_puts(b, "null");
+		return;
+	}
+	buf_printf(b, "{\"counted\":%ld,\"without_groups\":%ld",
+	    o->counted, o->blind);
+	status_group_json_num(b, "oldest_heartbeat_seconds", o->oldest_s,
+	    o->oldest_s >= 0);
+	buf_putc(b, '}');
 }
 
 /* The --json answer (the console's /api/queue/NAME/groups too). */
@@ -395,6 +468,7 @@ status_group_json(struct buf *b, const struct queue *q,
 	    (long)gs->n : 0, STATUS_GROUP_SCAN, gs->waiting >=
 	    STATUS_GROUP_SCAN ? "true" : "false", gs->failed >=
 	    STATUS_GROUP_SCAN ? "true" : "false");
+	status_group_json_others(b, gs);
 	buf_puts(b, ",\"groups\":[");
 	for (size_t i = 0; i < gs->n; i++) {
 		const struct status_group *g = &gs->g[i];
@@ -455,7 +529,7 @@ status_group_command(const char *path, const char *name, bool json, int limit)
 	 * them may be counted in WAIT or RUN as it was a moment before.
 	 */
 	status_live_load(&lv, cfg);
-	if (status_group_read(db, q, &lv, limit, &gs) == -1)
+	if (status_group_read(db, cfg, q, &lv, limit, &gs) == -1)
 		rc = ROWQ_EXIT_FAILURE;
 	else if (json) {
 		struct buf b = { 0 };

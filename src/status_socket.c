@@ -202,7 +202,7 @@ status_text(struct supervisor *s, struct buf *b)
 {
 	const struct config *cfg = s->current->cfg;
 	int64_t wall = wall_ms();
-	char reload[320];
+	char reload[320], host[256] = "";
 
 	if (s->last_reload.wall_ms == 0)
 		reload[0] = '\0';
@@ -214,6 +214,11 @@ status_text(struct supervisor *s, struct buf *b)
 		    s->last_reload.message);
 	buf_puts(b, "daemon");
 	status_num(b, "pid", (unsigned long long)getpid());
+	/* With pid, its row in the daemons table (status_others.c). */
+	if (gethostname(host, sizeof(host) - 1) == -1)
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = '\0';
+	status_field(b, "host", host);
 	status_num(b, "generation", (unsigned long long)s->current->number);
 	status_num(b, "uptime", (unsigned long long)(now_ms() -
 	    s->started_ms) / 1000);

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # `rowq status QUEUE --by`: a queue's rows per group_by: value, on two
-# daemons of two workers each.  Five rows fail for good (exit 65), the
-# next four hang in their handler (one per worker), the rest wait behind
-# them; 25 more groups of one row each make more groups than the limit.
-# Asserted exactly, from both daemons' status sockets: WAIT, RUN (the
-# workers of the daemon that answers; the other daemon's rows still match
-# the select, so they count as waiting there), FAILED (failed_select) and
-# the oldest age, in the table and in --json; the default limit of 20 and
-# --limit 3, with the groups left out said; and that the read takes no
-# row lock: a FOR UPDATE NOWAIT on a waiting row succeeds while a slow
-# `status --by` runs, and its session holds no row.
+# daemons of two workers each, both writing their row in the daemons
+# table (daemons_table:), which was made before its running column: the
+# first daemon to miss the column adds it.  Five rows fail for good (exit
+# 65), the next four hang in their handler (one per worker), the rest wait
+# behind them; 25 more groups of one row each make more groups than the
+# limit.  Asserted exactly, from both daemons' status sockets: WAIT (less
+# the rows either daemon runs), RUN (the workers of the daemon that
+# answers, and the other daemon's, as of its last heartbeat), FAILED
+# (failed_select) and the oldest age, in the table and in --json; the
+# default limit of 20 and --limit 3, with the groups left out said; and
+# that the read takes no row lock: a FOR UPDATE NOWAIT on a waiting row
+# succeeds while a slow `status --by` runs, and its session holds no row;
+# that one finds no daemon on its socket and counts both daemons' rows
+# from the daemons table.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start
@@ -66,6 +70,7 @@ database:
   name: $ROWQ_TEST_DB
 stop_timeout: 2s
 status_socket: $ROWQ_TEST_TMP/$2.sock
+daemons_table: rowq_daemons
 queues:
   item:
     workers: 2
@@ -99,6 +104,19 @@ sed -i 's/SELECT id, batch, last_error FROM item/SELECT id, last_error FROM item
 expect_exit 78 "bad2.yaml:[0-9]+: queues.item.group_by: batch cannot group the select and failed_select by it" \
     -c bad2.yaml check
 
+# The daemons table as rowq made it before the running column.
+sql "CREATE TABLE rowq_daemons (
+  host VARCHAR(255) NOT NULL,
+  pid INT UNSIGNED NOT NULL,
+  version VARCHAR(32) NOT NULL,
+  started DATETIME NOT NULL,
+  busy INT UNSIGNED NOT NULL,
+  workers INT UNSIGNED NOT NULL,
+  console VARCHAR(255) NOT NULL DEFAULT '',
+  seen DATETIME NOT NULL,
+  PRIMARY KEY (host, pid)
+) ENGINE=InnoDB"
+
 declare -A pid
 for d in a b; do
 	rowq_start $d.yaml $d.log
@@ -112,6 +130,26 @@ wait_until 10 '[ "$("$ROWQ" -c a.yaml status --json item | grep -o "\"busy\":[0-
     [ "$("$ROWQ" -c b.yaml status --json item | grep -o "\"busy\":[0-9]*" | head -1)" = "\"busy\":2" ]' ||
 	fail "the four workers are not busy"
 assert_eq "6 7 8 9" "$(sed 's/ .*//' handled | sort -n | sed -n '6,9p' | xargs)" "the rows the handlers hang on"
+assert_eq 1 "$(sql_value "SELECT COUNT(*) FROM information_schema.COLUMNS
+    WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'rowq_daemons'
+    AND COLUMN_NAME = 'running'")" "the running column, added"
+grep -q "daemons table rowq_daemons: added the column running" a.log b.log ||
+	fail "no daemon said it added the column running"
+# Each daemon's next heartbeat names its two busy workers' groups.
+wait_until 25 '[ "$(sql_value "SELECT COUNT(*) FROM rowq_daemons
+    WHERE busy = 2 AND running LIKE '"'%cut%'"'")" = 2 ]' ||
+	fail "the daemons' rows never named their running groups: $(sql "SELECT pid, busy, running FROM rowq_daemons")"
+sql "SELECT running FROM rowq_daemons" >running.out
+python3 - running.out <<'PY' || fail "the running column: $(cat running.out)"
+import json, sys
+seen = {}
+for line in open(sys.argv[1]):
+    for e in json.loads(line):
+        assert sorted(e) == ["cut", "g", "n", "q"] and e["q"] == "item", e
+        assert e["cut"] == 0 and e["n"] > 0, e
+        seen[e["g"]] = seen.get(e["g"], 0) + e["n"]
+assert seen == {"b1": 1, "b2": 2, "b4": 1}, seen
+PY
 
 for d in a b; do
 	"$ROWQ" -c $d.yaml status item --by --limit 1000 --json >$d.json 2>$d.err ||
@@ -131,23 +169,23 @@ for v in views:
     assert v["groups_total"] == 31 and v["groups_left_out"] == 0, v
     assert len(v["groups"]) == 31, v
     assert not v["waiting_capped"] and not v["failed_capped"], v
-ran = [{g["group"]: g["run"] for g in v["groups"]} for v in views]
-for g in wait:
-    # Each running row is one daemon's: RUN there, WAIT at the other.
-    assert ran[0][g] + ran[1][g] == run.get(g, 0), (g, ran)
-for k, v in enumerate(views):
-    other = ran[1 - k]
+for v in views:
+    assert v["run_daemon_answered"] is True, v
+    o = v["run_other_daemons"]
+    assert o["counted"] == 1 and o["without_groups"] == 0, o
+    assert 0 <= o["oldest_heartbeat_seconds"] <= 30, o
+    # RUN: both daemons' running rows; WAIT: the rest of the select's.
     for g in v["groups"]:
         n = g["group"]
-        assert g["wait"] == wait[n] + other[n], (k, g)
-        assert g["failed"] == failed.get(n, 0), (k, g)
+        assert g["run"] == run.get(n, 0), (g, v)
+        assert g["wait"] == wait[n], (g, v)
+        assert g["failed"] == failed.get(n, 0), g
         age = (1000 - first[n]) * 60
-        assert age - 5 <= g["oldest_age_seconds"] <= age + 120, (k, g, age)
+        assert age - 5 <= g["oldest_age_seconds"] <= age + 120, (g, age)
     # Running groups first, then the most rows.
     names = [g["group"] for g in v["groups"]]
-    running = [n for n in names if ran[k][n] > 0]
-    assert names[:len(running)] == running, names
-    totals = [g["wait"] + g["run"] + g["failed"] for g in v["groups"][len(running):]]
+    assert names[:3] == ["b1", "b2", "b4"], names
+    totals = [g["wait"] + g["run"] + g["failed"] for g in v["groups"][3:]]
     assert totals == sorted(totals, reverse=True), totals
 print("ok")
 PY
@@ -159,16 +197,20 @@ assert_eq 20 "$(sed -n '3,22p' table.out | grep -c .)" "rows of the table"
 assert_match "\(11 groups left out: --limit N shows more\)" "$(cat table.out)" "the note of groups left out"
 b3=$(grep '^b3 ' table.out) || fail "no b3 in: $(cat table.out)"
 assert_match "^b3 +4 +0 +2 +16h" "$b3" "b3's line"
+assert_match "^b2 +1 +2 +1 +16h" "$(grep '^b2 ' table.out)" "b2's line: a row running at each daemon"
+assert_match "\(RUN: this daemon's and 1 other daemon's workers, as of its last heartbeat, [0-9]+s ago at most\)" \
+    "$(cat table.out)" "the note of the other daemon's figures"
 grep -q '^NULL ' table.out || fail "no NULL group in: $(cat table.out)"
 
-# --limit 3: three groups, the running ones of that daemon first.
+# --limit 3: three groups, the running ones of both daemons first.
 "$ROWQ" -c b.yaml status item --by --limit 3 --json >lim.json 2>&1 || fail "status --limit 3: $(cat lim.json)"
 python3 - lim.json <<'PY' || fail "status --by --limit 3: $(cat lim.json)"
 import json, sys
 v = json.load(open(sys.argv[1]))
 assert v["limit"] == 3 and len(v["groups"]) == 3, v
 assert v["groups_total"] == 31 and v["groups_left_out"] == 28, v
-assert all(g["run"] > 0 for g in v["groups"][:2]) or sum(g["run"] for g in v["groups"]) == 2, v
+got = [(g["group"], g["wait"], g["run"], g["failed"]) for g in v["groups"]]
+assert got == [("b1", 3, 1, 2), ("b2", 1, 2, 1), ("b4", 0, 1, 0)], got
 PY
 expect_exit 2 "--limit: not a number from 1 to 1000: 0" -c a.yaml status item --by --limit 0
 expect_exit 2 "--by takes one queue" -c a.yaml status --by
@@ -196,10 +238,12 @@ untrack_pid "$st"
 python3 - slow.out <<'PY' || fail "status --by (slow): $(cat slow.out)"
 import json, sys
 v = json.load(open(sys.argv[1]))
-# No daemon on this socket: RUN unknown, every hung row waits.
+# No daemon on this socket: both daemons' rows, from the daemons table.
 assert v["groups_total"] == 31, v
+assert v["run_daemon_answered"] is False, v
+assert v["run_other_daemons"]["counted"] == 2, v
 g = {x["group"]: x for x in v["groups"]}
-assert g["b2"]["wait"] == 3 and g["b2"]["run"] is None and g["b2"]["failed"] == 1, g["b2"]
+assert g["b2"]["wait"] == 1 and g["b2"]["run"] == 2 and g["b2"]["failed"] == 1, g["b2"]
 PY
 for d in a b; do
 	kill_wait 10 "${pid[$d]}"

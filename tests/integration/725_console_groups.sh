@@ -55,6 +55,9 @@ assert v["limit"] == 20 and v["groups_total"] == 23 and v["groups_left_out"] == 
 got = [(g["group"], g["wait"], g["run"], g["failed"]) for g in v["groups"][:3]]
 assert got == [("c1", 2, 1, 1), ("c2", 1, 1, 0), (script, 1, 0, 1)], got
 assert all((g["wait"], g["run"], g["failed"]) == (1, 0, 0) for g in v["groups"][3:]), v
+# The console's own daemon, whose row is in the daemons table: once.
+assert v["run_daemon_answered"] is True, v
+assert v["run_other_daemons"]["counted"] == 0, v
 PY
 done
 
