@@ -9,8 +9,10 @@
  * STATUS_GROUP_SCAN rows of the select and as many of failed_select, on
  * the server, and returns the groups with the most rows first, at most
  * --limit of them and the number of groups it saw.  What runs is what the
- * daemon's workers say on the status socket: each busy one names its
- * row's group.  The groups running now are always among those shown.
+ * daemon's workers say on the status socket (each busy one names its
+ * row's group), and what the other daemons' rows in the daemons table
+ * say theirs ran at their last heartbeat (status_others.c).  The groups
+ * running now are always among those shown.
  */
 #include "rowq.h"
 #include "db.h"
