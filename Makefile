@@ -111,6 +111,7 @@ OBJS =	build/backoff.o \
 	build/status_db.o \
 	build/status_group.o \
 	build/status_others.o \
+	build/status_group_done.o \
 	build/status_socket.o \
 	build/supervisor.o \
 	build/supervisor_parts.o \

@@ -134,6 +134,7 @@ int	 status_command(const char *config_path, char **queues, size_t n,
 #define STATUS_GROUP_SCAN	100000	/* rows grouped at most, per select */
 #define STATUS_GROUP_LIMIT	20	/* groups shown unless --limit says */
 #define STATUS_GROUP_LIMIT_MAX	1000
+#define STATUS_GROUP_RUNS	100000	/* the queue's last runs DONE counts */
 
 /* One group of a queue's rows, as status --by shows it. */
 struct status_group {
@@ -142,6 +143,7 @@ struct status_group {
 	long		 run;		/* the daemons' workers handle now; -1 */
 	long		 failed;	/* failed_select finds; -1: no such key */
 	long long	 oldest_age_s;	/* -1: no age:, or no waiting row */
+	long		 done;		/* done runs among the last; -1: unknown */
 };
 
 /*
@@ -168,6 +170,11 @@ struct status_groups {
 	bool		 answered;	/* the daemon on the status socket */
 	bool		 run_known;	/* it answered, or others told */
 	struct status_others others;	/* the other daemons counted in run */
+	/* DONE (status_group_done.c): the run log's last runs of q. */
+	bool		 done_known;
+	const char	*done_why;	/* why not known; NULL: no runs: */
+	long		 done_runs;	/* runs looked at, at most the window */
+	long long	 done_oldest_s;	/* the oldest's age; -1: none */
 };
 
 /* The groups the busy workers of a queue are on: value and count. */
@@ -207,6 +214,13 @@ void	 status_others_json(struct buf *, const struct config *,
 void	 status_others_read(struct db *, const struct config *,
 	    const struct queue *, const struct live *, struct run_groups *,
 	    struct status_others *);
+
+/* ---- status_group_done.c: status --by's DONE, from the run log ---- */
+
+void	 status_group_done(struct db *, const struct queue *,
+	    struct status_groups *);
+void	 status_group_done_note(struct buf *, const struct queue *,
+	    const struct status_groups *);
 
 /* ---- failed.c and requeue.c: `rowq failed`, `rowq requeue`, `rowq discard` ---- */
 

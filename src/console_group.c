@@ -46,6 +46,22 @@ console_group_others(struct buf *b, const struct status_groups *gs)
 		    o->blind == 1 ? "" : "s");
 }
 
+/* What Done counted (status_group_done.c), where the queue keeps runs. */
+static void
+console_group_done(struct buf *b, const struct queue *q,
+    const struct status_groups *gs)
+{
+	struct buf note = { 0 };
+
+	if (!q->runs.enabled)
+		return;
+	status_group_done_note(&note, q, gs);
+	buf_puts(b, "<p class=\"note\" id=\"groups-done\">Done: ");
+	console_html(b, note.data);
+	buf_puts(b, ".</p>");
+	buf_free(&note);
+}
+
 static void
 console_group_rows(struct buf *b, const struct queue *q,
     const struct status_groups *gs)
@@ -61,7 +77,7 @@ console_group_rows(struct buf *b, const struct queue *q,
 	buf_puts(b, ".</p>");
 	buf_puts(b, "<table id=\"groups\"><tr><th>Group</th><th class=\"n\">"
 	    "Wait</th><th class=\"n\">Run</th><th class=\"n\">Failed</th>"
-	    "<th class=\"n\">Oldest</th></tr>\n");
+	    "<th class=\"n\">Oldest</th><th class=\"n\">Done</th></tr>\n");
 	for (size_t i = 0; i < gs->n; i++) {
 		const struct status_group *g = &gs->g[i];
 		buf_puts(b, "<tr><td class=\"v\">");
@@ -81,9 +97,12 @@ console_group_rows(struct buf *b, const struct queue *q,
 			    sizeof(age));
 			buf_puts(b, age);
 		}
-		buf_puts(b, "</td></tr>\n");
+		buf_puts(b, "</td>");
+		console_group_num(b, g->done);
+		buf_puts(b, "</tr>\n");
 	}
 	buf_puts(b, "</table>");
+	console_group_done(b, q, gs);
 	if ((long)gs->n < gs->total) {
 		buf_printf(b, "<p class=\"note\" id=\"groups-left-out\">%ld "
 		    "group%s left out (<code>rowq status ", gs->total -

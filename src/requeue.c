@@ -200,7 +200,7 @@ requeue_cancel_run(struct requeue_run *run, const struct value *key)
 	enum db_status st;
 
 	(void)gethostname(host, sizeof(host) - 1);
-	runs_insert_head(&sql, q);
+	runs_insert_head(&sql, q, false);
 	buf_puts(&sql, "VALUES (");
 	runs_values(&sql, &r);
 	buf_putc(&sql, ')');

@@ -15,6 +15,13 @@
  * clock.  The pruner (prune_daemon.c, `rowq prune`) removes runs older
  * than keep:, in chunks; `rowq runs` and `rowq show` read them
  * (runs_cmd.c).
+ *
+ * A queue with group_by: also keeps each run's group (grp, cut to
+ * RUNS_GROUP_MAX bytes, NULL for null), for the DONE of status --by
+ * (status_group_done.c).  The column came after the table's first
+ * shape: runs_ensure adds it to a table made before, when a queue with
+ * group_by: first uses it.  Queues without group_by: leave it NULL, and
+ * write as before, so that a table not yet upgraded still takes them.
  */
 #include "rowq.h"
 #include "db.h"
@@ -23,6 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* The group's column, in the DDL and added to a table made without it. */
+#define RUNS_GROUP_COLUMN	"grp VARBINARY(" RUNS_GROUP_MAX_S ") NULL"
+#define RUNS_GROUP_ADD		"ALTER TABLE %s ADD COLUMN " RUNS_GROUP_COLUMN
+
+/* Another session added the column first (ER_DUP_FIELDNAME). */
+#define RUNS_ER_DUP_FIELDNAME	1060
 
 /* What a worker creates when the table is missing; rowq.yaml(5) says so. */
 #define RUNS_DDL \
@@ -42,13 +56,14 @@
 	"  pid INT NOT NULL,\n" \
 	"  error VARBINARY(" RUNS_ERROR_MAX_S ") NOT NULL,\n" \
 	"  trace_id CHAR(32) CHARACTER SET ascii NULL,\n" \
+	"  " RUNS_GROUP_COLUMN ",\n" \
 	"  KEY by_key (queue, row_key(255), id),\n" \
 	"  KEY by_time (queue, finished)\n" \
 	") ENGINE=InnoDB"
 
 #define RUNS_COLUMNS \
 	"(queue, row_key, attempt, outcome, reason, exit_status, started, " \
-	"finished, duration_ms, host, worker, pid, error, trace_id)"
+	"finished, duration_ms, host, worker, pid, error, trace_id"
 
 /* Runs removed by one DELETE of the pruner. */
 #define RUNS_PRUNE_CHUNK	1000
@@ -58,6 +73,52 @@ const char *
 runs_table(const struct queue *q)
 {
 	return q->runs.table != NULL ? q->runs.table : RUNS_TABLE_DEFAULT;
+}
+
+/* Whether q's runs keep their group (grp): it has group_by:. */
+bool
+runs_grouped(const struct queue *q)
+{
+	return q->group_by.name != NULL;
+}
+
+/*
+ * The table has the group's column, or has it now: a plain read of it,
+ * and when the server does not know the column (a table made before
+ * it), the ALTER that adds it.  Two sessions may both find it missing:
+ * the second's ALTER, which waits for the first's, then finds it there,
+ * which is as good.  Returns 0, or -1 with the reason logged, and the
+ * statement to run by hand when it is a privilege.
+ */
+static int
+runs_ensure_group(struct db *db, const struct queue *q)
+{
+	struct buf sql = { 0 };
+	int rc = 0;
+
+	buf_printf(&sql, "SELECT grp FROM %s LIMIT 0", runs_table(q));
+	if (db_run(db, sql.data) == DB_OK || !db_no_such_column(db)) {
+		/* Another error is the table's, and its INSERT will say. */
+		buf_free(&sql);
+		return 0;
+	}
+	(void)db_rollback(db);
+	buf_reset(&sql);
+	buf_printf(&sql, RUNS_GROUP_ADD, runs_table(q));
+	if (db_run(db, sql.data) == DB_OK)
+		log_info("added the column grp to the run log %s, for "
+		    "group_by: (status --by's DONE)", runs_table(q));
+	else if (db_errno(db) != RUNS_ER_DUP_FIELDNAME) {
+		bool denied = db_denied(db);
+		log_error("%s: the run log %s has no column grp, which "
+		    "group_by: needs, and it cannot be added: %s%s%s%s",
+		    q->runs.where, runs_table(q), db_error(db), denied ?
+		    " (grant ALTER on it, or run: " : "", denied ? sql.data :
+		    "", denied ? ")" : "");
+		rc = -1;
+	}
+	buf_free(&sql);
+	return rc;
 }
 
 /*
@@ -85,6 +146,9 @@ runs_ensure(struct db *db, const struct queue *q)
 			rc = -1;
 		}
 	}
+	(void)db_rollback(db);
+	if (rc == 0 && runs_grouped(q))
+		rc = runs_ensure_group(db, q);
 	(void)db_rollback(db);
 	buf_free(&sql);
 	return rc;
@@ -202,6 +266,14 @@ runs_values(struct buf *b, const struct run_rec *r)
 		runs_word(b, r->trace_id);
 	else
 		buf_puts(b, "NULL");
+	if (!r->grouped)
+		return;
+	buf_puts(b, ", ");
+	if (r->group != NULL)
+		runs_hex(b, r->group, r->group_len < RUNS_GROUP_MAX ?
+		    r->group_len : RUNS_GROUP_MAX);
+	else
+		buf_puts(b, "NULL");
 }
 
 /*
@@ -213,9 +285,10 @@ runs_values(struct buf *b, const struct run_rec *r)
 void
 runs_held_text(struct buf *b, const struct queue *q)
 {
-	runs_insert_head(b, q);
+	runs_insert_head(b, q, runs_grouped(q));
 	buf_puts(b, "VALUES (?, ?, ?, IF(ROW_COUNT() > 0, ?, 'none'), "
-	    "IF(ROW_COUNT() > 0, ?, 'no_row'), ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	    "IF(ROW_COUNT() > 0, ?, 'no_row'), ?, ?, ?, ?, ?, ?, ?, ?, ?");
+	buf_puts(b, runs_grouped(q) ? ", ?)" : ")");
 }
 
 static struct value
@@ -265,13 +338,23 @@ runs_held_values(struct run_values *v, const struct run_rec *r)
 		runs_word_value(&v->v[13], v->trace, r->trace_id);
 	else
 		v->v[13] = (struct value){ .type = VALUE_NULL };
+	v->n = 14;
+	if (!r->grouped)
+		return;
+	v->v[v->n++] = r->group == NULL ? (struct value){ .type = VALUE_NULL } :
+	    runs_bytes(r->group, r->group_len < RUNS_GROUP_MAX ?
+	    r->group_len : RUNS_GROUP_MAX);
 }
 
-/* "INSERT INTO table (columns) ", for VALUES or a SELECT to follow. */
+/*
+ * "INSERT INTO table (columns) ", for VALUES or a SELECT to follow; the
+ * group's column too when grouped (the values' run_rec.grouped).
+ */
 void
-runs_insert_head(struct buf *b, const struct queue *q)
+runs_insert_head(struct buf *b, const struct queue *q, bool grouped)
 {
-	buf_printf(b, "INSERT INTO %s " RUNS_COLUMNS " ", runs_table(q));
+	buf_printf(b, "INSERT INTO %s " RUNS_COLUMNS "%s ", runs_table(q),
+	    grouped ? ", grp)" : ")");
 }
 
 /*

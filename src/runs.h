@@ -17,6 +17,9 @@
 #define RUNS_KEY_MAX_S		"1024"
 #define RUNS_ERROR_MAX		512	/* bytes of stderr or :error kept */
 #define RUNS_ERROR_MAX_S	"512"
+/* Bytes of a row's group_by: value kept (grp), compared cut the same. */
+#define RUNS_GROUP_MAX		255
+#define RUNS_GROUP_MAX_S	"255"
 
 /* One try of a row, as the run log keeps it. */
 struct run_rec {
@@ -37,6 +40,14 @@ struct run_rec {
 	size_t		 error_len;
 	const char	*trace_id;	/* 32 hex digits, or NULL */
 	/*
+	 * The row's group_by: value, with the column grp only when grouped
+	 * (runs_grouped: the queue has group_by:, and its runs_ensure made
+	 * sure of the column); group NULL: null, or not known.
+	 */
+	bool		 grouped;
+	const char	*group;
+	size_t		 group_len;
+	/*
 	 * Written behind its `done`, whose effect it cannot know: outcome
 	 * and reason as the server finds it, "none" and "no_row" when the
 	 * statement before changed no row (ROW_COUNT()).
@@ -45,11 +56,12 @@ struct run_rec {
 };
 
 /* runs_held_text's values, and the text they point to. */
-#define RUNS_NVALUES		14
+#define RUNS_NVALUES		15	/* at most: grp only when grouped */
 #define RUNS_WORD_LEN		72	/* a queue's name, a trace id, ... */
 #define RUNS_TIME_LEN		40
 struct run_values {
 	struct value	 v[RUNS_NVALUES];
+	size_t		 n;		/* of them */
 	char		 queue[RUNS_WORD_LEN], outcome[RUNS_WORD_LEN];
 	char		 reason[RUNS_WORD_LEN], trace[RUNS_WORD_LEN];
 	char		 started[RUNS_TIME_LEN], finished[RUNS_TIME_LEN];
@@ -72,11 +84,12 @@ struct runs_filter {
 };
 
 const char *runs_table(const struct queue *);
+bool	 runs_grouped(const struct queue *);
 void	 runs_held_text(struct buf *, const struct queue *);
 void	 runs_held_values(struct run_values *, const struct run_rec *);
 int	 runs_ensure(struct db *, const struct queue *);
 void	 runs_values(struct buf *, const struct run_rec *);
-void	 runs_insert_head(struct buf *, const struct queue *);
+void	 runs_insert_head(struct buf *, const struct queue *, bool grouped);
 int	 runs_prune(struct db *, const struct queue *, struct stopper *,
 	    unsigned long long *rows, char *err, size_t errlen);
 int	 runs_read(struct db *, const struct queue *,

@@ -214,7 +214,7 @@ schedule_slot_run(struct schedule_conn *c, size_t i, int64_t slot,
 	r.key_len = strlen(key);
 	r.started_us = r.finished_us = slot * 1000000;
 	r.duration_ms = now_ms - slot * 1000;
-	runs_insert_head(&sql, q);
+	runs_insert_head(&sql, q, false);
 	buf_puts(&sql, "VALUES (");
 	runs_values(&sql, &r);
 	buf_putc(&sql, ')');

@@ -12,7 +12,8 @@
  * daemon's workers say on the status socket (each busy one names its
  * row's group), and what the other daemons' rows in the daemons table
  * say theirs ran at their last heartbeat (status_others.c).  The groups
- * running now are always among those shown.
+ * running now are always among those shown.  What was done is the run
+ * log's (status_group_done.c).
  */
 #include "rowq.h"
 #include "db.h"
@@ -284,6 +285,7 @@ status_group_read(struct db *db, const struct config *cfg,
 	}
 	(void)db_stmt_columns(s, &ncols);
 	status_group_fill(q, &rs, &run, out->run_known, out);
+	status_group_done(db, q, out);
 	rc = 0;
 done:
 	(void)db_rollback(db);	/* a read: nothing to keep */
@@ -389,27 +391,41 @@ status_group_run_note(const struct status_groups *gs)
 		    o->blind == 1 ? "" : "s");
 }
 
+/* What DONE counted, under the table, where the queue keeps runs. */
+static void
+status_group_table_done(const struct queue *q, const struct status_groups *gs)
+{
+	struct buf b = { 0 };
+
+	if (!q->runs.enabled)
+		return;
+	status_group_done_note(&b, q, gs);
+	printf("(DONE: %s)\n", b.data);
+	buf_free(&b);
+}
+
 static void
 status_group_table(const struct queue *q, const struct status_groups *gs)
 {
 	printf("%s grouped by %s: %zu of %ld group%s, running ones first, "
 	    "then the most rows (--limit %d)\n", q->name, q->group_by.name,
 	    gs->n, gs->total, gs->total == 1 ? "" : "s", gs->limit);
-	printf("%-32s %8s %8s %8s %8s\n", "GROUP", "WAIT", "RUN", "FAILED",
-	    "OLDEST");
+	printf("%-32s %8s %8s %8s %8s %8s\n", "GROUP", "WAIT", "RUN",
+	    "FAILED", "OLDEST", "DONE");
 	for (size_t i = 0; i < gs->n; i++) {
 		const struct status_group *g = &gs->g[i];
-		char wait[24], run[24], failed[24], age[32];
+		char wait[24], run[24], failed[24], age[32], done[24];
 		status_group_cell(wait, sizeof(wait), g->wait);
 		status_group_cell(run, sizeof(run), g->run);
 		status_group_cell(failed, sizeof(failed), g->failed);
+		status_group_cell(done, sizeof(done), g->done);
 		if (g->oldest_age_s < 0)
 			snprintf(age, sizeof(age), "-");
 		else
 			duration_format(g->oldest_age_s * 1000, age,
 			    sizeof(age));
-		printf("%-32s %8s %8s %8s %8s\n", g->value ? g->value : "NULL",
-		    wait, run, failed, age);
+		printf("%-32s %8s %8s %8s %8s %8s\n", g->value ?
+		    g->value : "NULL", wait, run, failed, age, done);
 	}
 	if ((long)gs->n < gs->total)
 		printf("(%ld group%s left out: --limit N shows more)\n",
@@ -422,6 +438,7 @@ status_group_table(const struct queue *q, const struct status_groups *gs)
 		printf("(FAILED counts the first %d rows failed_select finds)\n",
 		    STATUS_GROUP_SCAN);
 	status_group_run_note(gs);
+	status_group_table_done(q, gs);
 }
 
 static void
@@ -471,6 +488,11 @@ status_group_json(struct buf *b, const struct queue *q,
 	    STATUS_GROUP_SCAN ? "true" : "false", gs->failed >=
 	    STATUS_GROUP_SCAN ? "true" : "false");
 	status_group_json_others(b, gs);
+	status_group_json_num(b, "done_window", STATUS_GROUP_RUNS,
+	    gs->done_known);
+	status_group_json_num(b, "done_runs", gs->done_runs, gs->done_known);
+	status_group_json_num(b, "done_oldest_seconds", gs->done_oldest_s,
+	    gs->done_known && gs->done_oldest_s >= 0);
 	buf_puts(b, ",\"groups\":[");
 	for (size_t i = 0; i < gs->n; i++) {
 		const struct status_group *g = &gs->g[i];
@@ -484,6 +506,7 @@ status_group_json(struct buf *b, const struct queue *q,
 		status_group_json_num(b, "failed", g->failed, g->failed >= 0);
 		status_group_json_num(b, "oldest_age_seconds", g->oldest_age_s,
 		    g->oldest_age_s >= 0);
+		status_group_json_num(b, "done", g->done, g->done >= 0);
 		buf_putc(b, '}');
 	}
 	buf_puts(b, "]}\n");

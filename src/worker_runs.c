@@ -146,6 +146,24 @@ runs_hold(struct worker *w, size_t i)
 	t->held_run_in = false;
 }
 
+/*
+ * The row's group_by: value, for the run's grp (status --by's DONE),
+ * where the queue has group_by:; NULL when it is null, or not among the
+ * columns the row was read with.  runs_values cuts it.
+ */
+static void
+runs_rec_group(const struct worker *w, const struct row *row,
+    struct run_rec *r)
+{
+	int i = w->turn.group_index;
+
+	r->grouped = runs_grouped(w->q);
+	if (!r->grouped || i < 0 || row->value[i] == NULL)
+		return;
+	r->group = row->value[i];
+	r->group_len = row->len[i];
+}
+
 /* A run from the note, finished by b, in r (which points into n). */
 static void
 runs_rec(struct worker *w, const struct row *row, const struct run_note *n,
@@ -179,6 +197,7 @@ runs_rec(struct worker *w, const struct row *row, const struct run_note *n,
 		r->error_len = w->result.error.len;
 	}
 	r->trace_id = n->trace;
+	runs_rec_group(w, row, r);
 }
 
 /* A run's values from the note, finished by b. */
@@ -219,7 +238,7 @@ runs_settled(struct worker *w, const struct row *row, const struct bound *b)
 static void
 runs_insert(struct worker *w, struct buf *sql)
 {
-	runs_insert_head(sql, w->q);
+	runs_insert_head(sql, w->q, runs_grouped(w->q));
 	buf_puts(sql, "VALUES ");
 	buf_append(sql, w->turn.runs_pending.data, w->turn.runs_pending.len);
 }
@@ -238,10 +257,10 @@ runs_held(struct worker *w, const struct run_note *n, struct buf *out)
 	runs_rec(w, &w->turn.held, n, &w->done, true, &r);
 	if (w->runs_stmt != NULL) {
 		runs_held_values(&v, &r);
-		if (dialect_stmt_execute(w->runs_stmt, out, v.v, RUNS_NVALUES))
+		if (dialect_stmt_execute(w->runs_stmt, out, v.v, v.n))
 			return;
 	}
-	runs_insert_head(out, w->q);
+	runs_insert_head(out, w->q, r.grouped);
 	buf_puts(out, "VALUES (");
 	runs_values(out, &r);
 	buf_puts(out, ")");

@@ -25,12 +25,14 @@ executed(const struct run_rec *r, struct buf *out)
 	struct run_values v;
 	static const char head[] = "EXECUTE rowq_run USING ";
 
+	q.group_by.name = r->grouped ? "batch" : NULL;
 	runs_held_text(&text, &q);
 	ck_assert_int_eq(dialect_stmt_init(&s, dialect_mariadb(), "rowq_run",
 	    text.data, &prepare), 0);
 	ck_assert_uint_gt(prepare.len, 0);
 	runs_held_values(&v, r);
-	ck_assert(dialect_stmt_execute(&s, &exec, v.v, RUNS_NVALUES));
+	ck_assert_uint_eq(v.n, r->grouped ? 15 : 14);
+	ck_assert(dialect_stmt_execute(&s, &exec, v.v, v.n));
 	ck_assert_int_eq(strncmp(exec.data, head, sizeof(head) - 1), 0);
 	buf_puts(out, exec.data + sizeof(head) - 1);
 	dialect_stmt_free(&s);
@@ -108,6 +110,57 @@ START_TEST(test_held_values)
 }
 END_TEST
 
+/*
+ * A queue with group_by: writes the row's group too, last (grp): its
+ * bytes as hex, cut at RUNS_GROUP_MAX, NULL for null; the same by the
+ * text and by the prepared statement.
+ */
+START_TEST(test_held_group)
+{
+	char group[RUNS_GROUP_MAX + 10];
+	struct queue q = { .name = "email", .group_by = { .name = "batch" } };
+	struct run_rec r = {
+		.queue = "email", .key = "17", .key_len = 2, .attempt = 1,
+		.outcome = "done", .reason = "", .exit_status = 0,
+		.started_us = 1764691200123000LL,
+		.finished_us = 1764691201000000LL, .duration_ms = 877,
+		.host = "vm", .worker = 2, .pid = 4711, .error = "",
+		.error_len = 0, .trace_id = "", .if_changed = true,
+		.grouped = true, .group = "o'k\\\xff", .group_len = 5,
+	};
+	struct buf head = { 0 };
+
+	same_values(&r, "'email', X'3137', 1, 'done', '', 0, "
+	    "'2025-12-02 16:00:00.123000', '2025-12-02 16:00:01.000000', 877, "
+	    "X'766d', 2, 4711, X'', NULL, X'6f276b5cff'");
+	r.group = NULL;
+	same_values(&r, "'email', X'3137', 1, 'done', '', 0, "
+	    "'2025-12-02 16:00:00.123000', '2025-12-02 16:00:01.000000', 877, "
+	    "X'766d', 2, 4711, X'', NULL, NULL");
+	memset(group, 'g', sizeof(group));
+	r.group = group;
+	r.group_len = sizeof(group);
+	{
+		struct run_rec plain = r;
+		struct buf text = { 0 }, exec = { 0 };
+
+		plain.if_changed = false;
+		runs_values(&text, &plain);
+		executed(&r, &exec);
+		ck_assert_str_eq(exec.data, text.data);
+		/* X'67...' of RUNS_GROUP_MAX bytes, last. */
+		ck_assert_uint_eq(strlen(strstr(exec.data, "X'67") + 2),
+		    2 * RUNS_GROUP_MAX + 1);
+		buf_free(&text);
+		buf_free(&exec);
+	}
+	/* The column named where the values are. */
+	runs_insert_head(&head, &q, runs_grouped(&q));
+	ck_assert_ptr_nonnull(strstr(head.data, ", trace_id, grp) "));
+	buf_free(&head);
+}
+END_TEST
+
 /* On MySQL the statement is its text, the values in it. */
 START_TEST(test_held_text_mysql)
 {
@@ -129,7 +182,7 @@ START_TEST(test_held_text_mysql)
 	    text.data, &prepare), 0);
 	ck_assert_uint_eq(prepare.len, 0);
 	runs_held_values(&v, &r);
-	ck_assert(dialect_stmt_execute(&s, &out, v.v, RUNS_NVALUES));
+	ck_assert(dialect_stmt_execute(&s, &out, v.v, v.n));
 	ck_assert_str_eq(out.data, "INSERT INTO rowq_runs (queue, row_key, "
 	    "attempt, outcome, reason, exit_status, started, finished, "
 	    "duration_ms, host, worker, pid, error, trace_id) VALUES "
@@ -152,6 +205,7 @@ main(void)
 
 	tcase_add_test(tc, test_held_values);
 	tcase_add_test(tc, test_held_text_mysql);
+	tcase_add_test(tc, test_held_group);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }
