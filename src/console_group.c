@@ -56,7 +56,7 @@ console_group_done(struct buf *b, const struct queue *q,
 	if (!q->runs.enabled)
 		return;
 	status_group_done_note(&note, q, gs);
-	buf_puts(b, "<p class=\"note\" id=\"groups-done\">Done: ");
+	buf_puts(b, "<p class=\"muted\" id=\"groups-done\">Done: ");
 	console_html(b, note.data);
 	buf_puts(b, ".</p>");
 	buf_free(&note);
@@ -75,9 +75,10 @@ console_group_rows(struct buf *b, const struct queue *q,
 	    "locks.  Run: the rows this daemon's workers are on");
 	console_group_others(b, gs);
 	buf_puts(b, ".</p>");
-	buf_puts(b, "<table id=\"groups\"><tr><th>Group</th><th class=\"n\">"
+	buf_printf(b, "<table id=\"groups\"><tr><th>Group</th><th class=\"n\">"
 	    "Wait</th><th class=\"n\">Run</th><th class=\"n\">Failed</th>"
-	    "<th class=\"n\">Oldest</th><th class=\"n\">Done</th></tr>\n");
+	    "<th class=\"n\">Oldest</th>%s</tr>\n", q->runs.enabled ?
+	    "<th class=\"n\">Done</th>" : "");
 	for (size_t i = 0; i < gs->n; i++) {
 		const struct status_group *g = &gs->g[i];
 		buf_puts(b, "<tr><td class=\"v\">");
@@ -98,7 +99,8 @@ console_group_rows(struct buf *b, const struct queue *q,
 			buf_puts(b, age);
 		}
 		buf_puts(b, "</td>");
-		console_group_num(b, g->done);
+		if (q->runs.enabled)
+			console_group_num(b, g->done);
 		buf_puts(b, "</tr>\n");
 	}
 	buf_puts(b, "</table>");

@@ -410,8 +410,9 @@ status_group_table(const struct queue *q, const struct status_groups *gs)
 	printf("%s grouped by %s: %zu of %ld group%s, running ones first, "
 	    "then the most rows (--limit %d)\n", q->name, q->group_by.name,
 	    gs->n, gs->total, gs->total == 1 ? "" : "s", gs->limit);
-	printf("%-32s %8s %8s %8s %8s %8s\n", "GROUP", "WAIT", "RUN",
-	    "FAILED", "OLDEST", "DONE");
+	printf("%-32s %8s %8s %8s %8s", "GROUP", "WAIT", "RUN", "FAILED",
+	    "OLDEST");
+	printf(q->runs.enabled ? " %8s\n" : "\n", "DONE");
 	for (size_t i = 0; i < gs->n; i++) {
 		const struct status_group *g = &gs->g[i];
 		char wait[24], run[24], failed[24], age[32], done[24];
@@ -424,8 +425,9 @@ status_group_table(const struct queue *q, const struct status_groups *gs)
 		else
 			duration_format(g->oldest_age_s * 1000, age,
 			    sizeof(age));
-		printf("%-32s %8s %8s %8s %8s %8s\n", g->value ?
-		    g->value : "NULL", wait, run, failed, age, done);
+		printf("%-32s %8s %8s %8s %8s", g->value ? g->value : "NULL",
+		    wait, run, failed, age);
+		printf(q->runs.enabled ? " %8s\n" : "\n", done);
 	}
 	if ((long)gs->n < gs->total)
 		printf("(%ld group%s left out: --limit N shows more)\n",
