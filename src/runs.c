@@ -38,6 +38,16 @@
 /* Another session added the column first (ER_DUP_FIELDNAME). */
 #define RUNS_ER_DUP_FIELDNAME	1060
 
+/*
+ * How long the ALTER waits for the table's metadata lock, in seconds.
+ * While it waits, every INSERT into the run log queues behind it: a
+ * transaction left open on the table (a session that read it and went
+ * idle) would stop the run logs of every queue and daemon that share it
+ * for as long as the server's lock_wait_timeout, a day or a year.  It
+ * gives up instead, and the worker tries again at its next connection.
+ */
+#define RUNS_ALTER_WAIT_S	5
+
 /* What a worker creates when the table is missing; rowq.yaml(5) says so. */
 #define RUNS_DDL \
 	"CREATE TABLE IF NOT EXISTS %s (\n" \
@@ -85,15 +95,17 @@ runs_grouped(const struct queue *q)
 /*
  * The table has the group's column, or has it now: a plain read of it,
  * and when the server does not know the column (a table made before
- * it), the ALTER that adds it.  Two sessions may both find it missing:
- * the second's ALTER, which waits for the first's, then finds it there,
- * which is as good.  Returns 0, or -1 with the reason logged, and the
- * statement to run by hand when it is a privilege.
+ * it), the ALTER that adds it, waiting RUNS_ALTER_WAIT_S at most.  Two
+ * sessions may both find it missing: the second's ALTER, which waits for
+ * the first's, then finds it there, which is as good.  Returns 0, or -1
+ * with the reason logged, and the statement to run by hand when it is a
+ * privilege.
  */
 static int
 runs_ensure_group(struct db *db, const struct queue *q)
 {
 	struct buf sql = { 0 };
+	enum db_status st;
 	int rc = 0;
 
 	buf_printf(&sql, "SELECT grp FROM %s LIMIT 0", runs_table(q));
@@ -104,8 +116,14 @@ runs_ensure_group(struct db *db, const struct queue *q)
 	}
 	(void)db_rollback(db);
 	buf_reset(&sql);
-	buf_printf(&sql, RUNS_GROUP_ADD, runs_table(q));
-	if (db_run(db, sql.data) == DB_OK)
+	buf_printf(&sql, "SET SESSION lock_wait_timeout = %d",
+	    RUNS_ALTER_WAIT_S);
+	if ((st = db_run(db, sql.data)) == DB_OK) {
+		buf_reset(&sql);
+		buf_printf(&sql, RUNS_GROUP_ADD, runs_table(q));
+		st = db_run(db, sql.data);
+	}
+	if (st == DB_OK)
 		log_info("added the column grp to the run log %s, for "
 		    "group_by: (status --by's DONE)", runs_table(q));
 	else if (db_errno(db) != RUNS_ER_DUP_FIELDNAME) {
@@ -117,6 +135,7 @@ runs_ensure_group(struct db *db, const struct queue *q)
 		    "", denied ? ")" : "");
 		rc = -1;
 	}
+	(void)db_run(db, "SET SESSION lock_wait_timeout = DEFAULT");
 	buf_free(&sql);
 	return rc;
 }

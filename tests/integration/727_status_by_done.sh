@@ -12,7 +12,9 @@
 # without a group counted as the NULL group's), the groups with only
 # done runs shown after the others, and none when --limit leaves no
 # room; the console's group view and its API; a user without ALTER is
-# told the table and the statement to run.
+# told the table and the statement to run; the ALTER waits a few seconds
+# only for a transaction left open on the table, and adds the column once
+# it has ended.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/console.sh"
@@ -260,3 +262,28 @@ untrack_pid "$ROWQ_PID"
 assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM information_schema.COLUMNS
     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'old_runs' AND COLUMN_NAME = 'grp'")" \
     "grp added without ALTER"
+
+# A transaction left open on an old run log: the ALTER waits for it a few
+# seconds only (the run log's INSERTs queue behind a waiting ALTER), and
+# the worker adds the column once it has ended.
+sql "CREATE TABLE held_runs $old_ddl"
+sql "DELETE FROM item WHERE id = 1000"
+sql "INSERT INTO item (id, batch, mode, arg) VALUES (1001, 'g9', 'sleep', '10')"
+sql "BEGIN; SELECT COUNT(*) FROM held_runs; SELECT SLEEP(9); COMMIT" >held.out 2>&1 &
+held=$!
+track_pid "$held"
+wait_until 10 '[ "$(sql_value "SELECT COUNT(*) FROM information_schema.PROCESSLIST
+    WHERE INFO LIKE '"'SELECT SLEEP(9)%'"'")" = 1 ]' || fail "the open transaction did not start"
+config held.yaml held 1 root "table: held_runs"
+sed -i 's|^    workers: 2|    workers: 1|' held.yaml
+rowq_start held.yaml held.log
+wait_until 15 'grep -q "the run log held_runs has no column grp.*[Ll]ock wait timeout" held.log' ||
+	fail "the ALTER did not give up waiting: $(cat held.log)"
+wait "$held" || fail "the open transaction: $(cat held.out)"
+untrack_pid "$held"
+wait_until 30 'grep -q "added the column grp to the run log held_runs" held.log' ||
+	fail "the column was not added once the transaction ended: $(cat held.log)"
+wait_until 10 '[ "$(sql_value "SELECT COUNT(*) FROM held_runs WHERE grp = '"'g9'"'")" = 1 ]' ||
+	fail "no run of g9 in held_runs"
+kill_wait 10 "$ROWQ_PID"
+untrack_pid "$ROWQ_PID"
