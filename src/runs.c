@@ -360,9 +360,11 @@ runs_held_values(struct run_values *v, const struct run_rec *r)
 	v->n = 14;
 	if (!r->grouped)
 		return;
-	v->v[v->n++] = r->group == NULL ? (struct value){ .type = VALUE_NULL } :
-	    runs_bytes(r->group, r->group_len < RUNS_GROUP_MAX ?
-	    r->group_len : RUNS_GROUP_MAX);
+	if (r->group == NULL)
+		v->v[v->n++] = (struct value){ .type = VALUE_NULL };
+	else
+		v->v[v->n++] = runs_bytes(r->group, r->group_len <
+		    RUNS_GROUP_MAX ? r->group_len : RUNS_GROUP_MAX);
 }
 
 /*

@@ -139,8 +139,10 @@ status_group_done(struct db *db, const struct queue *q,
 			has_null = true;
 			continue;
 		}
-		vals[nvals++] = (struct value){ .type = VALUE_BLOB, .s = v,
-		    .len = len < RUNS_GROUP_MAX ? len : RUNS_GROUP_MAX };
+		memset(&vals[nvals], 0, sizeof(vals[nvals]));
+		vals[nvals].type = VALUE_BLOB;
+		vals[nvals].s = v;
+		vals[nvals++].len = len < RUNS_GROUP_MAX ? len : RUNS_GROUP_MAX;
 	}
 	/* Room for the groups shown and for done-only ones up to limit. */
 	gs->g = xrealloc(gs->g, ((size_t)gs->limit + 1) * sizeof(*gs->g));

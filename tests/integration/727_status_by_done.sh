@@ -71,8 +71,8 @@ NULL|10|0|0
 CONCAT('o', CHAR(39), 'k', CHAR(92))|5|1|0
 _utf8mb4 X'636166C3A9'|4|0|1"
 id=0
-while IFS='|' read -r value done failed retried; do
-	for mode in "sleep 100 $done" "exit 65 $failed" "exit 3 $retried"; do
+while IFS="|" read -r value ndone failed retried; do
+	for mode in "sleep 100 $ndone" "exit 65 $failed" "exit 3 $retried"; do
 		set -- $mode
 		[ "$3" -gt 0 ] || continue
 		sql "INSERT INTO item (id, batch, mode, arg)
@@ -154,7 +154,6 @@ assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM rowq_runs r JOIN item i
 assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM rowq_runs WHERE queue = 'item'
     AND row_key <> '999' AND outcome NOT IN ('done', 'retry', 'failed')")" "runs of no outcome"
 
-long_json=$(printf '"%s"' "$long")
 for d in a b; do
 	"$ROWQ" -c $d.yaml status item --by --json >$d.json 2>$d.err ||
 		fail "status --by --json ($d): $(cat $d.err)"
