@@ -38,6 +38,8 @@
 #define CONSOLE_QUICK_MS	10000
 /* After a failed connection: wait this long before the next. */
 #define CONSOLE_DB_RETRY_MS	2000
+/* At the daemon's stop, the console's last heartbeat gets this long. */
+#define CONSOLE_LAST_HEARTBEAT_MS	2000
 
 /* The supervisor's side. */
 struct console_link {
@@ -142,6 +144,36 @@ console_view_stale(struct console *c)
 	c->view.db_ms = c->view.live_ms = 0;
 }
 
+/* Set by SIGTERM (console_stop): the last heartbeat goes, then exit. */
+static volatile sig_atomic_t console_stopping;
+
+static void
+console_on_term(int sig)
+{
+	(void)sig;
+	console_stopping = 1;
+}
+
+/* No SA_RESTART: the loop's poll returns, and sees it at once. */
+static void
+console_catch_term(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = console_on_term;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The daemon stops: its row says nothing runs here now (heartbeat.c). */
+static _Noreturn void
+console_exit_stopping(struct console *c)
+{
+	heartbeat_last(&c->heartbeat, c);
+	_exit(0);
+}
+
 /*
  * daemons_table: without console:, so that the consoles of other daemons
  * list this one: the heartbeat alone, no listener.
@@ -151,8 +183,11 @@ console_heartbeat_only(struct console *c)
 {
 	proc_title("rowq: heartbeat");
 	heartbeat_init(&c->heartbeat);
+	console_catch_term();
 	for (;;) {
 		int64_t now = now_ms(), next = now + 1000;
+		if (console_stopping)
+			console_exit_stopping(c);
 		heartbeat_tick(&c->heartbeat, c, now, &next);
 		(void)poll(NULL, 0, (int)(next > now ? next - now : 0));
 		if (getppid() == 1)
@@ -189,6 +224,7 @@ console_child(const struct config *cfg, int generation,
 	if (c.http == NULL)
 		_exit(ROWQ_EXIT_FAILURE);
 	heartbeat_init(&c.heartbeat);
+	console_catch_term();
 	for (;;) {
 		int64_t now = now_ms(), next = now + 1000;
 		struct pollfd p[2] = {
@@ -196,6 +232,8 @@ console_child(const struct config *cfg, int generation,
 			{ .fd = console_bulk_fd(&c), .events = POLLIN },
 		};
 
+		if (console_stopping)
+			console_exit_stopping(&c);
 		heartbeat_tick(&c.heartbeat, &c, now, &next);
 		console_bulk_timers(&c, now, &next);
 		console_http_timers(c.http, now, &next);
@@ -313,7 +351,8 @@ console_stop(struct supervisor *s)
 
 	if (l == NULL)
 		return;
-	helper_child_kill(&l->child);
+	/* Its workers are gone: a moment for its last heartbeat. */
+	helper_child_stop(&l->child, CONSOLE_LAST_HEARTBEAT_MS);
 	munmap(l->sessions, sizeof(*l->sessions));
 	free(l);
 	s->console = NULL;

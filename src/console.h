@@ -154,6 +154,7 @@ struct heartbeat {
 	bool		 no_running;	/* the table lacks it, cannot get it */
 	bool		 running_told;	/* said so in the log */
 	int64_t		 running_retry_ms;	/* try it again then */
+	bool		 stopping;	/* the last row: nothing runs */
 };
 
 /* One daemon as its row says. */
@@ -178,6 +179,7 @@ const char	*heartbeat_table(const struct config *);
 void		 heartbeat_init(struct heartbeat *);
 void		 heartbeat_tick(struct heartbeat *, struct console *,
 		    int64_t now, int64_t *next);
+void		 heartbeat_last(struct heartbeat *, struct console *);
 int		 heartbeat_read(struct db *, const struct config *,
 		    struct heartbeat_rows *);
 void		 heartbeat_rows_free(struct heartbeat_rows *);

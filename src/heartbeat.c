@@ -87,7 +87,9 @@ heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 {
 	static const char *const updated[] = { "version", "started", "busy",
 	    "workers", "console", "seen", "running" };
-	const struct console_view *v = console_live_view(c);
+	/* Stopping: the workers are gone, and nobody answers the socket. */
+	const struct console_view *v = h->stopping ? NULL :
+	    console_live_view(c);
 	struct buf sql = { 0 }, where = { 0 }, running = { 0 };
 	size_t nupdated = sizeof(updated) / sizeof(updated[0]);
 	long long busy, workers, up_s = (wall_ms() - c->started_wall_ms) / 1000;
@@ -95,14 +97,18 @@ heartbeat_write(struct db *db, struct heartbeat *h, struct console *c)
 	enum db_status st;
 	struct db_stmt *s;
 
-	heartbeat_workers(v, &busy, &workers);
+	busy = workers = 0;
+	if (v != NULL)
+		heartbeat_workers(v, &busy, &workers);
 	if (c->cfg->console.on)
 		buf_printf(&where, "%s://%s", c->cfg->console.tls_cert ?
 		    "https" : "http", c->cfg->console.listen);
 	else
 		buf_puts(&where, "");
 	/* Unknown (no answer from the daemon): null, not "none". */
-	if (v->live.text != NULL)
+	if (v == NULL)
+		buf_puts(&running, "[]");
+	else if (v->live.text != NULL)
 		status_others_json(&running, c->cfg, &v->live);
 	if (h->no_running)
 		nupdated--;
@@ -208,6 +214,25 @@ heartbeat_write_table(struct db *db, struct heartbeat *h, struct console *c)
 		h->running_told = false;
 	}
 	return st;
+}
+
+/*
+ * The daemon stops (its workers are gone): its row says that nothing runs
+ * here now, so that other daemons' status --by stops counting its rows at
+ * once, not when its row is 30 seconds old.  Once, where the row could
+ * be written before; the supervisor waits a moment for it, no more.
+ */
+void
+heartbeat_last(struct heartbeat *h, struct console *c)
+{
+	struct db *db;
+
+	if (h->failing || h->due_ms == 0 || (db = console_db(c)) == NULL)
+		return;
+	h->stopping = true;
+	if (heartbeat_write(db, h, c) != DB_OK)
+		log_warnx("daemons table %s: cannot say that this daemon "
+		    "stopped: %s", heartbeat_table(c->cfg), db_error(db));
 }
 
 /* Rows of daemons gone a day: removed, once an hour at most. */

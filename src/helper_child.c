@@ -8,8 +8,10 @@
 #include "rowq.h"
 #include "supervisor.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 
 void
 helper_child_poll_fd(const struct helper_child *h, struct pollfd *p,
@@ -65,4 +67,29 @@ helper_child_kill(struct helper_child *h)
 		(void)waitpid(h->pid, NULL, 0);
 		h->pid = 0;
 	}
+}
+
+/*
+ * Stop it with SIGTERM, wait up to grace_ms for it to finish its last act
+ * (the console's last heartbeat), then stop it at once all the same.
+ */
+void
+helper_child_stop(struct helper_child *h, int64_t grace_ms)
+{
+	struct timespec tick = { 0, 10 * 1000000L };
+	int64_t end = now_ms() + grace_ms;
+	pid_t r;
+
+	if (h->pid <= 0)
+		return;
+	(void)kill(h->pid, SIGTERM);
+	while (now_ms() < end) {
+		r = waitpid(h->pid, NULL, WNOHANG);
+		if (r == h->pid || (r == -1 && errno != EINTR)) {
+			h->pid = 0;
+			return;
+		}
+		(void)nanosleep(&tick, NULL);
+	}
+	helper_child_kill(h);
 }

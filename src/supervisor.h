@@ -438,6 +438,7 @@ void	 helper_child_retire(struct helper_child *, int generation);
 bool	 helper_child_due(const struct helper_child *, int64_t now,
 	    int64_t *next);
 void	 helper_child_kill(struct helper_child *);
+void	 helper_child_stop(struct helper_child *, int64_t grace_ms);
 
 /* pause_watch.c: the wake watcher child's reads of the pause table */
 struct rowset;

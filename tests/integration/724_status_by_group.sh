@@ -13,7 +13,8 @@
 # that the read takes no row lock: a FOR UPDATE NOWAIT on a waiting row
 # succeeds while a slow `status --by` runs, and its session holds no row;
 # that one finds no daemon on its socket and counts both daemons' rows
-# from the daemons table.
+# from the daemons table.  A daemon that stops writes a last row that says
+# nothing runs there, and the other's RUN leaves its rows out at once.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start
@@ -245,7 +246,19 @@ assert v["run_other_daemons"]["counted"] == 2, v
 g = {x["group"]: x for x in v["groups"]}
 assert g["b2"]["wait"] == 1 and g["b2"]["run"] == 2 and g["b2"]["failed"] == 1, g["b2"]
 PY
-for d in a b; do
-	kill_wait 10 "${pid[$d]}"
-	untrack_pid "${pid[$d]}"
-done
+# A daemon that stops says so in its row, as its console's last act: the
+# other's RUN leaves its rows out at once, not once its row is 30 s old.
+kill_wait 10 "${pid[b]}"
+untrack_pid "${pid[b]}"
+assert_eq "0 []" "$(sql_value "SELECT CONCAT_WS(' ', busy, running) FROM rowq_daemons
+    WHERE pid = ${pid[b]}")" "b's last row: nothing runs there"
+"$ROWQ" -c a.yaml status item --by --limit 1000 --json >after.json 2>&1 ||
+	fail "status --by after b stopped: $(cat after.json)"
+python3 - after.json <<'PY' || fail "status --by after b stopped: $(cat after.json)"
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert v["run_other_daemons"]["counted"] == 1, v
+assert sum(g["run"] for g in v["groups"]) == 2, v   # a's two workers
+PY
+kill_wait 10 "${pid[a]}"
+untrack_pid "${pid[a]}"
