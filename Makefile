@@ -127,6 +127,7 @@ OBJS =	build/backoff.o \
 	build/worker_finish.o \
 	build/worker_finish_text.o \
 	build/worker_lease.o \
+	build/worker_lease_ride.o \
 	build/worker_limit.o \
 	build/worker_limit_key.o \
 	build/worker_limit_lease.o \

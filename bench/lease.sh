@@ -108,16 +108,24 @@ for b in 1 10; do
 done
 
 questions() { sql "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
+# CPU time so far, in clock ticks: the server's, and that of the
+# children the calling shell has waited for (rowq, its workers and
+# handlers); read without a subshell of its own, into TICKS.
+server_ticks() { read -ra st <"/proc/$_lib_db_pid/stat"; TICKS=$((st[13] + st[14])); }
+client_ticks() { read -ra st <"/proc/$BASHPID/stat"; TICKS=$((st[15] + st[16])); }
+CLK_TCK=$(getconf CLK_TCK)
 
-declare -A RESULT LAST RATIO STMTS REFUSED
+declare -A RESULT LAST RATIO STMTS REFUSED SCPU CCPU
 # run NAME ROWQ CONFIG [BASE]: one drain, its rows/s into RESULT, its
 # statements per row into STMTS, and its ratio to BASE's of the same
 # round into RATIO.
 run()
 {
-	local name=$1 bin=$2 cfg=$3 t0 t1 q0 q1 got
+	local name=$1 bin=$2 cfg=$3 t0 t1 q0 q1 got s0 s1 c0 c1
 	fill "$ROWS"
 	q0=$(questions)
+	server_ticks; s0=$TICKS
+	client_ticks; c0=$TICKS
 	t0=$(now_us)
 	if ! "$bin" -c "$cfg" drain job -w "$WORKERS" >drain.out 2>&1; then
 		# A build from before lease mode took batches refuses them.
@@ -129,6 +137,8 @@ run()
 		fail "$name: drain: $(tail -n 5 drain.out)"
 	fi
 	t1=$(now_us)
+	server_ticks; s1=$TICKS
+	client_ticks; c1=$TICKS
 	q1=$(questions)
 	got=$(sql_value "SELECT CONCAT_WS(' ', SUM(status = 'done'),
 	    MAX(done_count), MIN(done_count)) FROM job")
@@ -138,9 +148,11 @@ run()
 	# Less the two statements of questions() itself.
 	STMTS[$name]="${STMTS[$name]:-} $(awk -v a="$q0" -v b="$q1" -v n="$ROWS" \
 	    'BEGIN { printf "%.2f", (b - a - 2) / n }')"
+	SCPU[$name]="${SCPU[$name]:-} $(((s1 - s0) * 1000000 / CLK_TCK / ROWS))"
+	CCPU[$name]="${CCPU[$name]:-} $(((c1 - c0) * 1000000 / CLK_TCK / ROWS))"
 	[ -z "${4:-}" ] ||
 	    RATIO[$name]="${RATIO[$name]:-} $(ratio "${LAST[$name]}" "${LAST[$4]}")"
-	say "  $name: ${LAST[$name]} rows/s, ${STMTS[$name]##* } statements a row"
+	say "  $name: ${LAST[$name]} rows/s, ${STMTS[$name]##* } statements a row, CPU µs a row: server ${SCPU[$name]##* }, rowq ${CCPU[$name]##* }"
 }
 
 median_of() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }

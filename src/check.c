@@ -136,11 +136,11 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 		    "nothing, every %d claims and at least every %d ms",
 		    q->select.where, c.table, c.key_column,
 		    CURSOR_FALLBACK_CLAIMS, CURSOR_FALLBACK_MS);
-		cursor_claim_sql(&b, &c, CURSOR_AFTER, NULL, q->batch);
+		cursor_claim_sql(&b, &c, CURSOR_AFTER, NULL, q->batch, NULL);
 		check_cursor_line(q, "claim", &b);
 		cursor_start_sql(&b, &c);
 		check_cursor_line(q, "fallback, first (locks nothing)", &b);
-		cursor_claim_sql(&b, &c, CURSOR_AT, NULL, q->batch);
+		cursor_claim_sql(&b, &c, CURSOR_AT, NULL, q->batch, NULL);
 		check_cursor_line(q, "fallback, then", &b);
 	} else if (check_keyed(db, q, k)) {
 		by_key = true;

@@ -98,7 +98,7 @@ int	 cursor_derive(struct cursor_claim *, const char *select);
 int	 cursor_confirm(struct db *, struct cursor_claim *,
 	    const struct column *, size_t ncols);
 void	 cursor_claim_sql(struct buf *, const struct cursor_claim *,
-	    enum cursor_from, const char *key, int limit);
+	    enum cursor_from, const char *key, int limit, const char *more);
 void	 cursor_start_sql(struct buf *, const struct cursor_claim *);
 bool	 cursor_key_valid(const char *, size_t);
 void	 cursor_free(struct cursor_claim *);

@@ -330,12 +330,14 @@ cursor_key_valid(const char *key, size_t len)
  */
 void
 cursor_claim_sql(struct buf *b, const struct cursor_claim *c,
-    enum cursor_from from, const char *key, int limit)
+    enum cursor_from from, const char *key, int limit, const char *more)
 {
 	char n[16];
 
 	/* Written piece by piece: a format costs more here, at every claim. */
 	buf_puts(b, c->columns);
+	if (more != NULL)
+		buf_puts(b, more);
 	buf_puts(b, " FROM ");
 	buf_puts(b, c->table_ref);
 	buf_puts(b, " FORCE INDEX (PRIMARY)\nWHERE ");

@@ -415,10 +415,10 @@ db_bit_value(struct row *r, size_t i, const unsigned char *raw,
 
 /* Copy a text-protocol result into rs, every value as its text. */
 static void
-db_copy_result(MYSQL_RES *res, struct rowset *rs)
+db_copy_result(MYSQL_RES *res, struct rowset *rs, size_t keep)
 {
 	const MYSQL_FIELD *f = mysql_fetch_fields(res);
-	size_t n = mysql_num_fields(res);
+	size_t n = mysql_num_fields(res) < keep ? mysql_num_fields(res) : keep;
 	MYSQL_ROW mrow;
 
 	while ((mrow = mysql_fetch_row(res)) != NULL) {
@@ -456,7 +456,7 @@ db_query(struct db *db, const char *sql, struct rowset *rs,
 	n = mysql_num_fields(res);
 	*cols = db_columns(mysql_fetch_fields(res), n);
 	*ncols = n;
-	db_copy_result(res, rs);
+	db_copy_result(res, rs, mysql_num_fields(res));
 	mysql_free_result(res);
 	return DB_OK;
 }
@@ -528,11 +528,12 @@ db_rest_of_results(struct db *db)
  * make `WHERE id = 7` match '007' as well as '7'.
  */
 static bool
-db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols)
+db_same_columns(MYSQL_RES *res, const struct column *cols, size_t ncols,
+    size_t more)
 {
 	const MYSQL_FIELD *f = mysql_fetch_fields(res);
 
-	if (mysql_num_fields(res) != ncols)
+	if (mysql_num_fields(res) != ncols + more)
 		return false;
 	for (size_t i = 0; i < ncols; i++)
 		if (strcmp(f[i].name, cols[i].name) != 0 ||
@@ -667,16 +668,25 @@ db_select(struct db *db, const char *sql, struct db_ahead *ahead,
 			(void)db_fail(db, 0, "the select returned no result");
 			st = DB_FATAL;
 		}
-	} else if (!db_same_columns(res, cols, ncols)) {
+	} else if (!db_same_columns(res, cols, ncols,
+	    (size_t)ahead->ride_columns)) {
 		/* Prepare and check them again. */
 		db_fail(db, 0, "the select's columns changed since it was "
 		    "prepared (ALTER TABLE?)");
 		st = DB_RECONNECT;
 	} else {
-		db_copy_result(res, rs);
+		db_copy_result(res, rs, ncols);
+		ahead->selected = true;
 	}
 	if (res != NULL)
 		mysql_free_result(res);
+	for (int i = 0; st == DB_OK && i < ahead->nbehind &&
+	    i < DB_AHEAD_BEHIND_MAX; i++) {
+		if (mysql_next_result(db->mysql) != 0)
+			return db_fail_mysql(db);
+		db_keep_result(db, &ahead->behind[i]);
+		ahead->behind_ran = i + 1;
+	}
 	if (st == DB_OK)
 		st = db_rest_of_results(db);
 	else

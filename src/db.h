@@ -25,6 +25,10 @@ enum value_type {
 	VALUE_INT,
 	VALUE_TEXT,
 	VALUE_BLOB,
+	/* An expression of rowq's own (s, len), never a value from
+	 * outside: written as it is into a statement's text
+	 * (dialect_value), never bound. */
+	VALUE_SQL,
 };
 
 struct value {
@@ -83,6 +87,7 @@ enum db_status	 db_run_count(struct db *, const char *sql,
  */
 #define DB_AHEAD_EXTRA_MAX	8	/* statements between COMMIT and the select */
 #define DB_AHEAD_VALUES		5	/* of each one's first row, kept */
+#define DB_AHEAD_BEHIND_MAX	2	/* statements behind the select */
 
 /* What one of the extra statements gave: its first row, or rows changed. */
 struct db_ahead_result {
@@ -113,6 +118,16 @@ struct db_ahead {
 	bool		 committed;	/* set when the COMMIT went through */
 	int		 extra_ran;	/* set: how many of the extras ran */
 	struct db_ahead_result extra[DB_AHEAD_EXTRA_MAX];
+	/*
+	 * A lease riding on the claim (worker_lease_ride.c): these many
+	 * columns of its own after the select's (not kept), and behind the
+	 * select these many statements, each one's result kept.
+	 */
+	int		 ride_columns;
+	int		 nbehind;
+	bool		 selected;	/* set: the select's rows were read */
+	int		 behind_ran;	/* set: how many of those ran */
+	struct db_ahead_result behind[DB_AHEAD_BEHIND_MAX];
 };
 enum db_status	 db_select(struct db *, const char *sql, struct db_ahead *,
 		    const struct column *, size_t ncols, struct rowset *);
@@ -135,6 +150,8 @@ void		 columns_free(struct column *, size_t);
 /* ---- db_stmt.c: prepared statements ---- */
 
 struct db_stmt	*db_prepare(struct db *, const char *sql, enum db_status *);
+bool		 db_stmt_column_origin(const struct db_stmt *, size_t,
+		    struct buf *);
 void		 db_stmt_free(struct db_stmt *);
 size_t		 db_stmt_nparams(const struct db_stmt *);
 const struct column *db_stmt_columns(const struct db_stmt *, size_t *n);

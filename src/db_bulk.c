@@ -27,6 +27,8 @@ db_bulk_column_type(const struct value *v, size_t nrows, size_t nparams,
 		const struct value *x = &v[r * nparams + col];
 		if (x->type == VALUE_NULL)
 			continue;
+		if (x->type == VALUE_SQL)
+			return false;	/* text only */
 		if (seen && (x->type != type->type ||
 		    x->is_unsigned != type->is_unsigned))
 			return false;
@@ -90,6 +92,7 @@ db_bulk_bind(MYSQL_BIND *b, struct db_bulk_column *c, const struct value *v,
 	case VALUE_NULL:
 	case VALUE_TEXT:
 	case VALUE_BLOB:
+	case VALUE_SQL:	/* never: db_bulk_column_type refuses it */
 		/* Variable length: an array of pointers and one of lengths. */
 		b->buffer_type = type.type == VALUE_BLOB ? MYSQL_TYPE_BLOB :
 		    MYSQL_TYPE_STRING;

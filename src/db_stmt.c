@@ -114,6 +114,30 @@ db_stmt_columns(const struct db_stmt *s, size_t *n)
 	return s->cols;
 }
 
+/*
+ * The name of the table column that the i-th column of a select is,
+ * whatever its alias, appended to name; false when it is none (an
+ * expression) or the server does not say.
+ */
+bool
+db_stmt_column_origin(const struct db_stmt *s, size_t i, struct buf *name)
+{
+	MYSQL_RES *meta = mysql_stmt_result_metadata(s->stmt);
+	const MYSQL_FIELD *f;
+	bool found = false;
+
+	if (meta == NULL)
+		return false;
+	f = mysql_fetch_fields(meta);
+	if (i < mysql_num_fields(meta) && f[i].org_name != NULL &&
+	    f[i].org_name[0] != '\0') {
+		buf_puts(name, f[i].org_name);
+		found = true;
+	}
+	mysql_free_result(meta);
+	return found;
+}
+
 static enum db_status
 db_stmt_bind(struct db_stmt *s, const struct value *v, size_t n)
 {
@@ -139,6 +163,9 @@ db_stmt_bind(struct db_stmt *s, const struct value *v, size_t n)
 			b->buffer = (void *)(v[i].s ? v[i].s : "");
 			b->buffer_length = (unsigned long)v[i].len;
 			break;
+		case VALUE_SQL:
+			return db_fail(s->db, 0, "an expression of rowq's "
+			    "cannot be bound"), DB_FATAL;
 		}
 	}
 	if (n > 0 && mysql_stmt_bind_param(s->stmt, s->params) != 0)

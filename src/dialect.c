@@ -34,6 +34,7 @@ static const struct dialect mariadb = {
 	.galera = true,
 	.upsert_alias = false,
 	.call_counts_last = false,
+	.assigns_in_select = true,
 	.simultaneous_assignment = "SIMULTANEOUS_ASSIGNMENT",
 };
 
@@ -55,6 +56,7 @@ static const struct dialect mysql = {
 	.galera = false,
 	.upsert_alias = true,
 	.call_counts_last = true,
+	.assigns_in_select = false,
 	.simultaneous_assignment = NULL,
 };
 
@@ -158,6 +160,9 @@ dialect_value(const struct dialect *d, struct buf *out, const struct value *v)
 		return true;
 	case VALUE_BLOB:
 		dialect_bytes(d, out, v->s, v->len);
+		return true;
+	case VALUE_SQL:
+		buf_append(out, v->s, v->len);
 		return true;
 	case VALUE_TEXT:
 		/*

@@ -48,6 +48,9 @@ struct dialect {
 	bool		 galera;		/* may be a Galera node */
 	bool		 upsert_alias;		/* INSERT .. AS new ON DUPLICATE */
 	bool		 call_counts_last;	/* a CALL's rows: its last statement's */
+	/* SELECT's list may set a user variable (@v := expr) with no
+	 * warning: deprecated in MySQL 8.0.13, to be removed. */
+	bool		 assigns_in_select;
 	/* The sql_mode word that makes a SET list read the row's old
 	 * values throughout; NULL: it is always left to right. */
 	const char	*simultaneous_assignment;

@@ -610,6 +610,10 @@ worker_free(struct worker *w)
 	keyed_free(&w->keyed);
 	free(w->keyed_list.rows);
 	buf_free(&w->claim_text);
+	buf_free(&w->ride_vars);
+	buf_free(&w->ride_list);
+	buf_free(&w->ride_front);
+	buf_free(&w->ride_back);
 	recent_free(w->recent);
 	free(w->path);
 	handler_env_free(w->pipe.envp);

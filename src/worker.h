@@ -349,6 +349,18 @@ struct worker {
 	struct lease_token	 lease_tokens[CLAIM_MAX];
 	int			 lease_rows;
 	bool			 lease_one_by_one; /* the next turn: no bulk */
+	/* At batch 1, the lease in the claim's text (worker_lease_ride.c). */
+	bool			 ride_ok;	/* this connection's claims can */
+	bool			 riding;	/* this turn's claim does */
+	int			 ride_columns;	/* the select's own, behind */
+	unsigned long long	 ride_number;	/* of the claim */
+	bool			 ride_direct;	/* in the cursor claim's own list */
+	struct buf		 ride_vars;	/* the list's columns, as bound */
+	struct buf		 ride_list, ride_front, ride_back;
+	unsigned long long	 ride_leased;	/* what the lease changed */
+	bool			 ride_committed; /* its COMMIT went through */
+	bool			 ride_refused;	/* the server refused the lease */
+	bool			 ride_held_off;	/* until one by one leases a row */
 	struct recent		*recent;	/* rows finished lately */
 	int			 hot_loops;	/* in a row, for backoff */
 	int64_t			 last_hot_ms;
@@ -407,6 +419,7 @@ void	 turn_release_held(struct worker *);
 bool	 turn_layout_current(const struct worker *);
 bool	 turn_row_workable(struct worker *, size_t i);
 void	 turn_skip(struct worker *, const struct row *, const char *why);
+bool	 turn_skipped_before(const struct worker *, const struct row *);
 int	 turn_next_limit(const struct worker *);
 
 /* worker_finish.c */
@@ -430,6 +443,8 @@ void	 finish_stalled(struct worker *, const struct bound *,
 enum db_status finish_settle(struct worker *, struct bound *,
 	    const struct row *, int attempt, enum db_status,
 	    unsigned long long affected);
+void	 finish_value(struct worker *, const struct bound *, size_t,
+	    const struct row *, int attempt, int64_t delay_ms, struct value *);
 void	 finish_values(struct worker *, const struct bound *,
 	    const struct row *, int attempt, int64_t delay_ms, struct value *);
 void	 finish_values_token(const struct bound *, struct value *,
@@ -450,7 +465,20 @@ enum db_status finish_held_now(struct worker *);
 /* worker_lease.c */
 void	 lease_new_token(struct lease_token *);
 int	 lease_turn(struct worker *);
+
 int	 lease_renew(void *ctx, struct handler_result *);
+
+/* worker_lease_ride.c */
+void	 lease_ride_bind(struct worker *);
+bool	 lease_ride_arm(struct worker *);
+void	 lease_ride_open(const struct worker *, struct buf *);
+const char *lease_ride_columns(const struct worker *);
+void	 lease_ride_close(const struct worker *, struct buf *);
+void	 lease_ride_ahead(const struct worker *, struct db_ahead *);
+void	 lease_ride_sent(struct worker *, const struct db_ahead *,
+	    enum db_status);
+bool	 lease_ride_failed(struct worker *, enum db_status);
+int	 lease_ride_leased(struct worker *, bool *leased);
 
 /* worker_runs.c */
 void	 runs_note(struct worker *, const struct row *, int attempt,

@@ -294,10 +294,12 @@ static enum db_status
 claim_send_to(struct worker *w, struct claim_front *f, const char *sql,
     const struct column *cols, size_t ncols, struct rowset *rs)
 {
-	struct db_ahead gone = { 0 };
-	enum db_status st = db_select(w->db, sql, f->sent ? &gone : &f->ahead,
-	    cols, ncols, rs);
+	struct db_ahead gone = { 0 }, *a = f->sent ? &gone : &f->ahead;
+	enum db_status st;
 
+	lease_ride_ahead(w, a);
+	st = db_select(w->db, sql, a, cols, ncols, rs);
+	lease_ride_sent(w, a, st);
 	f->sent = true;
 	return st;
 }
@@ -322,7 +324,10 @@ claim_from(struct worker *w, enum cursor_from from, const char *key,
 
 	buf_reset(b);
 	claim_front_text(w, f, b);
-	cursor_claim_sql(b, &w->cursor, from, key, limit);
+	lease_ride_open(w, b);
+	cursor_claim_sql(b, &w->cursor, from, key, limit,
+	    lease_ride_columns(w));
+	lease_ride_close(w, b);
 	if (w->bulk_done && !w->q->lease.enabled)
 		buf_printf(b, ";\nSAVEPOINT %s", CLAIMED_SAVEPOINT);
 	return claim_send(w, f, b->data);
@@ -340,11 +345,13 @@ claim_select(struct worker *w, int limit, struct claim_front *f)
 	if (limit != w->claim_limit)
 		claim_sql_for(w, limit);
 	sql = w->claim_sql + (f->ahead.commit ? 0 : strlen(COMMIT_FIRST));
-	if (!f->sent && (f->ahead.finish || f->ahead.runs ||
-	    f->ahead.nextra > 0)) {
+	if (w->riding || (!f->sent && (f->ahead.finish || f->ahead.runs ||
+	    f->ahead.nextra > 0))) {
 		buf_reset(&w->claim_text);
 		claim_front_text(w, f, &w->claim_text);
+		lease_ride_open(w, &w->claim_text);
 		buf_puts(&w->claim_text, w->claim_sql + strlen(COMMIT_FIRST));
+		lease_ride_close(w, &w->claim_text);
 		sql = w->claim_text.data;
 	}
 	return claim_send(w, f, sql);
@@ -640,9 +647,10 @@ claim_batch(struct worker *w)
 {
 	int limit = turn_next_limit(w);
 	struct buf before = { 0 }, after = { 0 };
+	/* A lease that rides on the claim brings its own COMMIT, last. */
 	struct claim_front f = { .ahead = { .finish = w->turn.holding,
 	    .finish_rest = w->turn.holding ? w->turn.held_rest : 0,
-	    .commit = w->turn.uncommitted }, .before = &before,
+	    .commit = w->turn.uncommitted && !w->riding }, .before = &before,
 	    .after = &after };
 	bool with_commit = f.ahead.commit, fallback = false, again;
 	enum db_status st, held;
@@ -669,7 +677,8 @@ claim_batch(struct worker *w)
 			/* Nothing ran after the done: the take goes again. */
 			buf_reset(&before);
 			buf_reset(&after);
-			f = (struct claim_front){ .ahead = { .commit = true },
+			f = (struct claim_front){ .ahead = {
+			    .commit = !w->riding },
 			    .before = &before, .after = &after };
 			limit_front(w, &before, &after, &f.ahead);
 			/* The row marked failed instead: its run goes too. */
@@ -689,6 +698,8 @@ claim_batch(struct worker *w)
 	if (limit_claimed(w, &f.ahead, st) == 0)
 		return 0;
 	if (st == DB_OK && claim_keys(w) == 0)
+		return 0;
+	if (st != DB_OK && lease_ride_failed(w, st))
 		return 0;
 	if (st != DB_OK) {
 		claim_failed(w, &f, st, with_commit && !f.ahead.committed ?

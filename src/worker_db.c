@@ -158,6 +158,7 @@ worker_connect(struct worker *w)
 	w->bulk_done = finish_batches_done(w);
 	finish_text_bind(w, &w->done);
 	finish_text_bind_lease(w);
+	lease_ride_bind(w);
 	runs_prepare(w);
 	pickup_clock_read(w);
 	return CONNECT_OK;

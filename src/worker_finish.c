@@ -108,63 +108,69 @@ finish_batches_done(const struct worker *w)
 }
 
 /*
- * The values of a statement's parameters for a row of the turn.  The
+ * The value of a statement's i-th parameter for a row of the turn.  The
  * caller has made sure the turn's layout is the connection's
- * (turn_layout_current), which the column numbers were bound for.
+ * (turn_layout_current), which the column numbers were bound for; row
+ * may be NULL for a parameter that names no column.
  */
+void
+finish_value(struct worker *w, const struct bound *b, size_t i,
+    const struct row *row, int attempt, int64_t delay_ms, struct value *v)
+{
+	memset(v, 0, sizeof(*v));
+	switch (b->source[i]) {
+	case PARAM_COLUMN:
+		db_value_of_column(v, &w->turn.cols[b->column[i]],
+		    row->value[b->column[i]], row->len[b->column[i]]);
+		break;
+	case PARAM_ATTEMPT:
+		v->type = VALUE_INT;
+		v->i = attempt;
+		break;
+	case PARAM_DELAY:
+		v->type = VALUE_INT;
+		v->i = (delay_ms + 999) / 1000;
+		break;
+	case PARAM_ERROR:
+		v->type = VALUE_TEXT;
+		v->s = w->result.error.data ? w->result.error.data : "";
+		v->len = w->result.error.len;
+		break;
+	case PARAM_OUTPUT:
+		v->type = VALUE_TEXT;
+		v->s = w->result.output.data ? w->result.output.data : "";
+		v->len = w->result.output.len;
+		break;
+	case PARAM_LEASE:
+		v->type = VALUE_TEXT;
+		v->s = w->token.hex;
+		v->len = strlen(w->token.hex);
+		v->plain = true;	/* hex digits */
+		break;
+	case PARAM_LEASE_INT:
+		v->type = VALUE_INT;
+		v->i = w->token.n;
+		break;
+	case PARAM_DURATION:
+		v->type = VALUE_INT;
+		v->i = (w->q->lease.duration_ms + 999) / 1000;
+		break;
+	case PARAM_REASON:
+		/* A batch's ok rows run done after the others. */
+		v->type = VALUE_TEXT;
+		v->s = b == &w->done || w->reason == NULL ? "" : w->reason;
+		v->len = strlen(v->s);
+		break;
+	}
+}
+
+/* The values of all of a statement's parameters for a row of the turn. */
 void
 finish_values(struct worker *w, const struct bound *b, const struct row *row,
     int attempt, int64_t delay_ms, struct value *values)
 {
-	for (size_t i = 0; i < b->sql->nparams; i++) {
-		struct value *v = &values[i];
-		memset(v, 0, sizeof(*v));
-		switch (b->source[i]) {
-		case PARAM_COLUMN:
-			db_value_of_column(v, &w->turn.cols[b->column[i]],
-			    row->value[b->column[i]], row->len[b->column[i]]);
-			break;
-		case PARAM_ATTEMPT:
-			v->type = VALUE_INT;
-			v->i = attempt;
-			break;
-		case PARAM_DELAY:
-			v->type = VALUE_INT;
-			v->i = (delay_ms + 999) / 1000;
-			break;
-		case PARAM_ERROR:
-			v->type = VALUE_TEXT;
-			v->s = w->result.error.data ? w->result.error.data : "";
-			v->len = w->result.error.len;
-			break;
-		case PARAM_OUTPUT:
-			v->type = VALUE_TEXT;
-			v->s = w->result.output.data ? w->result.output.data : "";
-			v->len = w->result.output.len;
-			break;
-		case PARAM_LEASE:
-			v->type = VALUE_TEXT;
-			v->s = w->token.hex;
-			v->len = strlen(w->token.hex);
-			v->plain = true;	/* hex digits */
-			break;
-		case PARAM_LEASE_INT:
-			v->type = VALUE_INT;
-			v->i = w->token.n;
-			break;
-		case PARAM_DURATION:
-			v->type = VALUE_INT;
-			v->i = (w->q->lease.duration_ms + 999) / 1000;
-			break;
-		case PARAM_REASON:
-			/* A batch's ok rows run done after the others. */
-			v->type = VALUE_TEXT;
-			v->s = b == &w->done || w->reason == NULL ? "" :
-			    w->reason;
-			v->len = strlen(v->s);
-			break;
-		}
-	}
+	for (size_t i = 0; i < b->sql->nparams; i++)
+		finish_value(w, b, i, row, attempt, delay_ms, &values[i]);
 }
 
 /*

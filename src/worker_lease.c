@@ -304,6 +304,26 @@ lease_rows_text(struct worker *w, bool *leased, int nleased, bool *sent)
 }
 
 /*
+ * Leasing one by one failed, at the row failing (NULL: before any): say
+ * so, naming the row, and roll back.
+ */
+static void
+lease_rows_failed(struct worker *w, enum db_status st,
+    const struct row *failing)
+{
+	struct buf key = { 0 };
+
+	if (failing != NULL) {
+		row_key_text(w, failing, &key);
+		log_set_row(key.data);
+	}
+	worker_db_failed(w, st, w->lease.sql->where);
+	log_set_row(NULL);
+	buf_free(&key);
+	turn_rolled_back(w);
+}
+
+/*
  * Lease the turn's workable rows, up to a batch, in the claim's
  * transaction, and commit: one row, or a batch where the server has no
  * bulk execute, as text with the COMMIT in one round trip where they can
@@ -317,17 +337,28 @@ lease_rows(struct worker *w, bool *leased)
 	unsigned long long affected;
 	enum db_status st;
 	int n = (int)w->turn.rows.nrows, nleased = 0;
-	bool all, undone, sent;
+	bool all, undone, sent, workable[CLAIM_MAX];
+	const struct row *failing = NULL;
 
 	w->lease_rows = n;
 	for (int i = 0; i < n; i++) {
 		leased[i] = w->lease_live[i] = false;
-		if (nleased >= w->q->batch || !turn_row_workable(w, (size_t)i))
-			continue;
-		lease_new_token(&w->lease_tokens[i]);
-		leased[i] = true;
-		nleased++;
+		workable[i] = turn_row_workable(w, (size_t)i);
 	}
+	/*
+	 * Up to a batch, rows skipped before last (a lease that changed
+	 * nothing): such a row at the head of the queue, claimed again with
+	 * the rows behind it (worker_widen), must not keep them from theirs.
+	 */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n && nleased < w->q->batch; i++) {
+			if (leased[i] || !workable[i] || (pass == 0 &&
+			    turn_skipped_before(w, &w->turn.rows.rows[i])))
+				continue;
+			lease_new_token(&w->lease_tokens[i]);
+			leased[i] = true;
+			nleased++;
+		}
 	/*
 	 * A batch goes as text only where the server has no bulk execute
 	 * (MySQL): on MariaDB ten EXECUTEs cost more than the bulk's one
@@ -351,6 +382,7 @@ lease_rows(struct worker *w, bool *leased)
 		if (!leased[i])
 			continue;
 		w->token = w->lease_tokens[i];
+		failing = row;
 		st = finish_exec(w, &w->lease, row, row_attempt(w, row), 0,
 		    &affected);
 		if (st == DB_OK && affected == 0) {
@@ -368,13 +400,15 @@ lease_rows(struct worker *w, bool *leased)
 		}
 	}
 	if (st != DB_OK) {
-		worker_db_failed(w, st, "lease.claim");
-		turn_rolled_back(w);
+		lease_rows_failed(w, st, failing);
 		return -1;
 	}
 	for (int i = 0; i < n; i++)
 		w->lease_live[i] = leased[i];
-	return worker_commit(w) == 0 ? nleased : -1;
+	if (worker_commit(w) != 0)
+		return -1;
+	w->ride_held_off = false;
+	return nleased;
 }
 
 /*
@@ -497,12 +531,19 @@ lease_turn(struct worker *w)
 	w->lease_rows = 0;
 	if (n <= 0)
 		return n;
+	(void)lease_ride_arm(w);
 	n = claim_batch(w);
 	if (n <= 0 && w->limit.waiting)
 		return 0;	/* rolled back already */
+	if (n == 0 && w->riding && w->ride_committed) {
+		worker_committed(w);
+		return 0;
+	}
 	if (n <= 0)
 		return n < 0 ? -1 : (worker_commit(w) == 0 ? 0 : -1);
-	if ((nleased = lease_rows(w, leased)) < 0)
+	nleased = w->riding ? lease_ride_leased(w, leased) :
+	    lease_rows(w, leased);
+	if (nleased < 0)
 		return -1;
 	w->lease_renewed_ms = now_ms();
 	n = worker_turn_end(w, nleased, n);

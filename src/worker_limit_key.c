@@ -622,7 +622,7 @@ limit_keys_connect(struct worker *w)
 	w->cursor.take = ks->take.len > 0 ? ks->take.data : NULL;
 	{
 		struct buf claim = { 0 };
-		cursor_claim_sql(&claim, &w->cursor, CURSOR_AFTER, "0", 1);
+		cursor_claim_sql(&claim, &w->cursor, CURSOR_AFTER, "0", 1, NULL);
 		s = db_prepare(w->db, claim.data, &st);
 		buf_free(&claim);
 	}

@@ -216,6 +216,15 @@ turn_skip(struct worker *w, const struct row *row, const char *why)
 	buf_free(&key);
 }
 
+/* Whether this row, with these values, was skipped before (turn_skip). */
+bool
+turn_skipped_before(const struct worker *w, const struct row *row)
+{
+	uint64_t h = recent_row_hash(w->turn.ncols, row);
+
+	return w->skip_said[h % SKIP_SAID_SLOTS] == h;
+}
+
 /*
  * Whether the i-th row of the turn can be worked: a NULL key cannot be
  * finished by key, and a key the select returned twice in one claim (a

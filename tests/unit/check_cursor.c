@@ -44,7 +44,7 @@ fast(void)
 {
 	struct buf b = { 0 };
 
-	cursor_claim_sql(&b, &c, CURSOR_AFTER, "41", 1);
+	cursor_claim_sql(&b, &c, CURSOR_AFTER, "41", 1, NULL);
 	return buf_steal(&b);
 }
 
@@ -75,14 +75,21 @@ START_TEST(test_readme_select)
 	    "LIMIT 1 FOR UPDATE SKIP LOCKED");
 	free(s);
 	/* The fallback: from the start's key, included; batch 10. */
-	cursor_claim_sql(&b, &c, CURSOR_AT, "7", 10);
+	cursor_claim_sql(&b, &c, CURSOR_AT, "7", 10, NULL);
 	ck_assert_ptr_nonnull(strstr(b.data, "\nWHERE id >= 7 AND (status"));
 	ck_assert_ptr_nonnull(strstr(b.data, "\nLIMIT 10 FOR UPDATE SKIP "
 	    "LOCKED"));
 	buf_free(&b);
 	/* For messages: a ? where the key goes. */
-	cursor_claim_sql(&b, &c, CURSOR_AFTER, NULL, 1);
+	cursor_claim_sql(&b, &c, CURSOR_AFTER, NULL, 1, NULL);
 	ck_assert_ptr_nonnull(strstr(b.data, "WHERE id > ? AND"));
+	buf_free(&b);
+	/* Columns of the claim's own after the select's (a lease's key). */
+	cursor_claim_sql(&b, &c, CURSOR_AFTER, "41", 1,
+	    ", @rowq_claim := 3, @rowq_c0 := `id`");
+	ck_assert_ptr_nonnull(strstr(b.data, "SELECT id, recipient, subject, "
+	    "attempts, @rowq_claim := 3, @rowq_c0 := `id` FROM email FORCE "
+	    "INDEX (PRIMARY)\nWHERE id > 41 AND"));
 	buf_free(&b);
 	s = start();
 	ck_assert_str_eq(s, "SELECT id FROM email\n"
