@@ -167,11 +167,11 @@ for ((r = 1; r <= RUNS; r++)); do
 		[ -z "$BEFORE" ] || run "before$b" "$BEFORE" "lease$b.yaml" "tx$b"
 	done
 done
-declare -A M R S
+declare -A M R S SC
 for k in tx1 lease1 before1 tx10 lease10 before10; do
 	if [ -n "${REFUSED[$k]:-}" ]; then
 		NAMES+=("$k")
-		M[$k]="refused"; R[$k]="-"; S[$k]="-"
+		M[$k]="refused"; R[$k]="-"; S[$k]="-"; SC[$k]="-"
 		continue
 	fi
 	[ -n "${RESULT[$k]:-}" ] || continue
@@ -179,6 +179,7 @@ for k in tx1 lease1 before1 tx10 lease10 before10; do
 	M[$k]=$(median_of "${RESULT[$k]}")
 	R[$k]=$(median_of "${RATIO[$k]:-1.00}")
 	S[$k]=$(median_of "${STMTS[$k]}")
+	SC[$k]="$(median_of "${SCPU[$k]}") + $(median_of "${CCPU[$k]}")"
 done
 TOTAL_S=$(($(date +%s) - START_S))
 
@@ -207,11 +208,13 @@ each contender in turn in every round; the ratio is the median of each
 round's ratio to transaction mode at the same batch (each round's:
 $(for k in "${NAMES[@]}"; do case $k in tx*) ;; *) printf "%s %s; " "$k" "${RATIO[$k]:- refused}" ;; esac; done)).
 Statements per row: the server's \`Questions\` over the drain, divided by
-the rows.
+the rows.  CPU a row: the server's, and rowq's with its workers and
+handlers, over the drain, divided by the rows (medians): where the two
+cores are the limit, their sum sets the rate.
 
-| queue | rows/s | ratio | statements per row |
-|---|---:|---:|---:|
-$(for k in "${NAMES[@]}"; do printf '| %s | %s | %s | %s |\n' "$(label "$k")" "${M[$k]}" "${R[$k]}" "${S[$k]}"; done)
+| queue | rows/s | ratio | statements per row | CPU µs a row, server + rowq |
+|---|---:|---:|---:|---:|
+$(for k in "${NAMES[@]}"; do printf '| %s | %s | %s | %s | %s |\n' "$(label "$k")" "${M[$k]}" "${R[$k]}" "${S[$k]}" "${SC[$k]}"; done)
 $MARK_END
 EOF
 }

@@ -690,10 +690,11 @@ claim_batch(struct worker *w)
 	buf_free(&before);
 	buf_free(&after);
 	/*
-	 * The last turn's rows count once their COMMIT went through; an
-	 * empty fallback leaves it for worker_commit.
+	 * The last turn's rows count once their COMMIT went through (a
+	 * lease's behind the claim, when it rode on it); an empty fallback
+	 * leaves it for worker_commit.
 	 */
-	if (f.ahead.committed)
+	if (f.ahead.committed || (w->riding && w->ride_committed))
 		turn_committed(w);
 	if (limit_claimed(w, &f.ahead, st) == 0)
 		return 0;
