@@ -92,3 +92,17 @@ children_of()
 		not_watcher "$p" && echo "$p"
 	done || true
 }
+
+# A worker of daemon PID: a child whose title says it is one.
+a_worker()
+{
+	local w
+	for w in $(children_of "$1"); do
+		if tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null |
+		    grep -q 'worker [0-9]'; then
+			echo "$w"
+			return 0
+		fi
+	done
+	return 1
+}

@@ -100,19 +100,6 @@ for key in id jid; do
 done
 
 # ---- 2. kill -9 and a server restart, two daemons ----
-# A worker of daemon PID: a child whose title says it is one.
-a_worker()
-{
-	local w
-	for w in $(children_of "$1"); do
-		if tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null |
-		    grep -q 'worker [0-9]'; then
-			echo "$w"
-			return 0
-		fi
-	done
-	return 1
-}
 rows=400
 fill $rows handled
 pids=()
