@@ -16,20 +16,30 @@
 # server's Questions over the drain (start-up included), divided by the
 # rows.
 #
+# BENCH_HANDLER=exec runs /bin/true, a process a row, in place of the
+# pipe handler (and 2,000 rows by default): a handler that costs what
+# starting a process costs, beside the pipe's that costs nothing.
+#
 # Prints a table, and writes its section of bench/README.md (between its
-# markers).
+# markers; with BENCH_HANDLER=exec, a section of its own).
 
 . "$(dirname "$0")/../tests/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
 QUICK=${BENCH_QUICK:-0}
 RUNS=${BENCH_RUNS:-$([ "$QUICK" = 1 ] && echo 1 || echo 3)}
-ROWS=${BENCH_ROWS:-$([ "$QUICK" = 1 ] && echo 5000 || echo 20000)}
+HANDLER=${BENCH_HANDLER:-pipe}
+case $HANDLER in
+pipe) ROWS_DEFAULT=20000 HANDLER_YAML="pipe: [$BIN/okpipe]" HANDLER_SAYS="pipe handler bench/okpipe.c" ;;
+exec) ROWS_DEFAULT=2000 HANDLER_YAML="exec: [/bin/true]" HANDLER_SAYS="exec: [/bin/true] (a process a row)" ;;
+*) echo "BENCH_HANDLER: pipe or exec, not $HANDLER" >&2; exit 2 ;;
+esac
+ROWS=${BENCH_ROWS:-$([ "$QUICK" = 1 ] && echo $((ROWS_DEFAULT / 4)) || echo $ROWS_DEFAULT)}
 WORKERS=${BENCH_WORKERS:-2}
 BATCHES=${BENCH_BATCHES:-1 10}
 BEFORE=${BENCH_ROWQ_BEFORE:-}
-MARK_BEGIN='<!-- bench/lease.sh: begin -->'
-MARK_END='<!-- bench/lease.sh: end -->'
+MARK_BEGIN="<!-- bench/lease.sh$([ "$HANDLER" = pipe ] || echo " $HANDLER"): begin -->"
+MARK_END="<!-- bench/lease.sh$([ "$HANDLER" = pipe ] || echo " $HANDLER"): end -->"
 START_S=$(date +%s)
 
 mkdir -p "$BIN"
@@ -75,7 +85,7 @@ queues:
     select: SELECT id, payload, attempts FROM job
             WHERE status = 'waiting' AND leased_until < UNIX_TIMESTAMP()
             ORDER BY id
-    pipe: [$BIN/okpipe]
+    $HANDLER_YAML
     timeout: 10s
     idle: 200ms
 YAML
@@ -197,12 +207,12 @@ section()
 	local k
 	cat <<EOF
 $MARK_BEGIN
-## Lease mode against transaction mode (\`bash bench/lease.sh\`)
+## Lease mode against transaction mode (\`$([ "$HANDLER" = pipe ] || echo "BENCH_HANDLER=$HANDLER ")bash bench/lease.sh\`)
 
 Written on $(date -u '+%Y-%m-%d %H:%M UTC') in $TOTAL_S s$([ "$QUICK" = 1 ] && echo ", **quick mode**"), $(server_family) $(sql_value "SELECT VERSION()");
 load average at the end $(cut -d' ' -f1-3 /proc/loadavg) (other work on
 the machine shows here: read the ratios, not the rates).  Rows per second
-of \`rowq drain\`, $WORKERS workers, pipe handler bench/okpipe.c, $ROWS rows,
+of \`rowq drain\`, $WORKERS workers, $HANDLER_SAYS, $ROWS rows,
 one table read by the same select in both modes, median of $RUNS run(s),
 each contender in turn in every round; the ratio is the median of each
 round's ratio to transaction mode at the same batch (each round's:

@@ -647,10 +647,9 @@ claim_batch(struct worker *w)
 {
 	int limit = turn_next_limit(w);
 	struct buf before = { 0 }, after = { 0 };
-	/* A lease that rides on the claim brings its own COMMIT, last. */
 	struct claim_front f = { .ahead = { .finish = w->turn.holding,
 	    .finish_rest = w->turn.holding ? w->turn.held_rest : 0,
-	    .commit = w->turn.uncommitted && !w->riding }, .before = &before,
+	    .commit = w->turn.uncommitted }, .before = &before,
 	    .after = &after };
 	bool with_commit = f.ahead.commit, fallback = false, again;
 	enum db_status st, held;
@@ -677,8 +676,7 @@ claim_batch(struct worker *w)
 			/* Nothing ran after the done: the take goes again. */
 			buf_reset(&before);
 			buf_reset(&after);
-			f = (struct claim_front){ .ahead = {
-			    .commit = !w->riding },
+			f = (struct claim_front){ .ahead = { .commit = true },
 			    .before = &before, .after = &after };
 			limit_front(w, &before, &after, &f.ahead);
 			/* The row marked failed instead: its run goes too. */
@@ -690,11 +688,10 @@ claim_batch(struct worker *w)
 	buf_free(&before);
 	buf_free(&after);
 	/*
-	 * The last turn's rows count once their COMMIT went through (a
-	 * lease's behind the claim, when it rode on it); an empty fallback
-	 * leaves it for worker_commit.
+	 * The last turn's rows count once their COMMIT went through; an
+	 * empty fallback leaves it for worker_commit.
 	 */
-	if (f.ahead.committed || (w->riding && w->ride_committed))
+	if (f.ahead.committed)
 		turn_committed(w);
 	if (limit_claimed(w, &f.ahead, st) == 0)
 		return 0;

@@ -1,29 +1,32 @@
 /*
  * worker_lease_ride.c: at batch 1, a row's lease in its claim's round
- * trip, and the last row's `done` in the same transaction.
+ * trip.
  *
- * A lease queue's turn took two round trips and two COMMITs before its
- * handler could start: the claim (the last row's `done` and COMMIT in
- * front of it), then the lease and its COMMIT; transaction mode takes one
- * of each.  The lease needs the row's key, which only the claim's answer
- * brings to rowq.  On MariaDB the claim hands it to the lease inside the
- * server instead, in a user variable its select sets:
+ * A lease queue's turn took two round trips before its handler could
+ * start: the claim (the last row's `done` and COMMIT in front of it),
+ * then the lease and its COMMIT; transaction mode takes one.  The lease
+ * needs the row's key, which only the claim's answer brings to rowq.  On
+ * MariaDB the claim hands it to the lease inside the server instead, in
+ * a user variable its select sets:
  *
  *	EXECUTE rowq_done USING 'token1', 711;
+ *	COMMIT;
  *	SELECT id, payload, @rowq_claim := 42, @rowq_c0 := `id`
  *	FROM job FORCE INDEX (PRIMARY) WHERE id > 711 AND (...)
  *	ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED;
  *	EXECUTE rowq_lease USING 'token2', IF(@rowq_claim = 42, @rowq_c0, NULL);
  *	COMMIT
  *
- * and the row comes back leased, with its own token, and committed, with
- * the last row's `done`, in one round trip.  The variable counts only when
- * the claim's number (42, this worker's count) is the one the select
- * set: a claim that finds no row sets nothing, and the lease then
- * compares the key with NULL and changes nothing.  The row is locked from
- * the select to the COMMIT, as when its lease went in a round trip of its
- * own, so nobody else can lease it in between; the `done` in front keeps
- * its own row's fencing, by its own token.  Each parameter of
+ * and the row comes back leased, with its own token, and committed, in
+ * one round trip.  The variable counts only when the claim's number (42,
+ * this worker's count) is the one the select set: a claim that finds no
+ * row sets nothing, and the lease then compares the key with NULL and
+ * changes nothing.  The row is locked from the select to the COMMIT, as
+ * when its lease went in a round trip of its own, so nobody else can
+ * lease it in between.  The last row's `done` keeps its COMMIT of its
+ * own, in front: a claim or a lease that fails, or that a Galera cluster
+ * refuses at its COMMIT (another node leased the row), undoes no row
+ * finished.  Each parameter of
  * lease.claim that names a column of the select rides the same way, a
  * variable each; the others are known before the claim (:lease,
  * :duration).
@@ -43,8 +46,8 @@
  * turn leases one by one, prepared, which says which statement and row.
  *
  * Not on MySQL, where a select that sets a variable is deprecated (it
- * warns, and is to be removed): there the lease keeps its round trip.
- * Nor with limit:, a claim by key, a lease.claim list, parameters known
+ * warns, and is to be removed): there the lease keeps its round trip;
+ * nor on a Galera node (see lease_ride_bind).  Nor with limit:, a claim by key, a lease.claim list, parameters known
  * only after the claim (:attempt), or after skipped rows (the claim asks
  * for more than one); nor for a select the server refuses so (a derived
  * table with two columns of one name), which each connection finds out
@@ -180,11 +183,23 @@ lease_ride_bind(struct worker *w)
 {
 	int nvars;
 
+	char node[128];
+
 	w->ride_ok = w->ride_direct = false;
 	if (!w->q->lease.enabled || w->q->batch != 1 || w->q->limit.enabled ||
 	    w->keyed_on || w->lease.next != NULL || w->lease.text == NULL ||
 	    !db_dialect(w->db)->assigns_in_select || !lease_ride_params(w))
 		return;
+	/*
+	 * On a Galera node another node's claim can take the same row, and
+	 * the cluster settles which lease stands at the COMMIT: there the
+	 * lease keeps its own round trip, the way tests/cluster checks.
+	 */
+	if (check_galera_node(w->db, node, sizeof(node))) {
+		log_debug("%s: the lease rides on no claim: the database is "
+		    "Galera node %s", w->q->lease.claim.where, node);
+		return;
+	}
 	if (w->cursor_on && (nvars = lease_ride_vars(w, true)) >= 0 &&
 	    lease_ride_tried(w, true, nvars))
 		w->ride_direct = true;
@@ -294,25 +309,23 @@ lease_ride_sent(struct worker *w, const struct db_ahead *a,
 }
 
 /*
- * A claim the lease rode on failed with its transaction open: what ran
- * before the failure, the last row's `done` in front, commits all the
- * same, so that a claim's failure never undoes a row finished.  When it
- * was the lease the server refused (its select ran), the next turn
- * leases one by one, prepared, which says which statement and row, and
- * the lease rides again once a row was leased so; the turn ends here:
+ * A claim the lease rode on failed with its transaction open.  When it
+ * was the lease the server refused (its select ran), the claim's lock is
+ * let go (COMMIT: the refused statement changed nothing), and the next
+ * turn leases one by one, prepared, which says which statement and row;
+ * the lease rides again once a row was leased so.  The turn ends here:
  * returns true.  Else the claim's failure is the caller's to say.
  */
 bool
 lease_ride_failed(struct worker *w, enum db_status st)
 {
-	if (!w->riding || st == DB_RECONNECT || !db_in_transaction(w->db))
+	if (!w->riding || !w->ride_refused || st != DB_FATAL ||
+	    !db_in_transaction(w->db))
 		return false;
 	/* A COMMIT that goes through leaves the error to say as it was. */
 	if (db_commit(w->db) != DB_OK)
 		return false;
 	turn_committed(w);
-	if (!w->ride_refused)
-		return false;
 	log_info("%s, in the claim's round trip: %s; the next leases one by "
 	    "one", w->lease.sql->where, db_error(w->db));
 	w->lease_one_by_one = w->ride_held_off = true;
