@@ -90,7 +90,8 @@ check_keyed(struct db *db, const struct queue *q, struct keyed_claim *k)
 	struct buf b = { 0 };
 
 	if (keyed_derive(k, q->select.positional, q->done.positional) != 0 ||
-	    keyed_confirm(db, k, q->select.positional, q->batch) != 0) {
+	    keyed_confirm(db, k, q->select.positional,
+	    queue_claim_rows(q)) != 0) {
 		log_debug("%s: the claim does not lock by key: the select %s",
 		    q->select.where, k->reason);
 		return false;
@@ -101,9 +102,10 @@ check_keyed(struct db *db, const struct queue *q, struct keyed_claim *k)
 	    "%d ms), and each claim locks by key only the rows of %s it "
 	    "claims", q->select.where, k->why, KEYED_LIST_CLAIMS,
 	    KEYED_LIST_MS, k->table);
-	keyed_list_sql(&b, k, q->batch * q->workers * KEYED_LIST_CLAIMS);
+	keyed_list_sql(&b, k,
+	    queue_claim_rows(q) * q->workers * KEYED_LIST_CLAIMS);
 	check_cursor_line(q, "list (locks nothing)", &b);
-	keyed_lock_sql(&b, k, NULL, 0, q->batch);
+	keyed_lock_sql(&b, k, NULL, 0, queue_claim_rows(q));
 	check_cursor_line(q, "lock", &b);
 	buf_free(&b);
 	return true;
@@ -136,11 +138,13 @@ check_cursor(struct db *db, const struct queue *q, const struct column *cols,
 		    "nothing, every %d claims and at least every %d ms",
 		    q->select.where, c.table, c.key_column,
 		    CURSOR_FALLBACK_CLAIMS, CURSOR_FALLBACK_MS);
-		cursor_claim_sql(&b, &c, CURSOR_AFTER, NULL, q->batch, NULL);
+		cursor_claim_sql(&b, &c, CURSOR_AFTER, NULL,
+		    queue_claim_rows(q), NULL);
 		check_cursor_line(q, "claim", &b);
 		cursor_start_sql(&b, &c);
 		check_cursor_line(q, "fallback, first (locks nothing)", &b);
-		cursor_claim_sql(&b, &c, CURSOR_AT, NULL, q->batch, NULL);
+		cursor_claim_sql(&b, &c, CURSOR_AT, NULL,
+		    queue_claim_rows(q), NULL);
 		check_cursor_line(q, "fallback, then", &b);
 	} else if (check_keyed(db, q, k)) {
 		by_key = true;
@@ -532,7 +536,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 		problems++;
 	} else
 		free(path);
-	sql = sql_claim(q->select.positional, q->batch);
+	sql = sql_claim(q->select.positional, queue_claim_rows(q));
 	claim = db_prepare(db, sql, &st);
 	free(sql);
 	if (claim == NULL) {

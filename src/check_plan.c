@@ -415,7 +415,8 @@ plan_list_ms(struct db *db, const struct queue *q,
 	struct timespec t0, t1;
 	enum db_status st;
 
-	keyed_list_sql(&sql, keyed, q->batch * q->workers * KEYED_LIST_CLAIMS);
+	keyed_list_sql(&sql, keyed,
+	    queue_claim_rows(q) * q->workers * KEYED_LIST_CLAIMS);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	st = db_query(db, sql.data, &rs, &cols, &ncols);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -555,7 +556,7 @@ check_plan(struct db *db, const struct queue *q, bool verbose,
 	bool bad = false, analysable;
 	enum db_status st;
 
-	claim = sql_claim(q->select.positional, q->batch);
+	claim = sql_claim(q->select.positional, queue_claim_rows(q));
 	buf_printf(&sql, "%s%s", db_dialect(db)->explain, claim);
 	free(claim);
 	st = db_query(db, sql.data, &rs, &cols, &ncols);

@@ -140,6 +140,7 @@ static const struct config_field lease_fields[] = {
 	FIELD(struct lease_policy, "claim", statements, claim, 0, 0),
 	FIELD(struct lease_policy, "renew", statements, renew, 0, 0),
 	FIELD(struct lease_policy, "duration", duration, duration_ms, 3000, 0),
+	FIELD(struct lease_policy, "ahead", int, ahead, 1, BATCH_MAX),
 };
 
 static void
@@ -156,6 +157,8 @@ config_field_lease(struct load *ld, const struct config_item *it, void *dst,
 		return;
 	l->enabled = true;
 	l->where = config_where(ld, it->key->line, it->path);
+	if (SEEN(lease_fields, seen, "ahead") != NULL)
+		l->ahead_line = SEEN(lease_fields, seen, "ahead")->line;
 	config_require(ld, it, lease_fields, NELEMS(lease_fields), seen,
 	    required);
 	/*
@@ -632,6 +635,37 @@ config_queue_no_handler(struct load *ld, const struct config_item *it,
 	return true;
 }
 
+/*
+ * lease.ahead leases more rows than a batch-1 turn handles; a batch
+ * leases its rows already, and limit: takes its slots a row, or a batch,
+ * at a time.
+ */
+static void
+config_lease_ahead_check(struct load *ld, const struct config_item *it,
+    const struct queue *q)
+{
+	char path[CONFIG_PATH_MAX];
+
+	if (q->lease.ahead <= 1)
+		return;
+	config_path(path, sizeof(path), it->path, "lease.ahead");
+	if (q->batch > 1)
+		config_error(ld, q->lease.ahead_line, path, "lease.ahead is "
+		    "for batch 1: with batch: %d the claim leases %d rows "
+		    "already; give one of them", q->batch, q->batch);
+	else if (q->limit.enabled)
+		config_error(ld, q->lease.ahead_line, path, "lease.ahead "
+		    "cannot go with limit:, whose slots are taken a row at a "
+		    "time as it runs");
+}
+
+int
+queue_claim_rows(const struct queue *q)
+{
+	return q->lease.enabled && q->lease.ahead > q->batch ?
+	    q->lease.ahead : q->batch;
+}
+
 static void
 config_queue_checks(struct load *ld, const struct config_item *it,
     struct queue *q, const struct node **seen)
@@ -693,6 +727,7 @@ config_queue_checks(struct load *ld, const struct config_item *it,
 		    path, "cancel needs lease:: in transaction mode a running "
 		    "row stays locked by its worker until it is finished");
 	}
+	config_lease_ahead_check(ld, it, q);
 	config_user_resolve(ld, &q->user, SEEN(queue_fields, seen, "user"),
 	    SEEN(queue_fields, seen, "group"), it->path);
 }

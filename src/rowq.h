@@ -269,6 +269,12 @@ struct lease_policy {
 	struct sql	 claim;
 	struct sql	 renew;		/* text NULL: claim renews too */
 	int64_t		 duration_ms;
+	/*
+	 * Batch 1: rows leased at a claim (1, the default: the row alone),
+	 * then handled one at a time, each finished in its own transaction.
+	 */
+	int		 ahead;
+	int		 ahead_line;	/* where ahead: was said, for errors */
 	char		*where;		/* "FILE:LINE: queues.email.lease" */
 };
 
@@ -519,6 +525,8 @@ struct config	*config_load_private(const char *path, enum config_private);
 struct config	*config_load_any(const char *path, bool *broken);
 void		 config_free(struct config *);
 struct queue	*config_queue(const struct config *, const char *name);
+/* Rows a claim asks for: the batch, or at batch 1 lease.ahead's. */
+int		 queue_claim_rows(const struct queue *);
 /* The queue's on_failed: program, its own or the top level's, or NULL. */
 const struct program *config_on_failed(const struct config *,
 		    const struct queue *);

@@ -120,7 +120,7 @@ worker_widen(struct worker *w, int worked)
 	if (worked > 0 || t->skipped == 0)
 		return false;
 	if ((int)t->rows.nrows >= t->limit &&
-	    t->limit - w->q->batch < SKIP_WIDEN_MAX) {
+	    t->limit - queue_claim_rows(w->q) < SKIP_WIDEN_MAX) {
 		w->widen = 2 * t->limit;
 		return false;
 	}

@@ -36,7 +36,8 @@ static enum connect_status
 claim_prepare_select(struct worker *w)
 {
 	enum db_status st;
-	char *claim = sql_claim(w->q->select.positional, w->q->batch), **names;
+	char *claim = sql_claim(w->q->select.positional,
+	    queue_claim_rows(w->q)), **names;
 	int problems;
 
 	w->claim = db_prepare(w->db, claim, &st);
@@ -124,7 +125,7 @@ claim_prepare_keyed(struct worker *w)
 		    w->q->done.positional);
 	}
 	if (w->cursor_on || keyed_confirm(w->db, &w->keyed, w->q->select.positional,
-	    w->q->batch) != 0) {
+	    queue_claim_rows(w->q)) != 0) {
 		if (!w->cursor_on)
 			log_debug("%s: claims as written: the select %s",
 			    w->q->select.where, w->keyed.reason);

@@ -351,7 +351,7 @@ lease_rows(struct worker *w, bool *leased)
 	 * the rows behind it (worker_widen), must not keep them from theirs.
 	 */
 	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < n && nleased < w->q->batch; i++) {
+		for (int i = 0; i < n && nleased < queue_claim_rows(w->q); i++) {
 			if (leased[i] || !workable[i] || (pass == 0 &&
 			    turn_skipped_before(w, &w->turn.rows.rows[i])))
 				continue;
@@ -552,6 +552,13 @@ lease_turn(struct worker *w)
 	for (int i = 0; i < n && ok; i++) {
 		if (!leased[i] || w->stopper.stop)
 			continue;
+		/*
+		 * lease.ahead: the row before, whose `done` waits for the
+		 * next claim at batch 1, is committed before this one's
+		 * handler starts; the turn's last waits for the claim.
+		 */
+		if (w->turn.holding && worker_commit(w) != 0)
+			return -1;
 		ok = lease_keep_batch(w) == 0 && (!w->lease_live[i] ||
 		    lease_work_row(w, i) == 0);
 	}

@@ -186,8 +186,9 @@ lease_ride_bind(struct worker *w)
 	char node[128];
 
 	w->ride_ok = w->ride_direct = false;
-	if (!w->q->lease.enabled || w->q->batch != 1 || w->q->limit.enabled ||
-	    w->keyed_on || w->lease.next != NULL || w->lease.text == NULL ||
+	if (!w->q->lease.enabled || queue_claim_rows(w->q) != 1 ||
+	    w->q->limit.enabled || w->keyed_on || w->lease.next != NULL ||
+	    w->lease.text == NULL ||
 	    !db_dialect(w->db)->assigns_in_select || !lease_ride_params(w))
 		return;
 	/*

@@ -255,13 +255,13 @@ turn_row_workable(struct worker *w, size_t i)
 }
 
 /*
- * The LIMIT of the next claim: the batch, and as many more as the last
+ * The LIMIT of the next claim: the batch (lease.ahead's rows), and as many more as the last
  * turns skipped (see worker_widen), so that rows that cannot be worked at
  * the head of the queue never hide the ones behind them.
  */
 int
 turn_next_limit(const struct worker *w)
 {
-	return w->q->batch + (w->widen < SKIP_WIDEN_MAX ? w->widen :
+	return queue_claim_rows(w->q) + (w->widen < SKIP_WIDEN_MAX ? w->widen :
 	    SKIP_WIDEN_MAX);
 }

@@ -1035,7 +1035,48 @@ START_TEST(test_lease)
 	    "      duration: 10m\n");
 	ck_assert_int_eq(cfg->queues[0].batch, 10);
 	ck_assert(cfg->queues[0].lease.enabled);
+	ck_assert_int_eq(queue_claim_rows(&cfg->queues[0]), 10);
 	config_free(cfg);
+}
+END_TEST
+
+/* lease.ahead: rows leased at a claim at batch 1, and what it refuses. */
+#define AHEAD_QUEUE \
+	"queues:\n" \
+	"  render:\n" \
+	"    select: SELECT id FROM video WHERE lease_until < NOW()\n" \
+	"    exec: [/usr/bin/render, \"{id}\"]\n" \
+	"    done: UPDATE video SET done = 1 WHERE id = :id\n" \
+	"    failed: UPDATE video SET failed = 1 WHERE id = :id\n" \
+	"    lease:\n" \
+	"      claim: UPDATE video SET l = :lease WHERE id = :id\n" \
+	"      duration: 10m\n"
+
+START_TEST(test_lease_ahead)
+{
+	struct config *cfg = accepted(AHEAD_QUEUE "      ahead: 10\n");
+
+	ck_assert_int_eq(cfg->queues[0].batch, 1);
+	ck_assert_int_eq(cfg->queues[0].lease.ahead, 10);
+	ck_assert_int_eq(queue_claim_rows(&cfg->queues[0]), 10);
+	config_free(cfg);
+	cfg = accepted(AHEAD_QUEUE);
+	ck_assert_int_eq(queue_claim_rows(&cfg->queues[0]), 1);
+	config_free(cfg);
+	refused(AHEAD_QUEUE "      ahead: 0\n",
+	    "rowq.yaml:10: queues.render.lease.ahead: must be from 1 to "
+	    "1000, not 0\n");
+	refused(AHEAD_QUEUE "      ahead: 1001\n",
+	    "rowq.yaml:10: queues.render.lease.ahead: must be from 1 to "
+	    "1000, not 1001\n");
+	refused(AHEAD_QUEUE "      ahead: 10\n    batch: 5\n",
+	    "rowq.yaml:10: queues.render.lease.ahead: lease.ahead is for "
+	    "batch 1: with batch: 5 the claim leases 5 rows already; give "
+	    "one of them\n");
+	refused(AHEAD_QUEUE "      ahead: 10\n    limit: {concurrency: 2}\n",
+	    "rowq.yaml:10: queues.render.lease.ahead: lease.ahead cannot go "
+	    "with limit:, whose slots are taken a row at a time as it "
+	    "runs\n");
 }
 END_TEST
 
@@ -2126,6 +2167,7 @@ config_suite(void)
 	tcase_add_test(tc, test_time_zone);
 	tcase_add_test(tc, test_group_by);
 	tcase_add_test(tc, test_lease);
+	tcase_add_test(tc, test_lease_ahead);
 	tcase_add_test(tc, test_lease_lists);
 	tcase_add_test(tc, test_handler_none);
 	tcase_add_test(tc, test_prune_list);

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# lease.ahead: at batch 1, a claim leases several rows in one transaction,
+# and the worker hands them to the handler one at a time, each finished
+# in a transaction of its own.  On every server:
+#   1. what it costs: in the server's general log, a claim for every five
+#      rows, not one a row; every row handled and done once;
+#   2. each row committed as soon as its handler ends: while the handler
+#      hangs on row 3, rows 1 and 2 are done for any other connection,
+#      rows 3 to 5 leased and waiting; after kill -9 of that worker, a
+#      new daemon does rows 3 to 5 once their leases run out, and never
+#      rows 1 and 2 again;
+#   3. two daemons of two workers, a worker killed with kill -9 and the
+#      server restarted while rows go through: every row done exactly
+#      once, no row tried more often than the faults explain.
+. "$(dirname "$0")/../lib.sh"
+. "$TESTS_DIR/email.sh"
+. "$TESTS_DIR/servers.sh"
+server_start r
+SOCK=$(server_sock r)
+server_sql r "CREATE DATABASE ahead"
+q() { server_sql r "$1" ahead; }
+q1() { one_value "$(q "$1")" "$1"; }
+cd "$ROWQ_TEST_TMP"
+family=$(server_family)
+
+q "CREATE TABLE job (
+    id BIGINT NOT NULL PRIMARY KEY,
+    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
+    lease CHAR(32) NULL,
+    leased_until BIGINT NOT NULL DEFAULT 0,
+    attempts INT NOT NULL DEFAULT 0,
+    done_count INT NOT NULL DEFAULT 0,
+    last_error TEXT NULL,
+    INDEX (status, id)
+) ENGINE=InnoDB"
+
+# config FILE WORKERS LOG: the queue, pipefake's mode HANDLER (ok).
+config()
+{
+	cat >"$1" <<YAML
+database: { socket: $SOCK, user: root, name: ahead }
+stop_timeout: 5s
+queues:
+  job:
+    workers: $2
+    select: SELECT id, attempts FROM job
+            WHERE status = 'waiting' AND leased_until < UNIX_TIMESTAMP()
+            ORDER BY id
+    pipe: [$HANDLERS/pipefake, ${HANDLER:-ok}, $3]
+    timeout: 30s
+    idle: 100ms
+    lease:
+      duration: 3s
+      ahead: 5
+      claim: UPDATE job SET lease = :lease, attempts = attempts + 1,
+             leased_until = UNIX_TIMESTAMP() + 3 WHERE id = :id
+      renew: UPDATE job SET leased_until = UNIX_TIMESTAMP() + 3
+             WHERE id = :id AND lease = :lease
+    done: UPDATE job SET status = 'done', done_count = done_count + 1
+          WHERE id = :id AND lease = :lease
+    failed: UPDATE job SET status = 'failed', last_error = :error
+            WHERE id = :id AND lease = :lease
+YAML
+}
+
+fill() { : >"$2"; q "DELETE FROM job; INSERT INTO job (id) SELECT seq FROM $(seq_rows "$1")"; }
+done_once() { q1 "SELECT CONCAT_WS(' ', COUNT(*), SUM(done_count), MIN(done_count), MAX(done_count)) FROM job WHERE status = 'done'"; }
+ndone() { q1 "SELECT COUNT(*) FROM job WHERE status = 'done'"; }
+runs_of() { grep -c "^$1 " handled || true; }
+
+# ---- 1. what it costs ----
+rows=200
+fill $rows handled
+config cost.yaml 1 handled
+q "SET GLOBAL general_log_file = '$ROWQ_TEST_TMP/general.log'; SET GLOBAL general_log = 1"
+"$ROWQ" -c cost.yaml drain job >cost.log 2>&1 || fail "drain: $(tail -n 5 cost.log)"
+q "SET GLOBAL general_log = 0"
+claims=$(grep -c "FOR UPDATE SKIP LOCKED" general.log || true)
+echo "$family: $claims claims for $rows rows"
+assert_eq "$rows $rows 1 1" "$(done_once)" "rows done, once each"
+assert_eq "$rows 1" "$(q1 "SELECT CONCAT_WS(' ', SUM(attempts), MAX(attempts)) FROM job")" "tries"
+assert_eq $rows "$(cut -d' ' -f1 handled | sort -u | wc -l)" "rows handled"
+assert_eq $rows "$(wc -l <handled)" "handler runs"
+# 40 claims of five rows; the prepared claim and the cursor's fallback
+# add a few.
+assert_le "$claims" $((rows / 5 + 10)) "claims"
+
+# ---- 2. each row committed as soon as its handler ends ----
+fill 5 handled
+HANDLER="hang-on, 3" config hang.yaml 1 handled
+"$ROWQ" -c hang.yaml run >hang.log 2>&1 &
+pid=$!
+track_pid $pid
+wait_until 20 '[ "$(runs_of 3)" = 1 ]' || fail "row 3 not handled: $(tail -n 20 hang.log)"
+assert_eq "1:done:1 2:done:1 3:waiting:1 4:waiting:1 5:waiting:1" \
+    "$(echo $(q "SELECT CONCAT_WS(':', id, status, attempts) FROM job ORDER BY id"))" \
+    "while row 3 runs"
+assert_eq 3 "$(q1 "SELECT COUNT(*) FROM job WHERE lease IS NOT NULL AND status = 'waiting' AND leased_until >= UNIX_TIMESTAMP()")" "rows 3 to 5: leased"
+assert_eq "0 0" "$(runs_of 4) $(runs_of 5)" "rows 4 and 5: not handled yet"
+w=$(a_worker $pid) || fail "no worker to kill"
+kill -KILL "$w"
+kill -TERM $pid
+wait $pid || fail "rowq exited with $?"
+untrack_pid $pid
+config rest.yaml 1 handled
+"$ROWQ" -c rest.yaml run >rest.log 2>&1 &
+pid=$!
+track_pid $pid
+wait_until 20 '[ "$(ndone)" = 5 ]' || fail "rows 3 to 5 not done: $(tail -n 20 rest.log)"
+kill -TERM $pid
+wait $pid || fail "rowq exited with $?"
+untrack_pid $pid
+assert_eq "5 5 1 1" "$(done_once)" "after the kill: done once each"
+assert_eq "1 1 2 1 1" "$(echo $(runs_of 1) $(runs_of 2) $(runs_of 3) $(runs_of 4) $(runs_of 5))" "handler runs, rows 1 to 5"
+assert_eq "1 1 2 2 2" "$(echo $(q "SELECT attempts FROM job ORDER BY id"))" "tries, rows 1 to 5"
+
+# ---- 3. kill -9 and a server restart, two daemons ----
+rows=400
+fill $rows handled
+pids=()
+for d in a b; do
+	HANDLER="sleep, \"20\"" config "$d.yaml" 2 handled
+	"$ROWQ" -c "$d.yaml" run >"$d.log" 2>&1 &
+	pids+=($!)
+	track_pid $!
+done
+on_exit '[ $? -eq 0 ] || tail -n 30 "$ROWQ_TEST_TMP"/[ab].log'
+handled() { wc -l <handled; }
+wait_until 30 '[ "$(handled)" -ge $((rows / 4)) ]' || fail "rows stopped going through: $(handled) handled"
+w=$(a_worker "${pids[0]}") || fail "no worker of daemon a to kill"
+kill -KILL "$w"
+wait_until 30 '[ "$(handled)" -ge $((rows / 2)) ]' || fail "rows stopped going through after the kill: $(handled) handled"
+server_restart r
+wait_until 90 '[ "$(ndone)" = $rows ]' ||
+	fail "not every row done: $(q "SELECT id, status, attempts FROM job WHERE status <> 'done' LIMIT 10")"
+for p in "${pids[@]}"; do
+	kill -TERM "$p"
+	wait "$p" || fail "rowq exited with $?"
+	untrack_pid "$p"
+done
+assert_eq "$rows $rows 1 1" "$(done_once)" "faults: rows done, once each"
+assert_eq $rows "$(cut -d' ' -f1 handled | sort -u | wc -l)" "faults: rows handled"
+# A kill leaves its running row, and the row whose done waited for the
+# next claim, to run again; the rows it leased ahead wait out their
+# lease and run once.  A restart rolls back each worker's open claim
+# and its held done.
+again=$(($(handled) - rows))
+echo "faults: $(q1 "SELECT SUM(attempts) - COUNT(*) FROM job") leases and $again handler runs beyond one a row"
+assert_le "$again" 10 "faults: handler runs beyond one a row"
+assert_eq 1 "$(cat a.log b.log | grep -c 'died (killed by signal 9')" "faults: the death logged"
+assert_eq 0 "$(cat a.log b.log | grep -c 'AddressSanitizer\|runtime error' || true)" "faults: sanitizers"
