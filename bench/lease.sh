@@ -8,8 +8,8 @@
 # Starts its own throwaway server (tests/lib.sh; ROWQ_TEST_SERVER picks
 # which), one table with a lease's columns, and drains it with `rowq
 # drain`, 2 workers, pipe handler bench/okpipe.c, in rounds: transaction
-# mode and lease mode at batch 1, then at batch 10, each in turn in
-# every round (a busy machine moves whole rounds, so the ratio is the
+# mode and lease mode at batch 1, lease mode at batch 1 with lease.ahead
+# 10, then both modes at batch 10, each in turn in every round (a busy machine moves whole rounds, so the ratio is the
 # median of each round's).  With BENCH_ROWQ_BEFORE=PATH, another build's
 # lease mode runs in each round too, beside this one's.  Every run is
 # checked: every row done exactly once.  Statements per row are the
@@ -73,7 +73,7 @@ fill()
 	INSERT INTO job (payload) SELECT CONCAT('job ', seq) FROM $(seq_rows "$1")"
 }
 
-# config FILE BATCH lease|transaction
+# config FILE BATCH lease|transaction [AHEAD]
 config()
 {
 	cat >"$1" <<YAML
@@ -92,7 +92,8 @@ YAML
 	if [ "$3" = lease ]; then
 		cat >>"$1" <<YAML
     lease:
-      duration: 60s
+      duration: 60s${4:+
+      ahead: $4}
       claim: UPDATE job SET lease = :lease, attempts = attempts + 1,
              leased_until = UNIX_TIMESTAMP() + 60 WHERE id = :id
       renew: UPDATE job SET leased_until = UNIX_TIMESTAMP() + 60
@@ -116,6 +117,7 @@ for b in 1 10; do
 	config "tx$b.yaml" "$b" transaction
 	config "lease$b.yaml" "$b" lease
 done
+config ahead1.yaml 1 lease 10
 
 questions() { sql "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
 # CPU time so far, in clock ticks: the server's, and that of the
@@ -174,11 +176,12 @@ for ((r = 1; r <= RUNS; r++)); do
 	for b in $BATCHES; do
 		run "tx$b" "$ROWQ" "tx$b.yaml"
 		run "lease$b" "$ROWQ" "lease$b.yaml" "tx$b"
+		[ "$b" != 1 ] || run ahead1 "$ROWQ" ahead1.yaml tx1
 		[ -z "$BEFORE" ] || run "before$b" "$BEFORE" "lease$b.yaml" "tx$b"
 	done
 done
 declare -A M R S SC
-for k in tx1 lease1 before1 tx10 lease10 before10; do
+for k in tx1 lease1 ahead1 before1 tx10 lease10 before10; do
 	if [ -n "${REFUSED[$k]:-}" ]; then
 		NAMES+=("$k")
 		M[$k]="refused"; R[$k]="-"; S[$k]="-"; SC[$k]="-"
@@ -198,6 +201,7 @@ label()
 	case $1 in
 	tx*) echo "transaction mode, batch ${1#tx}" ;;
 	lease*) echo "lease mode, batch ${1#lease}" ;;
+	ahead*) echo "lease mode, batch ${1#ahead}, lease.ahead 10" ;;
 	before*) echo "lease mode, batch ${1#before}, BENCH_ROWQ_BEFORE" ;;
 	esac
 }

@@ -602,6 +602,71 @@ db_run_results(struct db *db, const char *sql, int n,
 }
 
 /*
+ * Read the results of what ahead asked for, in front of a select (more:
+ * a statement follows the front) or alone, the COMMIT last.  Returns
+ * false at the first statement that failed, whose error the connection
+ * holds; ahead says how far the server got.
+ */
+static bool
+db_ahead_read(struct db *db, struct db_ahead *ahead, bool more)
+{
+	if (ahead->finish) {
+		/* A list's SAVEPOINT went first: the list's first is next. */
+		if (ahead->finish_rest > 0 &&
+		    mysql_next_result(db->mysql) != 0)
+			return false;
+		ahead->first_ran = true;
+		ahead->affected = (unsigned long long)
+		    mysql_affected_rows(db->mysql);
+		for (; ahead->rest_ran < ahead->finish_rest; ahead->rest_ran++)
+			if (mysql_next_result(db->mysql) != 0)
+				return false;
+		ahead->finished = true;
+		if (mysql_next_result(db->mysql) != 0)
+			return false;
+	}
+	if (ahead->runs) {
+		ahead->runs_ran = true;
+		if (mysql_next_result(db->mysql) != 0)
+			return false;
+	}
+	for (int i = 0; i < ahead->nextra && i < DB_AHEAD_EXTRA_MAX; i++) {
+		if (i == ahead->nbefore && ahead->commit) {
+			ahead->committed = true;
+			if (mysql_next_result(db->mysql) != 0)
+				return false;
+		}
+		db_keep_result(db, &ahead->extra[i]);
+		ahead->extra_ran = i + 1;
+		if (mysql_next_result(db->mysql) != 0)
+			return false;
+	}
+	if (ahead->commit && ahead->nbefore >= ahead->nextra) {
+		/* Its result is the current one: it went through. */
+		ahead->committed = true;
+		/* Alone, nothing follows it: -1, no more results. */
+		if (mysql_next_result(db->mysql) != (more ? 0 : -1))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * What ahead asks for with no select behind it: a finishing statement,
+ * the run log's INSERT, and the COMMIT last, as db_select sends them in
+ * front of its select, in one round trip.
+ */
+enum db_status
+db_run_front(struct db *db, const char *sql, struct db_ahead *ahead)
+{
+	if (mysql_query(db->mysql, sql) != 0)
+		return db_fail_mysql(db);
+	if (!db_ahead_read(db, ahead, false))
+		return db_fail_mysql(db);
+	return DB_OK;
+}
+
+/*
  * Run a select that takes no parameters, as text, and copy its rows into
  * rs; their columns must be cols, those the select had when prepared.
  * What ahead asks for comes first in sql, in the same round trip: a
@@ -625,42 +690,8 @@ db_select(struct db *db, const char *sql, struct db_ahead *ahead,
 
 	if (mysql_query(db->mysql, sql) != 0)
 		return db_fail_mysql(db);
-	if (ahead->finish) {
-		/* A list's SAVEPOINT went first: the list's first is next. */
-		if (ahead->finish_rest > 0 &&
-		    mysql_next_result(db->mysql) != 0)
-			return db_fail_mysql(db);
-		ahead->first_ran = true;
-		ahead->affected = (unsigned long long)
-		    mysql_affected_rows(db->mysql);
-		for (; ahead->rest_ran < ahead->finish_rest; ahead->rest_ran++)
-			if (mysql_next_result(db->mysql) != 0)
-				return db_fail_mysql(db);
-		ahead->finished = true;
-		if (mysql_next_result(db->mysql) != 0)
-			return db_fail_mysql(db);
-	}
-	if (ahead->runs) {
-		ahead->runs_ran = true;
-		if (mysql_next_result(db->mysql) != 0)
-			return db_fail_mysql(db);
-	}
-	for (int i = 0; i < ahead->nextra && i < DB_AHEAD_EXTRA_MAX; i++) {
-		if (i == ahead->nbefore && ahead->commit) {
-			ahead->committed = true;
-			if (mysql_next_result(db->mysql) != 0)
-				return db_fail_mysql(db);
-		}
-		db_keep_result(db, &ahead->extra[i]);
-		ahead->extra_ran = i + 1;
-		if (mysql_next_result(db->mysql) != 0)
-			return db_fail_mysql(db);
-	}
-	if (ahead->commit && ahead->nbefore >= ahead->nextra) {
-		ahead->committed = true;
-		if (mysql_next_result(db->mysql) != 0)
-			return db_fail_mysql(db);
-	}
+	if (!db_ahead_read(db, ahead, true))
+		return db_fail_mysql(db);
 	res = mysql_store_result(db->mysql);
 	if (res == NULL) {
 		st = db_fail_mysql(db);

@@ -133,6 +133,7 @@ enum db_status	 db_select(struct db *, const char *sql, struct db_ahead *,
 		    const struct column *, size_t ncols, struct rowset *);
 enum db_status	 db_run_results(struct db *, const char *sql, int n,
 		    struct db_ahead_result *);
+enum db_status	 db_run_front(struct db *, const char *sql, struct db_ahead *);
 void		 rowset_clear(struct rowset *, size_t ncols);
 void		 rowset_free(struct rowset *, size_t ncols);
 void		 row_free(struct row *, size_t ncols);

@@ -516,6 +516,53 @@ lease_finish_oks(struct worker *w)
 	return 0;
 }
 
+/*
+ * lease.ahead: the row before, whose `done` waits as at batch 1 (its
+ * text in held_sql), committed now, before the next row of the claim
+ * starts: the `done`, its run and the COMMIT in one round trip, as they
+ * would go in front of a claim.  Returns 0, or -1 after a database error
+ * (rolled back: the row comes back when its lease runs out).
+ */
+static int
+lease_commit_held(struct worker *w)
+{
+	struct db_ahead a = { .finish = true,
+	    .finish_rest = w->turn.held_rest, .commit = true };
+	struct buf sql = { 0 };
+	enum db_status st, held;
+
+	if ((st = runs_front(w, &a)) != DB_OK) {
+		(void)db_rollback(w->db);
+		worker_db_failed(w, st, w->failing);
+		turn_rolled_back(w);
+		return -1;
+	}
+	buf_append(&sql, w->turn.held_sql.data, w->turn.held_sql.len);
+	buf_puts(&sql, ";\n");
+	if (a.runs) {
+		buf_append(&sql, w->turn.runs_front.data,
+		    w->turn.runs_front.len);
+		buf_puts(&sql, ";\n");
+	}
+	buf_puts(&sql, "COMMIT");
+	st = db_run_front(w->db, sql.data, &a);
+	buf_free(&sql);
+	runs_front_done(w, &a);
+	held = finish_held(w, &a, st);
+	/* A list's check stopped the text before the COMMIT: it goes now. */
+	if (held == DB_OK && st != DB_OK && !a.finished)
+		return worker_commit(w);
+	if (held == DB_OK && st == DB_OK) {
+		worker_committed(w);
+		return 0;
+	}
+	(void)db_rollback(w->db);
+	worker_db_failed(w, held != DB_OK ? held : st,
+	    held != DB_OK ? w->failing : "commit");
+	turn_rolled_back(w);
+	return -1;
+}
+
 int
 lease_turn(struct worker *w)
 {
@@ -557,7 +604,7 @@ lease_turn(struct worker *w)
 		 * next claim at batch 1, is committed before this one's
 		 * handler starts; the turn's last waits for the claim.
 		 */
-		if (w->turn.holding && worker_commit(w) != 0)
+		if (w->turn.holding && lease_commit_held(w) != 0)
 			return -1;
 		ok = lease_keep_batch(w) == 0 && (!w->lease_live[i] ||
 		    lease_work_row(w, i) == 0);
