@@ -8,6 +8,8 @@
 #     once (the handler's log has no duplicate, done_count = 1 everywhere);
 #     the lease claims that lose certification (1213 at COMMIT) are rolled
 #     back, retried and counted (log, status db_retries);
+#   - the same with lease.ahead (a claim leases five rows): every row
+#     runs once;
 #   - transaction mode, the same two daemons: rows run twice, which the
 #     test measures and prints; it asserts only what the docs promise:
 #     every row done in the end, none lost.
@@ -41,9 +43,12 @@ node_value()
 }
 
 # config FILE NODE MODE LOG: a queue of table job through node NODE, in
-# transaction or lease MODE, whose handler appends "ID ATTEMPT" to LOG.
+# transaction or lease MODE (ahead: lease mode, lease.ahead 5), whose
+# handler appends "ID ATTEMPT" to LOG.
 config()
 {
+	local lease=$3
+	[ "$lease" != ahead ] || lease=lease
 	cat >"$1" <<YAML
 database: { socket: $(server_sock "g$2"), user: root, name: $db }
 stop_timeout: 10s
@@ -58,13 +63,13 @@ queues:
     timeout: 30s
     idle: 200ms
     done: UPDATE job SET status = 'done', done_count = done_count + 1
-          WHERE id = :id$( [ "$3" = lease ] && echo " AND lease = :lease")
+          WHERE id = :id$( [ "$lease" = lease ] && echo " AND lease = :lease")
     failed: UPDATE job SET status = 'failed' WHERE id = :id
 YAML
-	[ "$3" = lease ] || return 0
+	[ "$lease" = lease ] || return 0
 	cat >>"$1" <<YAML
     lease:
-      duration: 60s
+      duration: 60s$( [ "$3" = ahead ] && printf '\n      ahead: 5')
       claim: UPDATE job SET lease = :lease, attempts = attempts + 1,
              leased_until = UNIX_TIMESTAMP() + 60 WHERE id = :id
 YAML
@@ -163,6 +168,18 @@ figure "lease mode: 1213 errors in all, retried" "$deadlocks"
 figure "lease mode: db_retries (status)" "$retries"
 figure "lease mode: done twice" 0
 figure "lease mode: took ms" "$took"
+
+# ---- lease.ahead through two nodes: every row once ----
+fill
+run_two ahead
+handled=handled.ahead
+assert_eq "$rows" "$(node_value 2 "SELECT COUNT(*) FROM job WHERE status = 'done'")" "lease.ahead: rows done"
+assert_eq 0 "$(node_value 2 "SELECT COUNT(*) FROM job WHERE done_count <> 1")" "lease.ahead: rows whose done ran other than once"
+assert_eq "" "$(cut -d' ' -f1 "$handled" | sort | uniq -d | head -n 5 | tr '\n' ' ')" "lease.ahead: rows the handler ran twice"
+assert_eq "$rows" $((done1 + done2)) "lease.ahead: rows the two daemons finished"
+figure "lease.ahead: rows finished by the daemon through node 1 / node 2" "$done1 / $done2"
+figure "lease.ahead: 1213 errors in all, retried" "$(($(lines ahead1.log '\(1213\); rolled back, will retry') +
+    $(lines ahead2.log '\(1213\); rolled back, will retry')))"
 
 # ---- transaction mode through two nodes: duplicates measured ----
 fill
