@@ -194,7 +194,13 @@ lease_keep_batch(struct worker *w)
 	if (st != DB_OK) {
 		worker_db_failed(w, st, "renewing the batch's leases");
 		turn_rolled_back(w);
-		return w->db == NULL ? -1 : 0;
+		/*
+		 * No handler starts on a lease that two thirds of its
+		 * duration have gone by unrenewed (a frozen host's, after
+		 * SIGCONT): it may run out under it.
+		 */
+		return w->db == NULL || now_ms() - w->lease_renewed_ms >=
+		    2 * w->q->lease.duration_ms / 3 ? -1 : 0;
 	}
 	w->lease_renewed_ms = now_ms();
 	return 0;
