@@ -17,6 +17,7 @@
 # Knobs: ROWQ_GALERA_ROWS (600), ROWQ_GALERA_SLEEP_MS (handler, 20).
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/servers.sh"
+. "$TESTS_DIR/lease.sh"
 . "$TESTS_DIR/torture/common.sh"
 galera_require
 cd "$ROWQ_TEST_TMP"
@@ -78,16 +79,7 @@ YAML
 # fill: the table, with $rows waiting rows, created through node 1.
 fill()
 {
-	node_sql 1 "DROP TABLE IF EXISTS job;
-	    CREATE TABLE job (
-	    id BIGINT NOT NULL PRIMARY KEY,
-	    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
-	    lease CHAR(32) NULL,
-	    leased_until BIGINT NOT NULL DEFAULT 0,
-	    attempts INT NOT NULL DEFAULT 0,
-	    done_count INT NOT NULL DEFAULT 0,
-	    INDEX (status, id)
-	) ENGINE=InnoDB;
+	node_sql 1 "DROP TABLE IF EXISTS job; $(lease_job_table);
 	INSERT INTO job (id) SELECT seq FROM $(seq_rows "$rows")"
 	# The rows are on node 2 before any daemon claims there.
 	wait_until 30 '[ "$(node_value 2 "SELECT COUNT(*) FROM job")" = "$rows" ]' ||

@@ -7,22 +7,14 @@
 # the kills can explain.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
+. "$TESTS_DIR/lease.sh"
 db_start
 db_create
 cd "$ROWQ_TEST_TMP"
 rows=300
 kills=4
 
-sql "CREATE TABLE job (
-    id BIGINT NOT NULL PRIMARY KEY,
-    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
-    lease CHAR(32) NULL,
-    leased_until BIGINT NOT NULL DEFAULT 0,
-    attempts INT NOT NULL DEFAULT 0,
-    done_count INT NOT NULL DEFAULT 0,
-    last_error TEXT NULL,
-    INDEX (status, id)
-) ENGINE=InnoDB"
+sql "$(lease_job_table)"
 
 # config FILE BATCH LOG
 config()

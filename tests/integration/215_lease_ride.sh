@@ -18,6 +18,7 @@
 #      the row.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
+. "$TESTS_DIR/lease.sh"
 . "$TESTS_DIR/servers.sh"
 server_start r
 SOCK=$(server_sock r)
@@ -27,16 +28,7 @@ q1() { one_value "$(q "$1")" "$1"; }
 cd "$ROWQ_TEST_TMP"
 family=$(server_family)
 
-q "CREATE TABLE job (
-    id BIGINT NOT NULL PRIMARY KEY,
-    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
-    lease CHAR(32) NULL,
-    leased_until BIGINT NOT NULL DEFAULT 0,
-    attempts INT NOT NULL DEFAULT 0,
-    done_count INT NOT NULL DEFAULT 0,
-    last_error TEXT NULL,
-    INDEX (status, id)
-) ENGINE=InnoDB"
+q "$(lease_job_table)"
 
 # config FILE WORKERS LOG [KEY [CLAIM]]: the queue, its key's name KEY
 # (id; another is an alias of id), CLAIM lease.claim's text.

@@ -20,6 +20,7 @@
 #      faults explain.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
+. "$TESTS_DIR/lease.sh"
 . "$TESTS_DIR/servers.sh"
 server_start r
 SOCK=$(server_sock r)
@@ -29,16 +30,7 @@ q1() { one_value "$(q "$1")" "$1"; }
 cd "$ROWQ_TEST_TMP"
 family=$(server_family)
 
-q "CREATE TABLE job (
-    id BIGINT NOT NULL PRIMARY KEY,
-    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
-    lease CHAR(32) NULL,
-    leased_until BIGINT NOT NULL DEFAULT 0,
-    attempts INT NOT NULL DEFAULT 0,
-    done_count INT NOT NULL DEFAULT 0,
-    last_error TEXT NULL,
-    INDEX (status, id)
-) ENGINE=InnoDB"
+q "$(lease_job_table)"
 
 # config FILE WORKERS LOG: the queue, pipefake's mode HANDLER (ok), more
 # of done's SET in DONE_SETS.
