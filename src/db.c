@@ -659,11 +659,24 @@ db_ahead_read(struct db *db, struct db_ahead *ahead, bool more)
 enum db_status
 db_run_front(struct db *db, const char *sql, struct db_ahead *ahead)
 {
+	enum db_status st;
+
+	/* Read right only with the COMMIT last. */
+	if (!ahead->commit || ahead->nextra > 0) {
+		(void)db_fail(db, 0, "a front without its COMMIT last");
+		return DB_FATAL;
+	}
 	if (mysql_query(db->mysql, sql) != 0)
 		return db_fail_mysql(db);
-	if (!db_ahead_read(db, ahead, false))
-		return db_fail_mysql(db);
-	return DB_OK;
+	if (db_ahead_read(db, ahead, false))
+		return DB_OK;
+	/* More results than sent, or fewer: not a server's error. */
+	if ((st = db_fail_mysql(db)) == DB_OK) {
+		(void)db_fail(db, 0, "the front's results did not match it");
+		st = DB_FATAL;
+	}
+	(void)db_rest_of_results(db);
+	return st;
 }
 
 /*

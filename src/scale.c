@@ -153,7 +153,7 @@ scale_reading(struct supervisor *s, size_t i, int rows)
 	if (waiting <= 0 || limited > 0 || busy < running ||
 	    running < st->target || st->target >= scale_max(q))
 		return;
-	add = (waiting + q->batch - 1) / q->batch;
+	add = (waiting + queue_claim_rows(q) - 1) / queue_claim_rows(q);
 	if (add > st->target)
 		add = st->target;
 	if (st->target + add > scale_max(q))
@@ -161,7 +161,7 @@ scale_reading(struct supervisor *s, size_t i, int rows)
 	from = st->target;
 	st->target += add;
 	snprintf(why, sizeof(why), "%d%s rows wait and the %d worker%s busy",
-	    waiting, rows >= 2 * q->workers * q->batch ? "+" : "", running,
+	    waiting, rows >= 2 * q->workers * queue_claim_rows(q) ? "+" : "", running,
 	    running == 1 ? " is" : "s are");
 	scale_say(s, q, st, from, why);
 	scale_start(s, q, st->target);

@@ -195,12 +195,12 @@ lease_keep_batch(struct worker *w)
 		worker_db_failed(w, st, "renewing the batch's leases");
 		turn_rolled_back(w);
 		/*
-		 * No handler starts on a lease that two thirds of its
-		 * duration have gone by unrenewed (a frozen host's, after
-		 * SIGCONT): it may run out under it.
+		 * No handler starts on a lease a third of its duration old
+		 * and not renewed: its own first renewal comes a third after
+		 * its start, which may be too late.  The rows come back when
+		 * their leases run out.
 		 */
-		return w->db == NULL || now_ms() - w->lease_renewed_ms >=
-		    2 * w->q->lease.duration_ms / 3 ? -1 : 0;
+		return -1;
 	}
 	w->lease_renewed_ms = now_ms();
 	return 0;
@@ -343,6 +343,7 @@ lease_rows(struct worker *w, bool *leased)
 	unsigned long long affected;
 	enum db_status st;
 	int n = (int)w->turn.rows.nrows, nleased = 0;
+	int want = queue_claim_rows(w->q);
 	bool all, undone, sent, workable[CLAIM_MAX];
 	const struct row *failing = NULL;
 
@@ -352,12 +353,12 @@ lease_rows(struct worker *w, bool *leased)
 		workable[i] = turn_row_workable(w, (size_t)i);
 	}
 	/*
-	 * Up to a batch, rows skipped before last (a lease that changed
+	 * Up to a batch (lease.ahead's rows), rows skipped before last (a lease that changed
 	 * nothing): such a row at the head of the queue, claimed again with
 	 * the rows behind it (worker_widen), must not keep them from theirs.
 	 */
 	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < n && nleased < queue_claim_rows(w->q); i++) {
+		for (int i = 0; i < n && nleased < want; i++) {
 			if (leased[i] || !workable[i] || (pass == 0 &&
 			    turn_skipped_before(w, &w->turn.rows.rows[i])))
 				continue;
@@ -523,11 +524,34 @@ lease_finish_oks(struct worker *w)
 }
 
 /*
+ * After a database error between two rows of a claim (rolled back): the
+ * claim's other rows go on while the link is up and the statements can
+ * work, rather than wait out their leases; not while a statement fails
+ * whatever the row (finish_stalled), whose rows' outcomes could not be
+ * recorded either.
+ */
+static bool
+lease_go_on(const struct worker *w)
+{
+	return w->db != NULL && !w->statement_failing;
+}
+
+/* lease_commit_held's error: said, rolled back; 0 when the claim goes on. */
+static int
+lease_held_failed(struct worker *w, enum db_status st, const char *what)
+{
+	worker_db_failed(w, st, what);
+	turn_rolled_back(w);
+	return lease_go_on(w) ? 0 : -1;
+}
+
+/*
  * lease.ahead: the row before, whose `done` waits as at batch 1 (its
  * text in held_sql), committed now, before the next row of the claim
  * starts: the `done`, its run and the COMMIT in one round trip, as they
- * would go in front of a claim.  Returns 0, or -1 after a database error
- * (rolled back: the row comes back when its lease runs out).
+ * would go in front of a claim.  Returns 0, or -1 when the turn must end
+ * after a database error (rolled back: the row comes back when its lease
+ * runs out).
  */
 static int
 lease_commit_held(struct worker *w)
@@ -537,12 +561,8 @@ lease_commit_held(struct worker *w)
 	struct buf sql = { 0 };
 	enum db_status st, held;
 
-	if ((st = runs_front(w, &a)) != DB_OK) {
-		(void)db_rollback(w->db);
-		worker_db_failed(w, st, w->failing);
-		turn_rolled_back(w);
-		return -1;
-	}
+	if ((st = runs_front(w, &a)) != DB_OK)
+		return lease_held_failed(w, st, w->failing);
 	buf_append(&sql, w->turn.held_sql.data, w->turn.held_sql.len);
 	buf_puts(&sql, ";\n");
 	if (a.runs) {
@@ -557,16 +577,14 @@ lease_commit_held(struct worker *w)
 	held = finish_held(w, &a, st);
 	/* A list's check stopped the text before the COMMIT: it goes now. */
 	if (held == DB_OK && st != DB_OK && !a.finished)
-		return worker_commit(w);
+		return worker_commit(w) == 0 || lease_go_on(w) ? 0 : -1;
 	if (held == DB_OK && st == DB_OK) {
 		worker_committed(w);
 		return 0;
 	}
-	(void)db_rollback(w->db);
-	worker_db_failed(w, held != DB_OK ? held : st,
-	    held != DB_OK ? w->failing : "commit");
-	turn_rolled_back(w);
-	return -1;
+	return lease_held_failed(w, held != DB_OK ? held : st,
+	    held != DB_OK ? w->failing : a.runs && !a.runs_ran ?
+	    "the run log's INSERT" : "commit");
 }
 
 int

@@ -255,9 +255,10 @@ turn_row_workable(struct worker *w, size_t i)
 }
 
 /*
- * The LIMIT of the next claim: the batch (lease.ahead's rows), and as many more as the last
- * turns skipped (see worker_widen), so that rows that cannot be worked at
- * the head of the queue never hide the ones behind them.
+ * The LIMIT of the next claim: the batch (lease.ahead's rows), and as
+ * many more as the last turns skipped (see worker_widen), so that rows
+ * that cannot be worked at the head of the queue never hide the ones
+ * behind them.
  */
 int
 turn_next_limit(const struct worker *w)

@@ -13,7 +13,10 @@
 #   3. a row whose `done` fails on its data (row 3): marked failed
 #      instead, once, the rows of its claim before and after it done;
 #      a row whose lease another took while it waited its turn (row 2):
-#      its `done` changes nothing and is said, the others done;
+#      its `done` changes nothing and is said, the others done; a row
+#      whose `done` waits for a lock until the lock wait times out (row
+#      2, leases of 30 s): rolled back, and the rest of the claim goes on
+#      at once, not when its leases run out;
 #   4. two daemons of two workers, a worker killed with kill -9 and the
 #      server restarted while rows go through: every row done exactly
 #      once, its run written once, no row tried more often than the
@@ -33,7 +36,7 @@ family=$(server_family)
 q "$(lease_job_table)"
 
 # config FILE WORKERS LOG: the queue, pipefake's mode HANDLER (ok), more
-# of done's SET in DONE_SETS.
+# of done's SET in DONE_SETS, leases of LEASE_S seconds (3).
 config()
 {
 	cat >"$1" <<YAML
@@ -50,11 +53,11 @@ queues:
     idle: 100ms
     runs: {}
     lease:
-      duration: 3s
+      duration: ${LEASE_S:-3}s
       ahead: 5
       claim: UPDATE job SET lease = :lease, attempts = attempts + 1,
-             leased_until = UNIX_TIMESTAMP() + 3 WHERE id = :id
-      renew: UPDATE job SET leased_until = UNIX_TIMESTAMP() + 3
+             leased_until = UNIX_TIMESTAMP() + ${LEASE_S:-3} WHERE id = :id
+      renew: UPDATE job SET leased_until = UNIX_TIMESTAMP() + ${LEASE_S:-3}
              WHERE id = :id AND lease = :lease
     done: UPDATE job SET status = 'done', done_count = done_count + 1${DONE_SETS:-}
           WHERE id = :id AND lease = :lease
@@ -154,6 +157,27 @@ assert_eq "1:done:1 2:waiting:0 3:done:1 4:done:1 5:done:1" \
     "$(rows_of done_count)" \
     "a lease taken while the row waited its turn"
 assert_match "row 2: .*changed no row for key 2: the lease was lost" "$(cat stolen.log)" "row 2: said"
+
+fill 5 handled
+HANDLER="sleep, \"1000\"" LEASE_S=30 config locked.yaml 1 handled
+"$ROWQ" -c locked.yaml run >locked.log 2>&1 &
+pid=$!
+track_pid $pid
+wait_until 20 '[ "$(q1 "SELECT COUNT(*) FROM job WHERE lease IS NOT NULL")" = 5 ]' ||
+	fail "rows not leased: $(tail -n 20 locked.log)"
+# Row 2 locked by another session for longer than rowq's lock wait (10 s).
+q "BEGIN; SELECT id FROM job WHERE id = 2 FOR UPDATE; DO SLEEP(13); COMMIT" >/dev/null &
+holder=$!
+wait_until 25 '[ "$(ndone)" = 4 ]' ||
+	fail "the claim's rows after row 2 not done: $(tail -n 20 locked.log)"
+wait $holder || fail "the lock's session failed"
+kill -TERM $pid
+wait $pid || fail "rowq exited with $?"
+untrack_pid $pid
+assert_eq "1:done:1 2:waiting:0 3:done:1 4:done:1 5:done:1" \
+    "$(rows_of done_count)" "a done that waited for a lock, rolled back"
+assert_match "done for key 2: Lock wait timeout.*rolled back, will retry" "$(cat locked.log)" "row 2: said"
+assert_eq "1 1 1 1 1" "$(for k in 1 2 3 4 5; do runs_of $k; done | paste -sd' ' -)" "handler runs, rows 1 to 5"
 
 # ---- 4. kill -9 and a server restart, two daemons ----
 rows=400
