@@ -138,7 +138,7 @@ scale_reading(struct supervisor *s, size_t i, int rows)
 {
 	const struct queue *q;
 	struct scale_queue_state *st;
-	int running, busy, limited, waiting, add, from;
+	int running, busy, limited, waiting, add, from, per_worker;
 	char why[96];
 
 	if (s->opts->drain || s->stopping || rows <= 0 ||
@@ -149,11 +149,13 @@ scale_reading(struct supervisor *s, size_t i, int rows)
 	    (st = scale_state(s, i)) == NULL)
 		return;
 	scale_count(s, q, &running, &busy, &limited);
+	/* The rows a worker takes at a claim. */
+	per_worker = queue_claim_rows(q);
 	waiting = q->lease.enabled ? rows : rows - busy;
 	if (waiting <= 0 || limited > 0 || busy < running ||
 	    running < st->target || st->target >= scale_max(q))
 		return;
-	add = (waiting + queue_claim_rows(q) - 1) / queue_claim_rows(q);
+	add = (waiting + per_worker - 1) / per_worker;
 	if (add > st->target)
 		add = st->target;
 	if (st->target + add > scale_max(q))
@@ -161,7 +163,7 @@ scale_reading(struct supervisor *s, size_t i, int rows)
 	from = st->target;
 	st->target += add;
 	snprintf(why, sizeof(why), "%d%s rows wait and the %d worker%s busy",
-	    waiting, rows >= 2 * q->workers * queue_claim_rows(q) ? "+" : "", running,
+	    waiting, rows >= 2 * q->workers * per_worker ? "+" : "", running,
 	    running == 1 ? " is" : "s are");
 	scale_say(s, q, st, from, why);
 	scale_start(s, q, st->target);

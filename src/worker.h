@@ -461,6 +461,8 @@ enum db_status finish_text_oks(struct worker *, bool *all);
 enum db_status finish_held(struct worker *, const struct db_ahead *,
 	    enum db_status);
 enum db_status finish_held_now(struct worker *);
+void	 finish_held_text(const struct worker *, const struct db_ahead *,
+	    struct buf *);
 
 /* worker_lease.c */
 void	 lease_new_token(struct lease_token *);

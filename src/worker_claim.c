@@ -271,14 +271,7 @@ claim_front_text(struct worker *w, const struct claim_front *f,
 {
 	if (f->sent)
 		return;
-	if (f->ahead.finish) {
-		buf_append(b, w->turn.held_sql.data, w->turn.held_sql.len);
-		buf_puts(b, ";\n");
-	}
-	if (f->ahead.runs) {
-		buf_append(b, w->turn.runs_front.data, w->turn.runs_front.len);
-		buf_puts(b, ";\n");
-	}
+	finish_held_text(w, &f->ahead, b);
 	if (f->before != NULL && f->before->len > 0)
 		buf_append(b, f->before->data, f->before->len);
 	if (f->ahead.commit)

@@ -410,6 +410,25 @@ finish_held(struct worker *w, const struct db_ahead *ahead, enum db_status st)
 	return st;
 }
 
+/*
+ * What goes in front of a COMMIT for the held row (ahead says): its
+ * `done` as text, then its run (runs_front), each ended for more to
+ * follow.
+ */
+void
+finish_held_text(const struct worker *w, const struct db_ahead *ahead,
+    struct buf *b)
+{
+	if (ahead->finish) {
+		buf_append(b, w->turn.held_sql.data, w->turn.held_sql.len);
+		buf_puts(b, ";\n");
+	}
+	if (ahead->runs) {
+		buf_append(b, w->turn.runs_front.data, w->turn.runs_front.len);
+		buf_puts(b, ";\n");
+	}
+}
+
 /* No claim follows (worker_commit): the held row's `done`, prepared. */
 enum db_status
 finish_held_now(struct worker *w)

@@ -353,9 +353,10 @@ lease_rows(struct worker *w, bool *leased)
 		workable[i] = turn_row_workable(w, (size_t)i);
 	}
 	/*
-	 * Up to a batch (lease.ahead's rows), rows skipped before last (a lease that changed
-	 * nothing): such a row at the head of the queue, claimed again with
-	 * the rows behind it (worker_widen), must not keep them from theirs.
+	 * Up to a batch (lease.ahead's rows), rows skipped before last (a
+	 * lease that changed nothing): such a row at the head of the queue,
+	 * claimed again with the rows behind it (worker_widen), must not
+	 * keep them from theirs.
 	 */
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < n && nleased < want; i++) {
@@ -563,13 +564,7 @@ lease_commit_held(struct worker *w)
 
 	if ((st = runs_front(w, &a)) != DB_OK)
 		return lease_held_failed(w, st, w->failing);
-	buf_append(&sql, w->turn.held_sql.data, w->turn.held_sql.len);
-	buf_puts(&sql, ";\n");
-	if (a.runs) {
-		buf_append(&sql, w->turn.runs_front.data,
-		    w->turn.runs_front.len);
-		buf_puts(&sql, ";\n");
-	}
+	finish_held_text(w, &a, &sql);
 	buf_puts(&sql, "COMMIT");
 	st = db_run_front(w->db, sql.data, &a);
 	buf_free(&sql);

@@ -47,8 +47,9 @@
  *
  * Not on MySQL, where a select that sets a variable is deprecated (it
  * warns, and is to be removed): there the lease keeps its round trip;
- * nor on a Galera node (see lease_ride_bind).  Nor with limit:, a claim by key, a lease.claim list, parameters known
- * only after the claim (:attempt), or after skipped rows (the claim asks
+ * nor on a Galera node (see lease_ride_bind).  Nor with limit:, a claim
+ * by key, a lease.claim list, parameters known only after the claim
+ * (:attempt), or after skipped rows (the claim asks
  * for more than one); nor for a select the server refuses so (a derived
  * table with two columns of one name), which each connection finds out
  * once, preparing it.
@@ -182,7 +183,6 @@ void
 lease_ride_bind(struct worker *w)
 {
 	int nvars;
-
 	char node[128];
 
 	w->ride_ok = w->ride_direct = false;
