@@ -5,21 +5,13 @@
 # lease is detected, at renewal or at the finishing statement, and the
 # stale worker records nothing.
 . "$(dirname "$0")/../lib.sh"
+. "$TESTS_DIR/lease.sh"
 db_start
 db_create
 cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/handled
 
-sql "CREATE TABLE video (
-    id BIGINT NOT NULL PRIMARY KEY,
-    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
-    lease CHAR(32) NULL,
-    leased_until BIGINT NOT NULL DEFAULT 0,
-    attempts INT NOT NULL DEFAULT 0,
-    done_count INT NOT NULL DEFAULT 0,
-    last_error TEXT NULL,
-    INDEX (status, id)
-) ENGINE=InnoDB"
+sql "$(lease_job_table video)"
 
 # lease_config FILE SECONDS SLEEP_MS: leases of SECONDS, a handler of SLEEP_MS.
 lease_config()

@@ -20,6 +20,7 @@
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/lease.sh"
 . "$TESTS_DIR/servers.sh"
+. "$TESTS_DIR/torture/common.sh"
 server_start r
 SOCK=$(server_sock r)
 server_sql r "CREATE DATABASE ride"
@@ -102,9 +103,8 @@ fill $rows handled
 pids=()
 for d in a b; do
 	HANDLER="sleep, \"20\"" config "$d.yaml" 2 handled
-	"$ROWQ" -c "$d.yaml" run >"$d.log" 2>&1 &
-	pids+=($!)
-	track_pid $!
+	rowq_start "$d.yaml" "$d.log"
+	pids+=("$ROWQ_PID")
 done
 on_exit '[ $? -eq 0 ] || tail -n 30 "$ROWQ_TEST_TMP"/[ab].log'
 handled() { wc -l <handled; }
@@ -116,9 +116,7 @@ server_restart r
 wait_until 90 '[ "$(q1 "SELECT COUNT(*) FROM job WHERE status = '"'done'"'")" = $rows ]' ||
 	fail "not every row done: $(q "SELECT id, status, attempts FROM job WHERE status <> 'done' LIMIT 10")"
 for p in "${pids[@]}"; do
-	kill -TERM "$p"
-	wait "$p" || fail "rowq exited with $?"
-	untrack_pid "$p"
+	stop_rowq "$p"
 done
 assert_eq "$rows $rows 1 1" "$(done_once)" "faults: rows done, once each"
 assert_eq $rows "$(cut -d' ' -f1 handled | sort -u | wc -l)" "faults: rows handled"
@@ -135,15 +133,12 @@ assert_eq 0 "$(cat a.log b.log | grep -c 'AddressSanitizer\|runtime error' || tr
 fill 50 handled
 config none.yaml 1 handled id "UPDATE job SET lease = :lease, attempts = attempts + 1,
              leased_until = UNIX_TIMESTAMP() + 3 WHERE id = :id AND id % 10 <> 0"
-"$ROWQ" -c none.yaml run >none.log 2>&1 &
-pid=$!
-track_pid $pid
+rowq_start none.yaml none.log
+pid=$ROWQ_PID
 wait_until 20 '[ "$(q1 "SELECT COUNT(*) FROM job WHERE status = '"'done'"'")" = 45 ]' ||
 	fail "rows leased not done: $(tail -n 30 none.log; q "SELECT id, status, attempts FROM job WHERE status <> 'done'")"
 sleep 0.5
-kill -TERM $pid
-wait $pid || fail "rowq exited with $?"
-untrack_pid $pid
+stop_rowq $pid
 assert_eq "45 45 1 1" "$(done_once)" "rows leased: done once"
 assert_eq "5 0" "$(q1 "SELECT CONCAT_WS(' ', COUNT(*), SUM(attempts)) FROM job WHERE status = 'waiting'")" "rows not leased: waiting, untried"
 assert_eq 0 "$(grep -c '^[0-9]*0 ' handled || true)" "rows not leased: handled"
@@ -155,16 +150,13 @@ done
 fill 20 handled
 config refused.yaml 1 handled id "UPDATE job SET lease = IF(id = 7, REPEAT('x', 40), :lease),
              attempts = attempts + 1, leased_until = UNIX_TIMESTAMP() + 3 WHERE id = :id"
-"$ROWQ" -c refused.yaml run >refused.log 2>&1 &
-pid=$!
-track_pid $pid
+rowq_start refused.yaml refused.log
+pid=$ROWQ_PID
 wait_until 20 'grep -q "row 7: .*lease.claim.*too long" refused.log' ||
 	fail "the refused lease not said: $(cat refused.log)"
 wait_until 10 '[ "$(q1 "SELECT status FROM job WHERE id = 6")" = done ]' ||
 	fail "row 6 not done: $(tail -n 5 refused.log)"
-kill -TERM $pid
-wait $pid || fail "rowq exited with $?"
-untrack_pid $pid
+stop_rowq $pid
 assert_eq "6 6 1 1" "$(done_once)" "rows 1 to 6: done once"
 assert_eq "waiting 0" "$(q1 "SELECT CONCAT_WS(' ', status, attempts) FROM job WHERE id = 7")" "row 7: not leased"
 assert_eq 0 "$(grep -c '^7 ' handled || true)" "row 7: not handled"

@@ -25,6 +25,7 @@
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/lease.sh"
 . "$TESTS_DIR/servers.sh"
+. "$TESTS_DIR/torture/common.sh"
 server_start r
 SOCK=$(server_sock r)
 server_sql r "CREATE DATABASE ahead"
@@ -95,9 +96,8 @@ assert_le "$claims" $((rows / 5 + 10)) "claims"
 # ---- 2. each row committed as soon as its handler ends ----
 fill 5 handled
 HANDLER="hang-on, 3" config hang.yaml 1 handled
-"$ROWQ" -c hang.yaml run >hang.log 2>&1 &
-pid=$!
-track_pid $pid
+rowq_start hang.yaml hang.log
+pid=$ROWQ_PID
 wait_until 20 '[ "$(runs_of 3)" = 1 ]' || fail "row 3 not handled: $(tail -n 20 hang.log)"
 assert_eq "1:done:1 2:done:1 3:waiting:1 4:waiting:1 5:waiting:1" \
     "$(rows_of attempts)" \
@@ -106,17 +106,12 @@ assert_eq 3 "$(q1 "SELECT COUNT(*) FROM job WHERE lease IS NOT NULL AND status =
 assert_eq "0 0" "$(runs_of 4) $(runs_of 5)" "rows 4 and 5: not handled yet"
 w=$(a_worker $pid) || fail "no worker to kill"
 kill -KILL "$w"
-kill -TERM $pid
-wait $pid || fail "rowq exited with $?"
-untrack_pid $pid
+stop_rowq $pid
 config rest.yaml 1 handled
-"$ROWQ" -c rest.yaml run >rest.log 2>&1 &
-pid=$!
-track_pid $pid
+rowq_start rest.yaml rest.log
+pid=$ROWQ_PID
 wait_until 20 '[ "$(ndone)" = 5 ]' || fail "rows 3 to 5 not done: $(tail -n 20 rest.log)"
-kill -TERM $pid
-wait $pid || fail "rowq exited with $?"
-untrack_pid $pid
+stop_rowq $pid
 assert_eq "5 5 1 1" "$(done_once)" "after the kill: done once each"
 assert_eq "1 1 2 1 1" "$(for k in 1 2 3 4 5; do runs_of $k; done | paste -sd' ' -)" "handler runs, rows 1 to 5"
 assert_eq "1 1 2 2 2" "$(q "SELECT attempts FROM job ORDER BY id" | paste -sd' ' -)" "tries, rows 1 to 5"
@@ -125,14 +120,11 @@ assert_eq "1 1 2 2 2" "$(q "SELECT attempts FROM job ORDER BY id" | paste -sd' '
 fill 5 handled
 DONE_SETS=",
           last_error = IF(id = 3, REPEAT('x', 70000), NULL)" config data.yaml 1 handled
-"$ROWQ" -c data.yaml run >data.log 2>&1 &
-pid=$!
-track_pid $pid
+rowq_start data.yaml data.log
+pid=$ROWQ_PID
 wait_until 20 '[ "$(q1 "SELECT COUNT(*) FROM job WHERE status <> '"'waiting'"'")" = 5 ]' ||
 	fail "rows not finished: $(tail -n 20 data.log)"
-kill -TERM $pid
-wait $pid || fail "rowq exited with $?"
-untrack_pid $pid
+stop_rowq $pid
 assert_eq "1:done:1 2:done:1 3:failed:0 4:done:1 5:done:1" \
     "$(rows_of done_count)" \
     "a done that fails on row 3's data"
@@ -141,18 +133,15 @@ assert_eq 5 "$(wc -l <handled)" "handler runs"
 
 fill 5 handled
 HANDLER="sleep, \"300\"" config stolen.yaml 1 handled
-"$ROWQ" -c stolen.yaml run >stolen.log 2>&1 &
-pid=$!
-track_pid $pid
+rowq_start stolen.yaml stolen.log
+pid=$ROWQ_PID
 wait_until 20 '[ "$(q1 "SELECT COUNT(*) FROM job WHERE lease IS NOT NULL")" = 5 ]' ||
 	fail "rows not leased: $(tail -n 20 stolen.log)"
 q "UPDATE job SET lease = 'taken by another' WHERE id = 2"
 wait_until 20 '[ "$(ndone)" = 4 ] && [ "$(runs_of 2)" = 1 ]' ||
 	fail "rows not done: $(tail -n 20 stolen.log)"
 sleep 0.5
-kill -TERM $pid
-wait $pid || fail "rowq exited with $?"
-untrack_pid $pid
+stop_rowq $pid
 assert_eq "1:done:1 2:waiting:0 3:done:1 4:done:1 5:done:1" \
     "$(rows_of done_count)" \
     "a lease taken while the row waited its turn"
@@ -160,9 +149,8 @@ assert_match "row 2: .*changed no row for key 2: the lease was lost" "$(cat stol
 
 fill 5 handled
 HANDLER="sleep, \"1000\"" LEASE_S=30 config locked.yaml 1 handled
-"$ROWQ" -c locked.yaml run >locked.log 2>&1 &
-pid=$!
-track_pid $pid
+rowq_start locked.yaml locked.log
+pid=$ROWQ_PID
 wait_until 20 '[ "$(q1 "SELECT COUNT(*) FROM job WHERE lease IS NOT NULL")" = 5 ]' ||
 	fail "rows not leased: $(tail -n 20 locked.log)"
 # Row 2 locked by another session for longer than rowq's lock wait (10 s).
@@ -171,9 +159,7 @@ holder=$!
 wait_until 25 '[ "$(ndone)" = 4 ]' ||
 	fail "the claim's rows after row 2 not done: $(tail -n 20 locked.log)"
 wait $holder || fail "the lock's session failed"
-kill -TERM $pid
-wait $pid || fail "rowq exited with $?"
-untrack_pid $pid
+stop_rowq $pid
 assert_eq "1:done:1 2:waiting:0 3:done:1 4:done:1 5:done:1" \
     "$(rows_of done_count)" "a done that waited for a lock, rolled back"
 assert_match "done for key 2: Lock wait timeout.*rolled back, will retry" "$(cat locked.log)" "row 2: said"
@@ -185,9 +171,8 @@ fill $rows handled
 pids=()
 for d in a b; do
 	HANDLER="sleep, \"20\"" config "$d.yaml" 2 handled
-	"$ROWQ" -c "$d.yaml" run >"$d.log" 2>&1 &
-	pids+=($!)
-	track_pid $!
+	rowq_start "$d.yaml" "$d.log"
+	pids+=("$ROWQ_PID")
 done
 on_exit '[ $? -eq 0 ] || tail -n 30 "$ROWQ_TEST_TMP"/[ab].log'
 handled() { wc -l <handled; }
@@ -199,9 +184,7 @@ server_restart r
 wait_until 90 '[ "$(ndone)" = $rows ]' ||
 	fail "not every row done: $(q "SELECT id, status, attempts FROM job WHERE status <> 'done' LIMIT 10")"
 for p in "${pids[@]}"; do
-	kill -TERM "$p"
-	wait "$p" || fail "rowq exited with $?"
-	untrack_pid "$p"
+	stop_rowq "$p"
 done
 assert_eq "$rows $rows 1 1" "$(done_once)" "faults: rows done, once each"
 assert_eq $rows "$(cut -d' ' -f1 handled | sort -u | wc -l)" "faults: rows handled"
