@@ -54,25 +54,6 @@ db_create rowq_bench
 W=$ROWQ_TEST_TMP
 cd "$W" || fail "cannot work in $W"
 
-# fill N: the job table with N waiting rows, as a lease queue needs it;
-# transaction mode reads the same table with the same select.
-fill()
-{
-	sql "DROP TABLE IF EXISTS job;
-	    CREATE TABLE job (
-	    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-	    payload VARCHAR(250) NOT NULL,
-	    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
-	    lease CHAR(32) NULL,
-	    leased_until BIGINT NOT NULL DEFAULT 0,
-	    attempts INT NOT NULL DEFAULT 0,
-	    done_count INT NOT NULL DEFAULT 0,
-	    last_error TEXT NULL,
-	    INDEX (status, id)
-	) ENGINE=InnoDB;
-	INSERT INTO job (payload) SELECT CONCAT('job ', seq) FROM $(seq_rows "$1")"
-}
-
 # config FILE BATCH lease|transaction [AHEAD]
 config()
 {
@@ -134,7 +115,7 @@ declare -A RESULT LAST RATIO STMTS REFUSED SCPU CCPU
 run()
 {
 	local name=$1 bin=$2 cfg=$3 t0 t1 q0 q1 got s0 s1 c0 c1
-	fill "$ROWS"
+	job_fill "$ROWS"
 	q0=$(questions)
 	server_ticks; s0=$TICKS
 	client_ticks; c0=$TICKS

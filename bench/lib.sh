@@ -3,6 +3,7 @@
 # tests/email.sh, for the contenders):
 #
 #   settle, readme_section   once the server runs, any script's
+#   job_fill                 lease.sh's and floor.sh's job table
 #   bench_build              the helper programs, in BIN
 #   bench_server_start       a server with bench.sh's options
 #   measure, measure_rounds  bench.sh's contenders on the email table: one
@@ -52,6 +53,26 @@ readme_section()
 }
 
 say() { printf '%s\n' "$*" >&2; }
+
+# job_fill N: the job table of lease.sh and floor.sh, made anew with N
+# waiting rows, with a lease's columns; transaction mode reads the same
+# table with the same select.
+job_fill()
+{
+	sql "DROP TABLE IF EXISTS job;
+	    CREATE TABLE job (
+	    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+	    payload VARCHAR(250) NOT NULL,
+	    status ENUM('waiting', 'done', 'failed') NOT NULL DEFAULT 'waiting',
+	    lease CHAR(32) NULL,
+	    leased_until BIGINT NOT NULL DEFAULT 0,
+	    attempts INT NOT NULL DEFAULT 0,
+	    done_count INT NOT NULL DEFAULT 0,
+	    last_error TEXT NULL,
+	    INDEX (status, id)
+	) ENGINE=InnoDB;
+	INSERT INTO job (payload) SELECT CONCAT('job ', seq) FROM $(seq_rows "$1")"
+}
 
 # ---- the build and the server ------------------------------------------
 
