@@ -91,6 +91,7 @@ for w in $f_workers; do
 	b_all="$b_all $(children_of "$w" | tr '\n' ' ')"
 done
 kill -STOP $b_all 2>/dev/null || true
+stopped_at=$(now_us)
 wait_until $((bound_s + 8)) '[ -n "$(first_full "$((frozen_at + bound_s * 1000000 - 500000))")" ]' ||
 	fail "$o never ran 3 at once after $f froze"
 back=$(first_full "$((frozen_at + bound_s * 1000000 - 500000))")
@@ -113,11 +114,15 @@ stopped=$(grep -E 'timed out after|handler stopped' $f.log | tail -n 1 |
 close_starts "$log" "$([ -n "$stopped" ] && date -d "$stopped" +%s%6N ||
     echo "$thawed_at")" $f_workers
 # The frozen host's handlers did nothing while it was frozen: their time
-# from the freeze to the thaw is taken out of the count.
-awk -v a="$frozen_at" -v b="$thawed_at" -v only="$f_workers" '
+# from the freeze to the thaw is taken out of the count.  That includes
+# a handler whose start line came after frozen_at, before its own
+# SIGSTOP (its worker was starting it as the worker froze): counted as
+# running, it would seem to run beside the other host's three from the
+# session bound to the thaw.
+awk -v a="$frozen_at" -v s_at="$stopped_at" -v b="$thawed_at" -v only="$f_workers" '
     BEGIN { n = split(only, o, " "); for (i = 1; i <= n; i++) w[o[i]] = 1 }
-    $1 == "start" && ($4 in w) && $6 < a { s[$3] = 1 }
-    $1 == "end" && ($3 in s) && $6 >= b { print "end", $2, $3, $4, $5, a;
+    $1 == "start" && ($4 in w) && $6 < s_at { s[$3] = $6 > a ? $6 : a }
+    $1 == "end" && ($3 in s) && $6 >= b { print "end", $2, $3, $4, $5, s[$3];
 	print "start", $2, $3, $4, $5, b }' "$log" >frozen
 cat frozen >>"$log"
 # Over the limit: for a moment after the kill (a killed worker's handler
