@@ -652,6 +652,25 @@ db_ahead_read(struct db *db, struct db_ahead *ahead, bool more)
 }
 
 /*
+ * A result that was not there (fewer results than the statements sent:
+ * mysql_next_result gave -1, with no error), or the server's error.
+ * Either way not DB_OK: a text that does not match what was meant to be
+ * sent is a fault of rowq's, not an empty claim.
+ */
+static enum db_status
+db_fail_results(struct db *db)
+{
+	enum db_status st = db_fail_mysql(db);
+
+	if (st == DB_OK) {
+		(void)db_fail(db, 0, "the results did not match the statements "
+		    "sent");
+		st = DB_FATAL;
+	}
+	return st;
+}
+
+/*
  * What ahead asks for with no select behind it: a finishing statement,
  * the run log's INSERT, and the COMMIT last, as db_select sends them in
  * front of its select, in one round trip.
@@ -670,11 +689,7 @@ db_run_front(struct db *db, const char *sql, struct db_ahead *ahead)
 		return db_fail_mysql(db);
 	if (db_ahead_read(db, ahead, false))
 		return DB_OK;
-	/* More results than sent, or fewer: not a server's error. */
-	if ((st = db_fail_mysql(db)) == DB_OK) {
-		(void)db_fail(db, 0, "the front's results did not match it");
-		st = DB_FATAL;
-	}
+	st = db_fail_results(db);
 	(void)db_rest_of_results(db);
 	return st;
 }
@@ -704,7 +719,7 @@ db_select(struct db *db, const char *sql, struct db_ahead *ahead,
 	if (mysql_query(db->mysql, sql) != 0)
 		return db_fail_mysql(db);
 	if (!db_ahead_read(db, ahead, true))
-		return db_fail_mysql(db);
+		return db_fail_results(db);
 	res = mysql_store_result(db->mysql);
 	if (res == NULL) {
 		st = db_fail_mysql(db);
@@ -727,7 +742,7 @@ db_select(struct db *db, const char *sql, struct db_ahead *ahead,
 	for (int i = 0; st == DB_OK && i < ahead->nbehind &&
 	    i < DB_AHEAD_BEHIND_MAX; i++) {
 		if (mysql_next_result(db->mysql) != 0)
-			return db_fail_mysql(db);
+			return db_fail_results(db);
 		db_keep_result(db, &ahead->behind[i]);
 		ahead->behind_ran = i + 1;
 	}
