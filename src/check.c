@@ -277,26 +277,46 @@ check_uses_token(const struct sql *sql)
 	return check_uses(sql, "lease") || check_uses(sql, "lease_int");
 }
 
+/* A list's first statement alone decides whether the rest run. */
+static bool
+check_first_uses_token(const struct sql *sql)
+{
+	struct sql first = *sql;
+
+	first.next = NULL;
+	return check_uses_token(&first);
+}
+
 /*
  * A lease is a fence only when a statement tests the token: with none, a
  * worker whose lease ran out (a handler that stalled, a link that was
- * down) records its outcome after another worker claimed the row again.
+ * down) records its outcome after another worker claimed the row again;
+ * and lease.release, run at a stop, gives back another's lease.
  */
 static void
 check_lease_fenced(const struct queue *q)
 {
-	if (!q->lease.enabled || check_uses_token(&q->lease.renew) ||
-	    check_uses_token(&q->done) || check_uses_token(&q->failed) ||
-	    check_uses_token(&q->retry.update))
+	if (!q->lease.enabled)
 		return;
-	log_warnx("%s: neither lease.renew nor done, failed or retry.update "
-	    "uses :lease or :lease_int: nothing tells this claim from a later "
-	    "one, so a worker whose lease ran out (a handler that stalled, a "
-	    "database that was away) still renews and records its outcome "
-	    "after another worker has claimed the row again, and both run "
-	    "its handler; keep the token in a column (lease.claim: ... SET "
-	    "claimed_by = :lease) and test it (WHERE id = :id AND claimed_by "
-	    "= :lease)", q->lease.where);
+	if (!check_uses_token(&q->lease.renew) &&
+	    !check_uses_token(&q->done) && !check_uses_token(&q->failed) &&
+	    !check_uses_token(&q->retry.update))
+		log_warnx("%s: neither lease.renew nor done, failed or "
+		    "retry.update uses :lease or :lease_int: nothing tells "
+		    "this claim from a later one, so a worker whose lease ran "
+		    "out (a handler that stalled, a database that was away) "
+		    "still renews and records its outcome after another "
+		    "worker has claimed the row again, and both run its "
+		    "handler; keep the token in a column (lease.claim: ... SET "
+		    "claimed_by = :lease) and test it (WHERE id = :id AND "
+		    "claimed_by = :lease)", q->lease.where);
+	if (q->lease.release.text != NULL &&
+	    !check_first_uses_token(&q->lease.release))
+		log_warnx("%s: uses neither :lease nor :lease_int: at a stop "
+		    "it gives a row back whoever holds it, even a worker that "
+		    "claimed it after this one's lease ran out; test the token "
+		    "(WHERE id = :id AND lease = :lease)",
+		    q->lease.release.where);
 }
 
 /* retry: without attempts_column counts no try: say what that means. */
@@ -573,6 +593,7 @@ check_queue(struct db *db, const struct config *cfg, const struct queue *q,
 	problems += check_statement(db, &q->retry.gave_up);
 	problems += check_statement(db, &q->lease.claim);
 	problems += check_statement(db, &q->lease.renew);
+	problems += check_statement(db, &q->lease.release);
 	problems += check_statement(db, &q->failed_count);
 	problems += prune_check(db, q);
 	problems += status_group_check(db, q);

@@ -168,7 +168,8 @@ void
 check_flow(struct db *db, const struct queue *q)
 {
 	const struct sql *all[] = { &q->done, &q->failed, &q->retry.update,
-	    &q->discard, &q->requeue, &q->lease.claim, &q->lease.renew };
+	    &q->discard, &q->requeue, &q->lease.claim, &q->lease.renew,
+	    &q->lease.release };
 	struct check_flow_counter *c = NULL;
 	size_t n = 0;
 	char *own;

@@ -181,7 +181,7 @@ config_check_columns(const struct queue *q, char *const *columns,
     size_t ncolumns)
 {
 	struct buf cols = { 0 }, builtins = { 0 };
-	const struct sql *stmts[6];
+	const struct sql *stmts[7];
 	size_t i, n = 0;
 	int problems = 0;
 
@@ -202,6 +202,7 @@ config_check_columns(const struct queue *q, char *const *columns,
 	if (q->lease.enabled) {
 		stmts[n++] = &q->lease.claim;
 		stmts[n++] = &q->lease.renew;
+		stmts[n++] = &q->lease.release;
 	}
 	for (i = 0; i < n; i++)
 		for (const struct sql *s = stmts[i]; s != NULL; s = s->next)

@@ -109,8 +109,8 @@ config_field_select(struct load *ld, const struct config_item *it, void *dst,
 	else if (q->nparams > 0)
 		config_error(ld, it->value->line, it->path, ":%s: the select "
 		    "takes no parameters (only done, failed, retry.update, "
-		    "lease.claim, lease.renew, requeue, discard and cancel "
-		    "do)",
+		    "lease.claim, lease.renew, lease.release, requeue, "
+		    "discard and cancel do)",
 		    q->params[0]);
 }
 
@@ -139,6 +139,7 @@ config_field_stop_signal(struct load *ld, const struct config_item *it,
 static const struct config_field lease_fields[] = {
 	FIELD(struct lease_policy, "claim", statements, claim, 0, 0),
 	FIELD(struct lease_policy, "renew", statements, renew, 0, 0),
+	FIELD(struct lease_policy, "release", statements, release, 0, 0),
 	FIELD(struct lease_policy, "duration", duration, duration_ms, 3000, 0),
 	FIELD(struct lease_policy, "ahead", int, ahead, 1, BATCH_MAX),
 };
@@ -837,6 +838,7 @@ config_queue_free(struct queue *q)
 	sql_free(&q->failed);
 	sql_free(&q->lease.claim);
 	sql_free(&q->lease.renew);
+	sql_free(&q->lease.release);
 	free(q->age.name);
 	free(q->age.where);
 	free(q->ready_at.name);

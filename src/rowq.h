@@ -268,6 +268,12 @@ struct lease_policy {
 	 */
 	struct sql	 claim;
 	struct sql	 renew;		/* text NULL: claim renews too */
+	/*
+	 * Gives back a row leased but not yet handled when a stop or a
+	 * reload comes (lease.ahead's, a batch's); text NULL: none, the
+	 * row waits for its lease to run out.
+	 */
+	struct sql	 release;
 	int64_t		 duration_ms;
 	/*
 	 * Batch 1: rows leased at a claim (1, the default: the row alone),

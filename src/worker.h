@@ -316,7 +316,7 @@ struct worker {
 	size_t			 keyed_next;
 	int64_t			 keyed_read_ms;
 	struct buf		 claim_text;	/* as sent, with what rides on it */
-	struct bound		 done, retry, failed, lease, renew;
+	struct bound		 done, retry, failed, lease, renew, release;
 	struct bound		 gave_up;	/* retry.gave_up: */
 	/* The connection's layout: the prepared claim's columns. */
 	const struct column	*cols;

@@ -93,6 +93,7 @@ worker_disconnect(struct worker *w)
 	finish_unbind(&w->failed);
 	finish_unbind(&w->lease);
 	finish_unbind(&w->renew);
+	finish_unbind(&w->release);
 	finish_unbind(&w->gave_up);
 	runs_unprepare(w);
 	limit_disconnect(w);
@@ -150,6 +151,8 @@ worker_connect(struct worker *w)
 	    (r = finish_bind(w, &w->failed, &w->q->failed)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->lease, &w->q->lease.claim)) != CONNECT_OK ||
 	    (r = finish_bind(w, &w->renew, &w->q->lease.renew)) != CONNECT_OK ||
+	    (r = finish_bind(w, &w->release, &w->q->lease.release)) !=
+	    CONNECT_OK ||
 	    (r = finish_bind(w, &w->gave_up, &w->q->retry.gave_up)) !=
 	    CONNECT_OK || (r = limit_connect(w)) != CONNECT_OK)
 		return r;

@@ -582,6 +582,61 @@ lease_commit_held(struct worker *w)
 	    "the run log's INSERT" : "commit");
 }
 
+/*
+ * A stop or a reload came before rows [from, n) of the claim were handed
+ * to the handler: lease.release gives back those still leased, with each
+ * row's token, in a transaction of its own, so that another worker takes
+ * them now rather than when their leases run out.  Without it, or where
+ * the database does not answer, they wait for that (rowq.yaml(5)).
+ */
+static bool
+lease_releasable(const struct worker *w, const bool *leased, int i)
+{
+	return leased[i] && w->lease_live[i] &&
+	    w->turn.rows.rows[i].value != NULL;
+}
+
+static void
+lease_release_rest(struct worker *w, const bool *leased, int from, int n)
+{
+	struct lease_token keep = w->token;
+	unsigned long long affected;
+	enum db_status st = DB_OK;
+	int given = 0, rows = 0;
+
+	/* The rows' values are read by the columns of their claim. */
+	if (w->release.sql == NULL || w->db == NULL || !turn_layout_current(w))
+		return;
+	for (int i = from; i < n; i++)
+		rows += lease_releasable(w, leased, i);
+	for (int i = from; i < n && st == DB_OK; i++) {
+		const struct row *row = &w->turn.rows.rows[i];
+		if (!lease_releasable(w, leased, i))
+			continue;
+		w->token = w->lease_tokens[i];
+		st = finish_exec(w, &w->release, row, row_attempt(w, row), 0,
+		    &affected);
+		if (st == DB_OK && affected > 0)
+			given++;
+	}
+	w->token = keep;
+	if (rows == 0)
+		return;
+	if (st == DB_OK)
+		st = db_commit(w->db);
+	if (st != DB_OK) {
+		log_warnx("%s: %s: the %d rows leased and not handled come "
+		    "back when their leases run out", w->release.failed_at ?
+		    w->release.failed_at : "commit", db_error(w->db), rows);
+		(void)db_rollback(w->db);
+		if (w->args->stats)
+			w->args->stats->errors++;
+		return;
+	}
+	log_info("a stop or a reload: gave back %d of the %d rows leased and "
+	    "not handled (lease.release)", given, rows);
+}
+
 int
 lease_turn(struct worker *w)
 {
@@ -591,7 +646,7 @@ lease_turn(struct worker *w)
 	 * no more rows than that.
 	 */
 	bool leased[CLAIM_MAX] = { false };
-	int n = limit_before_claim(w), nleased;
+	int n = limit_before_claim(w), nleased, rest;
 	bool ok = true;
 
 	w->lease_rows = 0;
@@ -615,8 +670,13 @@ lease_turn(struct worker *w)
 	n = worker_turn_end(w, nleased, n);
 	if (nleased == 0)
 		return n;
+	rest = n;
 	for (int i = 0; i < n && ok; i++) {
-		if (!leased[i] || w->stopper.stop)
+		if (w->stopper.stop) {
+			rest = i;
+			break;
+		}
+		if (!leased[i])
 			continue;
 		/*
 		 * lease.ahead: the row before, whose `done` waits for the
@@ -631,6 +691,20 @@ lease_turn(struct worker *w)
 	/* After an error too: the rows handled ok are finished. */
 	if (lease_finish_oks(w) != 0 || !ok)
 		return -1;
+	if (rest < n) {
+		/*
+		 * What the handled rows left pending is committed first (the
+		 * held row's `done` waits for no claim now), so that a release
+		 * that fails rolls back nothing but itself; and the claim's
+		 * slot goes, so that another worker can take the rows.
+		 */
+		if (w->turn.holding && lease_commit_held(w) != 0)
+			return -1;
+		if (w->turn.uncommitted && worker_commit(w) != 0)
+			return -1;
+		lease_give_up_slot(w);
+		lease_release_rest(w, leased, rest, n);
+	}
 	/*
 	 * The turn's rows are finished: their keys' slots (per_key) go now.
 	 * After an error they go with the next claim's round trip instead,

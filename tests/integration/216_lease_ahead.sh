@@ -26,12 +26,7 @@
 . "$TESTS_DIR/lease.sh"
 . "$TESTS_DIR/servers.sh"
 . "$TESTS_DIR/torture/common.sh"
-server_start r
-SOCK=$(server_sock r)
-server_sql r "CREATE DATABASE ahead"
-q() { server_sql r "$1" ahead; }
-q1() { one_value "$(q "$1")" "$1"; }
-cd "$ROWQ_TEST_TMP"
+lease_server ahead
 family=$(server_family)
 
 q "$(lease_job_table)"

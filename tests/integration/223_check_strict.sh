@@ -4,7 +4,8 @@
 # - a select without ORDER BY claims rows in no defined order;
 # - a lease queue whose renewal and finishing statements never use
 #   :lease (or :lease_int) fences nothing: a worker whose lease ran out
-#   still records its outcome;
+#   still records its outcome; a lease.release that does not test it
+#   gives back another worker's lease at a stop;
 # - retry: without attempts_column retries without a limit (a note, not
 #   a warning): a row whose handler fails 7 times is tried an 8th time;
 # - :lease_int, the lease token as a positive BIGINT, fits an integer
@@ -90,6 +91,22 @@ assert_eq 0 "$status" "check --strict with :lease_int ($out)"
 "$ROWQ" -c q.yaml drain job -w 2 >drain.out 2>drain.err || fail "drain: $(cat drain.err)"
 assert_eq 30 "$(sql_value "SELECT COUNT(*) FROM job WHERE state = 'done'")" "rows done, each by its own token"
 assert_eq "30 30 0" "$(sql_value "SELECT CONCAT(COUNT(DISTINCT claim_id), ' ', COUNT(DISTINCT job_id), ' ', SUM(claim_id = 0 OR claim_id > 9223372036854775807)) FROM token")" "tokens: one per claim, positive BIGINTs"
+
+# ---- lease.release without the token ----
+queue "SELECT id FROM job WHERE state = 'waiting' AND claimed_until < UNIX_TIMESTAMP() ORDER BY id" \
+    "lease:" \
+    "  claim: UPDATE job SET claim_id = :lease_int, claimed_until = UNIX_TIMESTAMP() + :duration WHERE id = :id" \
+    "  duration: 30s" \
+    "  ahead: 5" \
+    "  release: UPDATE job SET claimed_until = 0 WHERE id = :id"
+sed -i "s/^    done: .*/    done: UPDATE job SET state = 'done' WHERE id = :id AND claim_id = :lease_int/" q.yaml
+line=$(grep -n '^      release:' q.yaml | cut -d: -f1)
+check
+assert_match "q.yaml:$line: queues.job.lease.release: uses neither :lease nor :lease_int: at a stop it gives a row back whoever holds it" \
+    "$out" "lease.release without a token"
+sed -i "s/^      release: .*/      release: UPDATE job SET claimed_until = 0 WHERE id = :id AND claim_id = :lease_int/" q.yaml
+check --strict
+assert_eq 0 "$status" "check --strict with lease.release testing the token ($out)"
 
 # ---- retry: without attempts_column ----
 sql "DROP TRIGGER job_token; TRUNCATE job; INSERT INTO job (state) VALUES ('waiting'), ('waiting')"

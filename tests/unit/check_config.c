@@ -1080,6 +1080,30 @@ START_TEST(test_lease_ahead)
 }
 END_TEST
 
+/* lease.release: a statement or a list, kept with where it was said. */
+START_TEST(test_lease_release)
+{
+	struct config *cfg = accepted(AHEAD_QUEUE "      ahead: 10\n"
+	    "      release: UPDATE video SET l = NULL WHERE id = :id AND l = "
+	    ":lease\n");
+	const struct queue *q = &cfg->queues[0];
+
+	ck_assert_str_eq(q->lease.release.text,
+	    "UPDATE video SET l = NULL WHERE id = :id AND l = :lease");
+	ck_assert_str_eq(q->lease.release.where,
+	    "rowq.yaml:11: queues.render.lease.release");
+	config_free(cfg);
+	cfg = accepted(AHEAD_QUEUE);
+	ck_assert_ptr_null(cfg->queues[0].lease.release.text);
+	config_free(cfg);
+	cfg = accepted(AHEAD_QUEUE "      release:\n"
+	    "        - UPDATE video SET l = NULL WHERE id = :id AND l = :lease\n"
+	    "        - INSERT INTO given_back VALUES (:id)\n");
+	ck_assert_ptr_nonnull(cfg->queues[0].lease.release.next);
+	config_free(cfg);
+}
+END_TEST
+
 /* lease.claim and lease.renew as lists; a claim list needs a renew. */
 START_TEST(test_lease_lists)
 {
@@ -1276,7 +1300,7 @@ START_TEST(test_select_parameters)
 	    "    failed: UPDATE email SET status = 'failed' WHERE id = :id\n",
 	    "rowq.yaml:3: queues.email.select: :since: the select takes no "
 	    "parameters (only done, failed, retry.update, lease.claim, "
-	    "lease.renew, requeue, discard and cancel do)\n");
+	    "lease.renew, lease.release, requeue, discard and cancel do)\n");
 }
 END_TEST
 
@@ -2168,6 +2192,7 @@ config_suite(void)
 	tcase_add_test(tc, test_group_by);
 	tcase_add_test(tc, test_lease);
 	tcase_add_test(tc, test_lease_ahead);
+	tcase_add_test(tc, test_lease_release);
 	tcase_add_test(tc, test_lease_lists);
 	tcase_add_test(tc, test_handler_none);
 	tcase_add_test(tc, test_prune_list);
