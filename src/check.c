@@ -102,8 +102,8 @@ check_keyed(struct db *db, const struct queue *q, struct keyed_claim *k)
 	    "%d ms), and each claim locks by key only the rows of %s it "
 	    "claims", q->select.where, k->why, KEYED_LIST_CLAIMS,
 	    KEYED_LIST_MS, k->table);
-	keyed_list_sql(&b, k,
-	    queue_claim_rows(q) * q->workers * KEYED_LIST_CLAIMS);
+	keyed_list_sql(&b, k, keyed_list_rows(queue_claim_rows(q),
+	    q->workers));
 	check_cursor_line(q, "list (locks nothing)", &b);
 	keyed_lock_sql(&b, k, NULL, 0, queue_claim_rows(q));
 	check_cursor_line(q, "lock", &b);

@@ -415,8 +415,8 @@ plan_list_ms(struct db *db, const struct queue *q,
 	struct timespec t0, t1;
 	enum db_status st;
 
-	keyed_list_sql(&sql, keyed,
-	    queue_claim_rows(q) * q->workers * KEYED_LIST_CLAIMS);
+	keyed_list_sql(&sql, keyed, keyed_list_rows(queue_claim_rows(q),
+	    q->workers));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	st = db_query(db, sql.data, &rs, &cols, &ncols);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -47,6 +47,7 @@ int	 keyed_derive(struct keyed_claim *, const char *select,
 	    const char *done);
 int	 keyed_confirm(struct db *, struct keyed_claim *, const char *select,
 	    int batch);
+int	 keyed_list_rows(int claim_rows, int workers);
 void	 keyed_list_sql(struct buf *, const struct keyed_claim *, int limit);
 void	 keyed_lock_sql(struct buf *, const struct keyed_claim *,
 	    const char *const *keys, size_t n, int limit);

@@ -546,6 +546,18 @@ keyed_confirm(struct db *db, struct keyed_claim *k, const char *select,
 
 /* ---- the statements ---- */
 
+/*
+ * The keys one list reads: enough for KEYED_LIST_CLAIMS claims of every
+ * worker of the queue, KEYED_LIST_MAX at most; the workers' and check's.
+ */
+int
+keyed_list_rows(int claim_rows, int workers)
+{
+	long long rows = (long long)claim_rows * workers * KEYED_LIST_CLAIMS;
+
+	return rows < KEYED_LIST_MAX ? (int)rows : KEYED_LIST_MAX;
+}
+
 void
 keyed_list_sql(struct buf *b, const struct keyed_claim *k, int limit)
 {

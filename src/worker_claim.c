@@ -451,15 +451,13 @@ static enum db_status
 claim_key_list(struct worker *w, int limit, struct claim_front *f)
 {
 	struct buf *b = &w->claim_text;
-	size_t rows = (size_t)limit * (size_t)w->args->of * KEYED_LIST_CLAIMS;
 
 	rowset_clear(&w->keyed_list, 1);
 	w->keyed_next = 0;
 	w->keyed_read_ms = now_ms();
 	buf_reset(b);
 	claim_front_text(w, f, b);
-	keyed_list_sql(b, &w->keyed, rows < KEYED_LIST_MAX ? (int)rows :
-	    KEYED_LIST_MAX);
+	keyed_list_sql(b, &w->keyed, keyed_list_rows(limit, w->args->of));
 	return claim_send_to(w, f, b->data, claim_key_layout(w), 1,
 	    &w->keyed_list);
 }

@@ -5,7 +5,9 @@
 # select of another shape (ORDER BY another column, DESC, a join, a
 # primary key of two columns or of text) gets one note under `rowq
 # check` that names the reason, what today's claim costs and the shape
-# that avoids it.  Neither changes check's exit status.
+# that avoids it.  Neither changes check's exit status.  A select claimed
+# by key shows, with -d, the list of keys the workers read, at most
+# 10,000.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 db_start
@@ -88,6 +90,14 @@ sed -i 's/^      ORDER BY id$/      ORDER BY subject/' q.yaml
 check_ok "ORDER BY subject"
 assert_match "$where: claims lock by key" "$out" "ORDER BY subject: by key"
 assert_eq 0 "$(grep -c 'cannot scan the primary key' <<<"$out")" "ORDER BY subject: no note"
+# The list -d shows is the workers': 1,000 claims of every worker, 10,000
+# keys at most.
+check_ok "ORDER BY subject -d" -d
+assert_match "LIMIT 2000\$" "$(derived "list (locks nothing)")" "by key: the list, 2 workers"
+WORKERS=6 email_config q.yaml "[/bin/true]" "batch: 10"
+sed -i 's/^      ORDER BY id$/      ORDER BY subject/' q.yaml
+check_ok "ORDER BY subject, batch 10 -d" -d
+assert_match "LIMIT 10000\$" "$(derived "list (locks nothing)")" "by key: the list, 6 workers of batch 10"
 
 email_config q.yaml "[/bin/true]"
 sed -i 's/^      ORDER BY id$/      ORDER BY id DESC/' q.yaml
