@@ -85,6 +85,13 @@ runs_table(const struct queue *q)
 	return q->runs.table != NULL ? q->runs.table : RUNS_TABLE_DEFAULT;
 }
 
+/* The bytes of a group a run keeps, and status --by matches. */
+size_t
+runs_group_len(size_t len)
+{
+	return len < RUNS_GROUP_MAX ? len : RUNS_GROUP_MAX;
+}
+
 /* Whether q's runs keep their group (grp): it has group_by:. */
 bool
 runs_grouped(const struct queue *q)
@@ -289,8 +296,7 @@ runs_values(struct buf *b, const struct run_rec *r)
 		return;
 	buf_puts(b, ", ");
 	if (r->group != NULL)
-		runs_hex(b, r->group, r->group_len < RUNS_GROUP_MAX ?
-		    r->group_len : RUNS_GROUP_MAX);
+		runs_hex(b, r->group, runs_group_len(r->group_len));
 	else
 		buf_puts(b, "NULL");
 }
@@ -363,8 +369,8 @@ runs_held_values(struct run_values *v, const struct run_rec *r)
 	if (r->group == NULL)
 		v->v[v->n++] = (struct value){ .type = VALUE_NULL };
 	else
-		v->v[v->n++] = runs_bytes(r->group, r->group_len <
-		    RUNS_GROUP_MAX ? r->group_len : RUNS_GROUP_MAX);
+		v->v[v->n++] = runs_bytes(r->group,
+		    runs_group_len(r->group_len));
 }
 
 /*

@@ -85,6 +85,7 @@ struct runs_filter {
 
 const char *runs_table(const struct queue *);
 bool	 runs_grouped(const struct queue *);
+size_t	 runs_group_len(size_t len);
 void	 runs_held_text(struct buf *, const struct queue *);
 void	 runs_held_values(struct run_values *, const struct run_rec *);
 int	 runs_ensure(struct db *, const struct queue *);

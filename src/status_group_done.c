@@ -67,9 +67,7 @@ status_group_done_same(const struct status_group *g, const struct row *row)
 
 	if (g->value == NULL || row->value[0] == NULL)
 		return g->value == NULL && row->value[0] == NULL;
-	len = strlen(g->value);
-	if (len > RUNS_GROUP_MAX)
-		len = RUNS_GROUP_MAX;
+	len = runs_group_len(strlen(g->value));
 	return len == row->len[0] && memcmp(g->value, row->value[0], len) == 0;
 }
 
@@ -142,7 +140,7 @@ status_group_done(struct db *db, const struct queue *q,
 		memset(&vals[nvals], 0, sizeof(vals[nvals]));
 		vals[nvals].type = VALUE_BLOB;
 		vals[nvals].s = v;
-		vals[nvals++].len = len < RUNS_GROUP_MAX ? len : RUNS_GROUP_MAX;
+		vals[nvals++].len = runs_group_len(len);
 	}
 	/* Room for the groups shown and for done-only ones up to limit. */
 	gs->g = xrealloc(gs->g, ((size_t)gs->limit + 1) * sizeof(*gs->g));
