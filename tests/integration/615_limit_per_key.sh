@@ -6,7 +6,7 @@
 # one ran one after another with no gap to speak of; the other
 # customers' rows were not held up behind the hot ones (all started
 # before the hot customer was half done); and its waiting rows were not
-# locked by the workers that passed them over.  Every row done once.
+# kept locked by the workers that passed them over.  Every row done once.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/limit.sh"
@@ -29,23 +29,31 @@ rowq_start a.yaml a.log; A=$ROWQ_PID
 rowq_start b.yaml b.log; B=$ROWQ_PID
 # The hot customer's waiting rows are passed over, not held: another
 # session locks each of them at once but the one whose handler runs
-# (and, for a moment, the one a worker has just claimed).
-most_locked=0
-for _ in 1 2 3 4 5 6 7 8 9 10; do
+# (and, for a moment, those that workers have just claimed and are about
+# to pass over: when a hot row ends, every idle worker may claim the
+# next ones at the same instant, so a single look can find up to one a
+# worker).  Held while other rows' handlers run, they would be locked
+# in most looks: the typical look, the median of 11, is what is bounded.
+samples=()
+for _ in 1 2 3 4 5 6 7 8 9 10 11; do
 	locked=0
 	for id in $(sql_value "SELECT GROUP_CONCAT(id SEPARATOR ' ') FROM job
 	    WHERE customer_id = 1 AND status = 'waiting'"); do
 		sql "SELECT id FROM job WHERE id = $id FOR UPDATE NOWAIT" \
 		    >/dev/null 2>&1 || locked=$((locked + 1))
 	done
-	[ "$locked" -le "$most_locked" ] || most_locked=$locked
+	samples+=("$locked")
 	sleep 0.2
 done
+sorted=$(printf '%s\n' "${samples[@]}" | sort -n)
+median_locked=$(sed -n 6p <<<"$sorted")
+most_locked=$(tail -n 1 <<<"$sorted")
 job_wait_done 60
 stop_rowq "$A"
 stop_rowq "$B"
-figure "the hot customer's waiting rows locked at once, most" "$most_locked"
-assert_le "$most_locked" 2 "the hot customer's rows locked by workers"
+figure "the hot customer's waiting rows locked at once, in each look" "${samples[*]}"
+assert_le "$median_locked" 2 "the hot customer's rows locked by workers, the median look"
+assert_le "$most_locked" 6 "the hot customer's rows locked by workers, at most one a worker"
 job_by_customer "$log" bykey
 for c in $(seq 1 20); do
 	awk -v c="$c" '$2 == c' bykey >key.$c
