@@ -12,7 +12,11 @@ db_create
 cd "$ROWQ_TEST_TMP"
 email_table 3
 WORKERS=1 email_config rowq.yaml "[$HANDLERS/fake, kill-worker]"
-"$ROWQ" -c rowq.yaml -d run >rowq.log 2>&1 &
+# There before the daemon opens it: counted from at once (a log not yet
+# opened read as no number, which ended the first wait at once, and the
+# SIGHUP then came before the daemon could take it).
+: >rowq.log
+"$ROWQ" -c rowq.yaml -d run >>rowq.log 2>&1 &
 ROWQ_PID=$!
 track_pid "$ROWQ_PID"
 on_exit '[ $? -eq 0 ] || tail -n 60 "$ROWQ_TEST_TMP/rowq.log"'
@@ -24,7 +28,8 @@ outcomes() { grep -cE 'reload: generation [0-9]+ started|reload failed' rowq.log
 wait_for_count()
 {
 	local end=$((SECONDS + 10))
-	while [ "$($1)" -lt "$2" ]; do
+	local n
+	while n=$($1); [ "${n:-0}" -lt "$2" ]; do
 		[ $SECONDS -lt $end ] || return 1
 		sleep 0.02
 	done
