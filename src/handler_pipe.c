@@ -51,10 +51,11 @@ pipe_kill(struct pipe_handler *p, bool counts)
 /*
  * Output nobody asked for: a second line after an answer, or chatter
  * between rows.  Taken as the next row's answer it would finish the wrong
- * row, so it is out of protocol: returns -1 after logging it.
+ * row, so it is out of protocol: returns -1 after logging it, with what
+ * follows ("restarting it" between rows, "at its stop" after the last).
  */
 static int
-pipe_unasked(struct pipe_handler *p)
+pipe_unasked(struct pipe_handler *p, const char *then)
 {
 	char chunk[256];
 	ssize_t n = p->child.out >= 0 ? read(p->child.out, chunk,
@@ -65,8 +66,8 @@ pipe_unasked(struct pipe_handler *p)
 		return 0;
 	json_string(&what, chunk, (size_t)n);
 	log_error("pipe handler wrote %s when no row was waiting for an "
-	    "answer: out of protocol (one line per row); restarting it",
-	    what.data);
+	    "answer: out of protocol (one line per row); %s", what.data,
+	    then);
 	buf_free(&what);
 	return -1;
 }
@@ -108,7 +109,7 @@ pipe_ready(struct pipe_handler *p)
 		return true;
 	if (exited)
 		return false;
-	if (pipe_unasked(p) == 0)
+	if (pipe_unasked(p, "restarting it") == 0)
 		return true;
 	(void)pipe_kill(p, true);
 	return false;
@@ -364,7 +365,9 @@ pipe_drain(struct pipe_handler *p)
 
 /*
  * End of the worker: EOF on the handler's stdin is its cue to exit; it
- * gets grace_ms to do so before its group is killed.
+ * gets grace_ms to do so before its group is killed.  An answer it wrote
+ * after the last row's (one answer too many, caught nowhere else when no
+ * row followed) is said, like one caught between rows.
  */
 void
 pipe_stop(struct pipe_handler *p, int64_t grace_ms)
@@ -385,6 +388,7 @@ pipe_stop(struct pipe_handler *p, int64_t grace_ms)
 		if (!child_exited(&p->child))
 			log_warnx("pipe handler did not exit within %llds of "
 			    "EOF: killed", (long long)grace_ms / 1000);
+		(void)pipe_unasked(p, "at its stop");
 		(void)child_reap(&p->child);
 		errsink_row_done(&p->child.errs);
 	}

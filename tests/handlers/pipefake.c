@@ -7,6 +7,7 @@
  *   pipefake hang-on KEY LOG    like ok, but never answer that key
  *   pipefake garbage-on KEY LOG like ok, but answer nonsense on that key
  *   pipefake double-on KEY LOG  like ok, but answer that key twice
+ *   pipefake bye-at-eof LOG     like ok, and write "bye" at end of input
  *   pipefake retry-all LOG      answer "retry busy" to every row
  *   pipefake exit-at-start      exit 1 before reading anything
  *   pipefake sleep MS LOG       like ok, after sleeping MS milliseconds
@@ -88,6 +89,8 @@ main(int argc, char **argv)
 		}
 		printf("ok %ld\n", key);
 	}
+	if (strcmp(mode, "bye-at-eof") == 0)
+		printf("bye\n");
 	free(line);
 	return 0;
 }

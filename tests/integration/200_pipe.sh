@@ -76,13 +76,23 @@ done
 # as a failed try of that row, not as its answer).  An answer carries no
 # key, so a second "ok 5" written just after rowq looked for strays is
 # taken as row 6's: the answers then run one row behind until one arrives
-# with no row waiting (on a loaded machine, "ok 10" after the last row),
-# or until two arrive in one read ("ok 7\nok 8", out of protocol).
+# with no row waiting ("ok 10" after the last row, said at the latest when
+# the handler stops), or until two arrive in one read ("ok 7\nok 8").
 assert_match "(wrote .*ok (5|6|7|8|9|10).* when no row was waiting for an answer|answer out of protocol: .ok (5|6|7|8|9|10))" "$(cat double.err)" "double: stray answer logged"
 # Caught out, the handler is started again; not when its stray answer
 # came after the last row, as the drain then ends without another row.
 grep -qE "wrote .*ok 10.* when no row was waiting" double.err ||
 	assert_ge "$(cut -d' ' -f2 double.log | sort -u | wc -l)" 2 "double: handler processes (restarted)"
+
+# What a handler writes after its last answer, when no row follows to
+# catch it, is said at its stop: an answer too many is never unseen.
+sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
+    VALUES (1, 'u1@example.com', 's', '')"
+WORKERS=1 pipe_config bye.yaml "[$PIPE, bye-at-eof, $ROWQ_TEST_TMP/bye.log]"
+"$ROWQ" -c bye.yaml drain email >/dev/null 2>bye.err || fail "drain: $(cat bye.err)"
+assert_eq "sent" "$(sql_value "SELECT status FROM email WHERE id = 1")" "bye: row 1"
+assert_match 'wrote "bye\\n" when no row was waiting for an answer: out of protocol \(one line per row\); at its stop' \
+	"$(cat bye.err)" "bye: output after the last answer logged"
 
 # ---- a handler that exits at start-up: restarts spaced out ----
 sql "DELETE FROM email; INSERT INTO email (id, recipient, subject, body)
