@@ -38,12 +38,7 @@ MARK_END="<!-- bench/floor.sh${SERVER_SAYS:+ $SERVER_SAYS}: end -->"
 START_S=$(date +%s)
 
 [ -x "$ROWQ" ] || fail "no $ROWQ: run make first"
-DB_SERVER_OPTS+=(--innodb-buffer-pool-size=512M)
-unset ROWQ_TEST_SOCKET
-db_start
-db_create rowq_bench
-W=$ROWQ_TEST_TMP
-cd "$W" || fail "cannot work in $W"
+bench_server_start 512M
 
 # The run log's table, made by rowq itself (a drain of one row), so that
 # its shape is the one a daemon writes.

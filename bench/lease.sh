@@ -47,12 +47,7 @@ cc -O2 -g -Wall -Wextra -o "$BIN/okpipe" "$BENCH_DIR/okpipe.c"
 [ -x "$ROWQ" ] || fail "no $ROWQ: run make first"
 [ -z "$BEFORE" ] || [ -x "$BEFORE" ] || fail "BENCH_ROWQ_BEFORE: no $BEFORE"
 
-DB_SERVER_OPTS+=(--innodb-buffer-pool-size=512M)
-unset ROWQ_TEST_SOCKET
-db_start
-db_create rowq_bench
-W=$ROWQ_TEST_TMP
-cd "$W" || fail "cannot work in $W"
+bench_server_start 512M
 
 # config FILE BATCH lease|transaction [AHEAD]
 config()

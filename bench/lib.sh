@@ -5,7 +5,7 @@
 #   settle, readme_section   once the server runs, any script's
 #   job_fill                 lease.sh's and floor.sh's job table
 #   bench_build              the helper programs, in BIN
-#   bench_server_start       a server with bench.sh's options
+#   bench_server_start       a server with the buffer pool a script needs
 #   measure, measure_rounds  bench.sh's contenders on the email table: one
 #                            run, or RUNS rounds of them, each verified, a
 #                            line each in results.tsv (in the current
@@ -88,15 +88,20 @@ bench_build()
 	[ -x "$ROWQ" ] || fail "no $ROWQ: run make first"
 }
 
-# bench_server_start: a throwaway server of ROWQ_TEST_SERVER's kind
-# (tests/lib.sh) and its database rowq_bench; sets SERVER_PID, and W
-# (ROWQ_TEST_TMP), where the script then works.
+# bench_server_start [POOL [OPTION...]]: a throwaway server of
+# ROWQ_TEST_SERVER's kind (tests/lib.sh), with a buffer pool of POOL (1G,
+# and a log of 512M, unless told) and the server options given, and its
+# database rowq_bench; sets SERVER_PID, and W (ROWQ_TEST_TMP), where the
+# script then works.
 bench_server_start()
 {
-	# Room for bench.sh's 4,000,000-row table in memory; durability as
-	# in the tests (flush at commit 2): the limit here is CPU and round
-	# trips, not fsync.
-	DB_SERVER_OPTS+=(--innodb-buffer-pool-size=1G --innodb-log-file-size=512M)
+	# By default, room for bench.sh's 4,000,000-row table in memory;
+	# durability as in the tests (flush at commit 2): the limit here is
+	# CPU and round trips, not fsync.
+	if [ $# -eq 0 ]; then
+		set -- 1G --innodb-log-file-size=512M
+	fi
+	DB_SERVER_OPTS+=(--innodb-buffer-pool-size="$1" "${@:2}")
 	unset ROWQ_TEST_SOCKET
 	db_start
 	db_create rowq_bench

@@ -91,9 +91,21 @@ config_builtin(const struct queue *q, const char *name)
 	return false;
 }
 
+/*
+ * The built-ins that carry the handler's answer.  The lease statements
+ * run before it (claim, renew) or for rows never handled (release), where
+ * they would bind nothing, or another row's answer.
+ */
+static bool
+config_answer_param(const char *name)
+{
+	return strcmp(name, "output") == 0 || strcmp(name, "error") == 0 ||
+	    strcmp(name, "reason") == 0;
+}
+
 static int
 config_check_statement(const struct queue *q, const struct sql *s,
-    char *const *columns, size_t ncolumns, const char *cols,
+    bool answered, char *const *columns, size_t ncolumns, const char *cols,
     const char *builtins)
 {
 	size_t i, j;
@@ -118,6 +130,14 @@ config_check_statement(const struct queue *q, const struct sql *s,
 			    "hide: alias the column in the select (%s AS "
 			    "row_%s)", s->where != NULL ? s->where : q->name,
 			    p, p, p);
+			problems++;
+			continue;
+		}
+		if (!column && !answered && config_answer_param(p)) {
+			log_error("%s: :%s is the handler's answer, and this "
+			    "statement runs when no row has one (a lease's "
+			    "claim, renewal or release)", s->where != NULL ?
+			    s->where : q->name, p);
 			problems++;
 			continue;
 		}
@@ -182,7 +202,7 @@ config_check_columns(const struct queue *q, char *const *columns,
 {
 	struct buf cols = { 0 }, builtins = { 0 };
 	const struct sql *stmts[7];
-	size_t i, n = 0;
+	size_t i, n = 0, answered;
 	int problems = 0;
 
 	for (i = 0; i < ncolumns; i++)
@@ -199,6 +219,7 @@ config_check_columns(const struct queue *q, char *const *columns,
 		stmts[n++] = &q->retry.update;
 		stmts[n++] = &q->retry.gave_up;
 	}
+	answered = n;	/* the statements above run after an answer */
 	if (q->lease.enabled) {
 		stmts[n++] = &q->lease.claim;
 		stmts[n++] = &q->lease.renew;
@@ -206,8 +227,8 @@ config_check_columns(const struct queue *q, char *const *columns,
 	}
 	for (i = 0; i < n; i++)
 		for (const struct sql *s = stmts[i]; s != NULL; s = s->next)
-			problems += config_check_statement(q, s, columns,
-			    ncolumns, cols.data, builtins.data);
+			problems += config_check_statement(q, s, i < answered,
+			    columns, ncolumns, cols.data, builtins.data);
 	problems += config_check_column(q, q->key_where, q->key_column,
 	    columns, ncolumns, cols.data);
 	problems += config_check_column(q, q->age.where, q->age.name,

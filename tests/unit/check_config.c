@@ -1104,6 +1104,29 @@ START_TEST(test_lease_release)
 }
 END_TEST
 
+/*
+ * The handler's answer has no place in the lease statements (run before
+ * it, or for rows never handled).
+ */
+START_TEST(test_lease_answer_params)
+{
+	struct config *cfg = accepted(AHEAD_QUEUE "      ahead: 10\n"
+	    "      release: UPDATE video SET l = NULL, e = :error WHERE id = :id"
+	    "\n      renew: UPDATE video SET o = :output WHERE l = :lease\n");
+	char *id_only[] = { "id" };
+	char *log;
+
+	ck_assert_int_eq(check_columns(&cfg->queues[0], id_only, 1, &log), 2);
+	ck_assert_has(log, "rowq.yaml:11: queues.render.lease.release: :error "
+	    "is the handler's answer, and this statement runs when no row "
+	    "has one");
+	ck_assert_has(log, "queues.render.lease.renew: :output is the "
+	    "handler's answer");
+	free(log);
+	config_free(cfg);
+}
+END_TEST
+
 /* lease.claim and lease.renew as lists; a claim list needs a renew. */
 START_TEST(test_lease_lists)
 {
@@ -2193,6 +2216,7 @@ config_suite(void)
 	tcase_add_test(tc, test_lease);
 	tcase_add_test(tc, test_lease_ahead);
 	tcase_add_test(tc, test_lease_release);
+	tcase_add_test(tc, test_lease_answer_params);
 	tcase_add_test(tc, test_lease_lists);
 	tcase_add_test(tc, test_handler_none);
 	tcase_add_test(tc, test_prune_list);
