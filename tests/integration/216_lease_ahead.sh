@@ -127,7 +127,10 @@ assert_match "row 3: .*too long" "$(cat data.log)" "row 3: why, said"
 assert_eq 5 "$(wc -l <handled)" "handler runs"
 
 fill 5 handled
-HANDLER="sleep, \"300\"" config stolen.yaml 1 handled
+# Rows of 1.5 s: the lease is taken while row 2 waits, on a loaded
+# machine too; leases of 30 s, renewed after 10, so that its done, not a
+# renewal, finds it taken.
+HANDLER="sleep, \"1500\"" LEASE_S=30 config stolen.yaml 1 handled
 rowq_start stolen.yaml stolen.log
 pid=$ROWQ_PID
 wait_until 20 '[ "$(q1 "SELECT COUNT(*) FROM job WHERE lease IS NOT NULL")" = 5 ]' ||

@@ -73,14 +73,15 @@ app_deadlocks=$(grep -c 1213 app.err || true)
 assert_ge "$deadlocks" 1 "deadlocks rowq rolled back (the application lost $app_deadlocks)"
 
 # ---- lock waits ----
-# The application holds every tally row for 12 s, taken before the rows
-# come: each done statement waits the 10 s of rowq's lock wait timeout.
+# The application holds every tally row for 20 s, taken before the rows
+# come: each done statement waits the 10 s of rowq's lock wait timeout
+# (the first must start within 10 s of the lock, on a loaded machine too).
 mariadb --no-defaults -S "$ROWQ_TEST_SOCKET" -uroot -N -B "$ROWQ_TEST_DB" \
-    -e "START TRANSACTION; SELECT COUNT(*) FROM tally FOR UPDATE; DO SLEEP(12); COMMIT" \
+    -e "START TRANSACTION; SELECT COUNT(*) FROM tally FOR UPDATE; DO SLEEP(20); COMMIT" \
     >/dev/null 2>lock.err &
 locker=$!
 track_pid "$locker"
-wait_until 10 '[ "$(sql_value "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '"'DO SLEEP(12)%'"'")" = 1 ]' ||
+wait_until 10 '[ "$(sql_value "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '"'DO SLEEP(20)%'"'")" = 1 ]' ||
 	fail "the application's lock was not taken"
 add_rows 200
 wait "$locker" || fail "the application's locking session: $(cat lock.err)"

@@ -126,9 +126,12 @@ rowq_start a.yaml a.log; A=$ROWQ_PID
 fill 200
 wait_until 20 '[ "$(handlers_of "$A" | wc -l)" -ge 2 ]' || fail "daemon a ran no 2 handlers"
 a_workers=$(workers_of "$A" | tr '\n' ' ')
-a_all="$A $a_workers $(handlers_of "$A" | tr '\n' ' ')"
-kill -STOP $a_all
+# The supervisor and workers first, so that no handler starts meanwhile;
+# then the handlers they run.
+kill -STOP "$A" $a_workers
 frozen_at=$(now_us)
+a_all="$A $a_workers $(handlers_of "$A" | tr '\n' ' ')"
+kill -STOP $a_all 2>/dev/null || true
 on_exit "kill -CONT $a_all 2>/dev/null || true"
 # The customers whose rows the frozen handlers hold.
 held=$(awk -v only="$a_workers" 'BEGIN { n = split(only, o, " "); for (i = 1; i <= n; i++) w[o[i]] = 1 }
@@ -140,7 +143,11 @@ job_by_customer "$log" bykey
 first_again=
 for id in $held; do
 	c=$(sql_value "SELECT customer_id FROM job WHERE id = $id")
-	t=$(awk -v c="$c" -v t0="$frozen_at" '$1 == "start" && $2 == c && $6 > t0 { print $6; exit }' bykey)
+	# Not a frozen worker's handler, whose start line can come just
+	# after the freeze, before its own SIGSTOP.
+	t=$(awk -v c="$c" -v t0="$frozen_at" -v only="$a_workers" '
+	    BEGIN { n = split(only, o, " "); for (i = 1; i <= n; i++) w[o[i]] = 1 }
+	    $1 == "start" && $2 == c && $6 > t0 && !($4 in w) { print $6; exit }' bykey)
 	[ -n "$t" ] || continue
 	[ -n "$first_again" ] && [ "$first_again" -le "$t" ] || first_again=$t
 done

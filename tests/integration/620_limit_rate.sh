@@ -5,6 +5,8 @@
 # (and one late line),
 # and the run as a whole gets most of the rate (the limit does not
 # waste what it allows).  Every row done once.
+# serial: counts starts a second against the rate: the workers must be
+# scheduled on time, which a test running beside it on 2 cores can prevent.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/limit.sh"

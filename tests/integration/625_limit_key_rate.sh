@@ -4,6 +4,8 @@
 # customer starts more than 5 + burst (1) rows in any second, every
 # customer gets most of its rate, and the customers go side by side (the
 # whole is about as long as one customer's share, not four).
+# serial: counts starts a second against the rate: the workers must be
+# scheduled on time, which a test running beside it on 2 cores can prevent.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/limit.sh"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # wake: binlog on a server with a binary log (ROW), idle: 30s, so that
 # only the binary log can wake a queue in time:
-#   - a row is picked up within 2 s; each wake goes to the queue whose
-#     select finds the row: queues a and b read one table (different
-#     WHERE), c another; the other queues' workers do not claim (their
-#     claim counts, from the metrics, do not move);
+#   - a row is picked up well within the idle (5 s at most); each wake
+#     goes to the queue whose select finds the row: queues a and b read
+#     one table (different WHERE), c another; the other queues' workers
+#     do not claim (their claim counts, from the metrics, do not move);
 #   - status and metrics say binlog, with a lag;
 #   - a user without the grants: check names both and says the queue
 #     falls back to polling, and passes;
@@ -85,11 +85,11 @@ insert()
 	else
 		server_sql b "INSERT INTO q.other () VALUES ()"
 	fi
-	wait_until 3 '[ "$(starts "$queue")" -ge "$n" ]' ||
+	wait_until 6 '[ "$(starts "$queue")" -ge "$n" ]' ||
 		fail "queue $queue did not pick up its row $n"
 	took=$(( ($(awk '$1 == "start" { t = $6 } END { print t }' "$queue.trace") - t0) / 1000 ))
 	echo "queue $queue: row $n picked up in ${took} ms"
-	assert_le "$took" 2000 "ms from the insert to queue $queue's handler"
+	assert_le "$took" 5000 "ms from the insert to queue $queue's handler"
 	sleep 0.3
 	for k in 0 1; do
 		assert_eq "${before[$k]}" "$(claims "${others[$k]}")" \

@@ -51,7 +51,7 @@ assert_eq 405 "$(http GET "http://127.0.0.1:$port/wake/later")" "GET /wake/later
 sql "INSERT INTO later (recipient, subject, body) VALUES ('a@x', 's', '')"
 t0=$(now_us)
 assert_eq 202 "$(http POST "http://127.0.0.1:$port/wake/later")" "POST /wake/later"
-wait_until 3 'grep -q "^start" "$log.later"' || fail "POST /wake/later did not wake the queue"
+wait_until 6 'grep -q "^start" "$log.later"' || fail "POST /wake/later did not wake the queue"
 took=$(( ($(awk '$1 == "start" { print $6; exit }' "$log.later") - t0) / 1000 ))
 echo "picked up in ${took} ms after POST /wake/later"
-assert_le "$took" 2000 "ms from POST /wake/later to the handler"
+assert_le "$took" 5000 "ms from POST /wake/later to the handler"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A requeue or discard of every failed row runs beside the console, not in
 # its thread: while 20,000 rows are discarded (chunks of 1000, a pause
-# between), other clients' pages answer within a second; the operator's
-# POST answers once the rows are gone, with their count, as before; a
-# second bulk action on the queue meanwhile is refused (409), and the
-# action is logged once, with its rows.
+# between), other clients' pages answer at once (never waiting for it);
+# the operator's POST answers once the rows are gone, with their count,
+# as before; a second bulk action on the queue meanwhile is refused (409),
+# and the action is logged once, with its rows.
 . "$(dirname "$0")/../lib.sh"
 . "$TESTS_DIR/email.sh"
 . "$TESTS_DIR/console.sh"
@@ -65,7 +65,9 @@ read -r worst n <<<"$(tail -n 1 pages.out)"
 echo "figure: the discard of 20000 rows took $took ms; meanwhile $n pages, the slowest $worst ms; a second bulk action: $second"
 assert_match '^303 .*did=discarded&n=20000$' "$(cat post.out)" "the operator's POST, once done"
 assert_eq 0 "$(sql_value "SELECT COUNT(*) FROM email")" "rows left"
-assert_le "$worst" 1000 "ms the slowest page took meanwhile"
+# A page that waited for the discard would wait most of it (over 4 s):
+# half of it is the bound, whatever the machine's load.
+assert_le "$worst" $((took / 2)) "ms the slowest page took meanwhile"
 assert_eq 409 "$second" "a second bulk action meanwhile"
 assert_eq 1 "$(grep -c 'alice (operator, from 127.0.0.1) discarded email: 20000 rows; all' rowq.log)" \
     "the action's line in the log"

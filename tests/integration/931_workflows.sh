@@ -361,13 +361,17 @@ wait "$B" 2>/dev/null || true
 untrack_pid "$B"
 "$ROWQ" -c b.yaml run >b.log.2 2>&1 & B=$!; track_pid $B
 
-# Batch 7's two children, and cbatch 3's, released in the same instant.
+# Batch 7's two children, and cbatch 3's, released in the same instant:
+# each waiting in a live handler (one that started on B and died with it
+# runs again later).
 sync_started()
 {
-	local ids
-	ids=$(sql "SELECT id FROM $1 WHERE payload LIKE 'sync%'")
-	[ -n "$ids" ] && [ "$(awk -v k="$1" '$1 == "start" && $2 == k { print $3 }' "$LOG" |
-	    sort -u | grep -cxF -f <(printf '%s\n' "$ids") || true)" -ge 2 ]
+	local id pid n=0
+	for id in $(sql "SELECT id FROM $1 WHERE payload LIKE 'sync%'"); do
+		pid=$(awk -v k="$1" -v id="$id" '$1 == "start" && $2 == k && $3 == id { p = $5 } END { print p }' "$LOG")
+		[ -n "$pid" ] && _lib_alive "$pid" && n=$((n + 1))
+	done
+	[ "$n" -ge 2 ]
 }
 wait_until 60 'sync_started item && sync_started citem' || fail "batch 7's or cbatch 3's children never both started: $(sql "SELECT * FROM item WHERE batch_id = 7; SELECT * FROM citem WHERE batch_id = 3")"
 touch "$LOG.go"
