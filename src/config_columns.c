@@ -92,9 +92,10 @@ config_builtin(const struct queue *q, const char *name)
 }
 
 /*
- * The built-ins that carry the handler's answer.  The lease statements
- * run before it (claim, renew) or for rows never handled (release), where
- * they would bind nothing, or another row's answer.
+ * The built-ins that carry a try's outcome.  The lease statements run
+ * before the handler answers, while another row's handler runs (renew, at
+ * a batch above 1) or for rows never handled (release): no answer there
+ * is the row's own, they would bind nothing, or another row's.
  */
 static bool
 config_answer_param(const char *name)
@@ -134,10 +135,10 @@ config_check_statement(const struct queue *q, const struct sql *s,
 			continue;
 		}
 		if (!column && !answered && config_answer_param(p)) {
-			log_error("%s: :%s is the handler's answer, and this "
-			    "statement runs when no row has one (a lease's "
-			    "claim, renewal or release)", s->where != NULL ?
-			    s->where : q->name, p);
+			log_error("%s: :%s is part of a try's outcome, and "
+			    "this statement runs when no row has one (a "
+			    "lease's claim, renewal or release)",
+			    s->where != NULL ? s->where : q->name, p);
 			problems++;
 			continue;
 		}

@@ -5,8 +5,8 @@
 # - a lease queue whose renewal and finishing statements never use
 #   :lease (or :lease_int) fences nothing: a worker whose lease ran out
 #   still records its outcome; a lease.release that does not test it
-#   gives back another worker's lease at a stop; one that binds the
-#   handler's answer (:error), which no released row has, is refused;
+#   gives back another worker's lease at a stop; one that binds a try's
+#   outcome (:error), which no released row has, is refused;
 # - retry: without attempts_column retries without a limit (a note, not
 #   a warning): a row whose handler fails 7 times is tried an 8th time;
 # - :lease_int, the lease token as a positive BIGINT, fits an integer
@@ -109,14 +109,14 @@ sed -i "s/^      release: .*/      release: UPDATE job SET claimed_until = 0 WHE
 check --strict
 assert_eq 0 "$status" "check --strict with lease.release testing the token ($out)"
 
-# ---- the handler's answer in a lease statement ----
+# ---- a try's outcome in a lease statement ----
 # lease.release runs for rows never handled, claim and renew before the
 # answer: :error there would bind nothing, or the last handled row's.
 sed -i "s/^      release: .*/      release: UPDATE job SET claimed_until = 0, state = :error WHERE id = :id AND claim_id = :lease_int/" q.yaml
 line=$(grep -n '^      release:' q.yaml | cut -d: -f1)
 check
 assert_eq 78 "$status" "check with :error in lease.release ($out)"
-assert_match "q.yaml:$line: queues.job.lease.release: :error is the handler's answer, and this statement runs when no row has one" \
+assert_match "q.yaml:$line: queues.job.lease.release: :error is part of a try's outcome, and this statement runs when no row has one" \
     "$out" ":error in lease.release"
 
 # ---- retry: without attempts_column ----

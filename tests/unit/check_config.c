@@ -1105,8 +1105,8 @@ START_TEST(test_lease_release)
 END_TEST
 
 /*
- * The handler's answer has no place in the lease statements (run before
- * it, or for rows never handled).
+ * A try's outcome has no place in the lease statements (run before it,
+ * or for rows never handled).
  */
 START_TEST(test_lease_answer_params)
 {
@@ -1118,10 +1118,10 @@ START_TEST(test_lease_answer_params)
 
 	ck_assert_int_eq(check_columns(&cfg->queues[0], id_only, 1, &log), 2);
 	ck_assert_has(log, "rowq.yaml:11: queues.render.lease.release: :error "
-	    "is the handler's answer, and this statement runs when no row "
+	    "is part of a try's outcome, and this statement runs when no row "
 	    "has one");
-	ck_assert_has(log, "queues.render.lease.renew: :output is the "
-	    "handler's answer");
+	ck_assert_has(log, "queues.render.lease.renew: :output is part of a "
+	    "try's outcome");
 	free(log);
 	config_free(cfg);
 }
