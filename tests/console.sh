@@ -8,17 +8,11 @@
 #                            email_config with failed_select:, requeue:,
 #                            discard:, a status socket in $ROWQ_TEST_TMP
 #                            and console: on 127.0.0.1:PORT
-#   free_port                a free TCP port on 127.0.0.1
 #   console_login JAR USER   log in with the form; the cookie in JAR
 #   console_csrf JAR PATH    the CSRF token of the page at PATH
 #   console_up               wait until the console at $CONSOLE answers
 #   console_post_login FROM USER PASSWORD
 #                            the login form from address FROM: "CODE RETRY-AFTER"
-
-free_port()
-{
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 console_users()
 {

@@ -334,6 +334,27 @@ skip_on_server()
 	exit 77
 }
 
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now, for a
+# server or listener of a test's own (tests run side by side: no fixed
+# ports).  Taken below the kernel's ephemeral range, which the port bound
+# to 0 would come from: an outgoing connection (a client of another test)
+# may take such a port between this choice and the listener's bind.
+free_port()
+{
+	python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(1000):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randint(10000, low - 1) if low > 11000 else 0))
+    except OSError:
+        continue
+    print(s.getsockname()[1])
+    break
+PY
+}
+
 # seq_rows N: a derived table of one column, seq, the numbers 1 to N in
 # that order, for either family (MariaDB's seq_1_to_N tables are its
 # own): INSERT INTO t (id) SELECT seq FROM $(seq_rows 100).  Its recursive

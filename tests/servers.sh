@@ -25,13 +25,6 @@ _srv_dir()
 	echo "$ROWQ_TEST_TMP/srv-$1"
 }
 
-# free_port: a TCP port on 127.0.0.1 that nothing listens on now, for a
-# server of a test's own (tests run side by side: no fixed ports).
-free_port()
-{
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # server_sock NAME: the server's unix socket.
 server_sock()
 {

@@ -1,14 +1,8 @@
 # shellcheck shell=bash
 # HTTP for the wake tests, sourced after lib.sh:
 #
-#   free_port              a TCP port nothing listens on now
 #   http METHOD URL        the status code of a request (000: none)
 #   metric PORT NAME QUEUE the value of NAME{queue="QUEUE"} (empty: none)
-
-free_port()
-{
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 http()
 {

@@ -175,7 +175,7 @@ assert_eq 5 "$(grep -c "queues.legacy.retry.gave_up: retry.update gave the row u
 # The same rows under `rowq run`: on_failed: runs for each given-up row,
 # and status and the metrics count them failed.
 sql "UPDATE legacy SET state = 'ready', attempts = 0"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/rowq.sock\nmetrics: 127.0.0.1:$port\nqueues:|" legacy.yaml
 rowq_start legacy.yaml legacy.log
 on_exit '[ $? -eq 0 ] || cat "$ROWQ_TEST_TMP/legacy.log"'

@@ -211,7 +211,7 @@ assert_eq "5000 5000 0" "$(sql_value "SELECT CONCAT(SUM(state = 'ready'), ' ', S
 figure "handler none, one statement, batch 100: rows a second, 2 workers" \
     "$(awk -v t="$took" 'BEGIN { printf "%.0f\n", 5000 / (t / 1e6) }')"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 due_config m.yaml "metrics: 127.0.0.1:$port"
 sed -i "s/^    workers: 2$/    workers: 1/" m.yaml
 sql "DELETE FROM delayed_jobs; DELETE FROM ready_jobs; DELETE FROM moves;

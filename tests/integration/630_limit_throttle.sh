@@ -13,7 +13,7 @@ db_start
 db_create
 cd "$ROWQ_TEST_TMP"
 log=$ROWQ_TEST_TMP/trace
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 on_exit '[ $? -eq 0 ] || tail -n 20 "$ROWQ_TEST_TMP"/[ab].log'
 
 # handler: the trace's lines; row 5 asks, once, to throttle for 2 s.

@@ -18,7 +18,7 @@ sql "INSERT INTO email (id, recipient, subject, body, created_at)
     NOW() - INTERVAL (11 - seq) * 12 MINUTE FROM $(seq_rows 10)"
 sql "INSERT INTO email (id, recipient, subject, body, status)
     SELECT 100 + seq, 'x@example.com', 's', '', 'failed' FROM $(seq_rows 3)"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 log=$ROWQ_TEST_TMP/handled
 email_config rowq.yaml "[$HANDLERS/fake, append, $log]" \
     "age: created_at" \

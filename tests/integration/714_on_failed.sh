@@ -13,7 +13,7 @@ cd "$ROWQ_TEST_TMP"
 email_table 0
 sql "INSERT INTO email (id, recipient, subject, body)
     SELECT seq, CONCAT('u', seq, '@x'), 's', '' FROM $(seq_rows 12)"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 
 # The handler, by key: 1-4 can never work (65), 5-6 fail every try, 7
 # hangs past the timeout, 8 fails once then works, 9 dies of SIGKILL,

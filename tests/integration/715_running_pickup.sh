@@ -17,7 +17,7 @@ email_table 0
 sql "ALTER TABLE email ADD COLUMN created_at DATETIME NOT NULL DEFAULT NOW()"
 sql "INSERT INTO email (id, recipient, subject, body, created_at)
     SELECT seq, 'r', 's', '', NOW() - INTERVAL 30 SECOND FROM $(seq_rows 6)"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 cat >handle <<'SH'
 #!/bin/bash
 cat >/dev/null

@@ -13,7 +13,7 @@ db_start
 db_create
 cd "$ROWQ_TEST_TMP"
 email_table 30
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 WORKERS=1 email_config rowq.yaml "[$HANDLERS/fake, sleep, 30000, $ROWQ_TEST_TMP/handled]"
 sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/rowq.sock\nmetrics: 127.0.0.1:$port\nqueues:|" rowq.yaml
 # The metrics probe reads the waiting rows a tenth of a second each: it

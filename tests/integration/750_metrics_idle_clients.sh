@@ -11,7 +11,7 @@ db_start
 db_create
 cd "$ROWQ_TEST_TMP"
 email_table 0
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 email_config rowq.yaml "[$HANDLERS/fake, append, $ROWQ_TEST_TMP/log]"
 sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/rowq.sock\nmetrics: 127.0.0.1:$port\nqueues:|" rowq.yaml
 rowq_start rowq.yaml rowq.log

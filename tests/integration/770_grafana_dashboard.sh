@@ -12,7 +12,7 @@ cd "$ROWQ_TEST_TMP"
 dashboard=$REPO_ROOT/contrib/grafana/rowq.json
 
 email_table 3
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 email_config rowq.yaml "[$HANDLERS/fake, exit, 0]"
 sed -i "s|^queues:|status_socket: $ROWQ_TEST_TMP/rowq.sock\nmetrics: 127.0.0.1:$port\nqueues:|" rowq.yaml
 rowq_start rowq.yaml rowq.log
